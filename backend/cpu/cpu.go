@@ -1,0 +1,221 @@
+// Package cpu is the CPU backend: tensors live in host memory, level-3 BLAS and LAPACK come from gonum (pure Go)
+// or, when built with the tag netlib, from OpenBLAS and LAPACKE through gonum/netlib. Batches and large operations
+// are split over a pool of worker goroutines sized from the CPU (and capped by GOMAXPROCS).
+//
+// Importing the package registers the "cpu" backend with backend.Open.
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/tensor"
+)
+
+// Name is the backend's name for backend.Open.
+const Name = "cpu"
+
+func init() {
+	backend.RegisterFactory(Name, 0, func() (backend.Backend, error) { return New() })
+}
+
+// library names the BLAS/LAPACK in use; the netlib build replaces it.
+var library = "gonum (pure Go)"
+
+// Backend is the CPU backend. It is safe for concurrent use.
+type Backend struct {
+	workers int
+	mem     atomic.Int64
+	owner   *int // identity token stored in the storage of tensors this backend allocates
+	closed  atomic.Bool
+}
+
+// New returns a CPU backend with one worker per core available to the Go scheduler.
+func New() (*Backend, error) {
+	return NewWithWorkers(0)
+}
+
+// NewWithWorkers returns a CPU backend with n workers; n ≤ 0 picks the number of physical cores reported by the
+// CPU, capped by GOMAXPROCS.
+func NewWithWorkers(n int) (*Backend, error) {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+		if pc := cpuid.CPU.PhysicalCores; pc > 0 && pc < n {
+			n = pc
+		}
+		if n < 1 {
+			n = 1
+		}
+	}
+	return &Backend{workers: n, owner: new(int)}, nil
+}
+
+// Name returns "cpu".
+func (b *Backend) Name() string { return Name }
+
+// Workers returns the size of the worker pool.
+func (b *Backend) Workers() int { return b.workers }
+
+// Info describes the CPU and the library.
+func (b *Backend) Info() backend.Info {
+	var feats []string
+	for _, f := range []cpuid.FeatureID{cpuid.SSE2, cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.AVX512F, cpuid.AVX512DQ,
+		cpuid.AVX512VL, cpuid.AMXTILE, cpuid.ASIMD, cpuid.SVE} {
+		if cpuid.CPU.Supports(f) {
+			feats = append(feats, f.String())
+		}
+	}
+	c := cpuid.CPU
+	return backend.Info{
+		Name:     Name,
+		Library:  library,
+		Device:   c.BrandName,
+		Cores:    b.workers,
+		Features: feats,
+		Extra: map[string]string{
+			"physical_cores": fmt.Sprint(c.PhysicalCores),
+			"logical_cores":  fmt.Sprint(c.LogicalCores),
+			"gomaxprocs":     fmt.Sprint(runtime.GOMAXPROCS(0)),
+			"x64_level":      fmt.Sprint(c.X64Level()),
+			"l2_bytes":       fmt.Sprint(c.Cache.L2),
+			"l3_bytes":       fmt.Sprint(c.Cache.L3),
+		},
+	}
+}
+
+// Close marks the backend closed. Host tensors stay readable.
+func (b *Backend) Close() error {
+	b.closed.Store(true)
+	return nil
+}
+
+// hostStorage is host memory allocated by a CPU backend, tracked for MemInUse.
+type hostStorage struct {
+	tensor.HostStorage
+	freed atomic.Bool
+}
+
+// Alloc returns a zeroed contiguous host tensor and counts its bytes in MemInUse.
+func (b *Backend) Alloc(s tensor.Shape) (*tensor.Tensor, error) {
+	if s.Batch < 0 || s.Rows < 0 || s.Cols < 0 {
+		return nil, backend.Errorf("alloc", "", backend.ErrShape, "negative dimension in %v", s)
+	}
+	n := s.Len()
+	if n < 0 || n > 1<<40 {
+		return nil, backend.Errorf("alloc", "", backend.ErrOutOfMemory, "%v elements", s)
+	}
+	st := &hostStorage{HostStorage: *tensor.NewHostStorage(make([]float64, n), b.owner)}
+	b.mem.Add(int64(n) * 8)
+	return tensor.New(st, 0, s, s.Rows*s.Cols, s.Cols)
+}
+
+// Free returns the bytes of a tensor from Alloc to the MemInUse count. The memory itself is left to the garbage
+// collector. Freeing a view, a tensor from elsewhere or the same tensor twice is harmless.
+func (b *Backend) Free(t *tensor.Tensor) {
+	if t == nil {
+		return
+	}
+	if st, ok := t.Storage().(*hostStorage); ok && st.Owner() == any(b.owner) && st.freed.CompareAndSwap(false, true) {
+		b.mem.Add(-int64(st.Len()) * 8)
+	}
+}
+
+// MemInUse returns the bytes allocated with Alloc and not yet freed.
+func (b *Backend) MemInUse() int64 { return b.mem.Load() }
+
+// checkHost rejects tensors whose memory the CPU cannot address.
+func checkHost(op string, names []string, ts ...*tensor.Tensor) error {
+	for i, t := range ts {
+		if t != nil && !t.IsHost() {
+			return backend.Errorf(op, names[i], backend.ErrForeign, "tensor is not in host memory")
+		}
+	}
+	return nil
+}
+
+// Upload copies a host tensor into a CPU tensor.
+func (b *Backend) Upload(dst, src *tensor.Tensor) error { return b.copyOp("upload", dst, src) }
+
+// Download copies a CPU tensor into a host tensor.
+func (b *Backend) Download(dst, src *tensor.Tensor) error { return b.copyOp("download", dst, src) }
+
+// Copy copies src into dst (src may have batch 1).
+func (b *Backend) Copy(dst, src *tensor.Tensor) error { return b.copyOp("copy", dst, src) }
+
+func (b *Backend) copyOp(op string, dst, src *tensor.Tensor) error {
+	if err := backend.CheckNotNil(op, []string{"dst", "src"}, dst, src); err != nil {
+		return err
+	}
+	if err := checkHost(op, []string{"dst", "src"}, dst, src); err != nil {
+		return err
+	}
+	if op != "copy" && src.Batch() != dst.Batch() {
+		return backend.Errorf(op, "src", backend.ErrShape, "shape %v, want %v", src.Shape(), dst.Shape())
+	}
+	if err := backend.CheckMatrix(op, "src", src, dst.Batch(), dst.Rows(), dst.Cols()); err != nil {
+		return err
+	}
+	if err := tensor.CopyHost(dst, src); err != nil {
+		return backend.Errorf(op, "src", backend.ErrShape, "%v", err)
+	}
+	return nil
+}
+
+// Sync returns at once: CPU work is synchronous.
+func (b *Backend) Sync() error { return nil }
+
+// parallelFor splits [0, n) into at most Workers() contiguous chunks and runs f on each, in parallel when there is
+// more than one chunk. It returns when all chunks are done.
+func (b *Backend) parallelFor(n int, f func(lo, hi int)) {
+	w := min(b.workers, n)
+	if w <= 1 {
+		if n > 0 {
+			f(0, n)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		lo, hi := k*n/w, (k+1)*n/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// parallelWork is parallelFor for n items of about cost flops each: below a threshold the loop runs on the calling
+// goroutine, where starting workers would cost more than it saves.
+func (b *Backend) parallelWork(n int, cost float64, f func(lo, hi int)) {
+	if float64(n)*cost < 32768 {
+		if n > 0 {
+			f(0, n)
+		}
+		return
+	}
+	b.parallelFor(n, f)
+}
+
+// bi maps a destination batch index to an operand's batch index (0 for a broadcast operand of batch 1).
+func bi(x *tensor.Tensor, b int) int {
+	if x.Batch() == 1 {
+		return 0
+	}
+	return b
+}
+
+// row returns row i of matrix bb of a host tensor.
+func row(t *tensor.Tensor, bb, i int) []float64 {
+	h := t.Storage().Host()
+	start := t.Offset() + bi(t, bb)*t.BatchStride() + i*t.RowStride()
+	return h[start : start+t.Cols()]
+}
+
+var _ backend.Backend = (*Backend)(nil)

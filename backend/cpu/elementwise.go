@@ -1,0 +1,432 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/tensor"
+)
+
+// eachRow runs f(bb, i) for every row of every matrix of dst, over the workers when there is enough work.
+func (b *Backend) eachRow(dst *tensor.Tensor, costPerElem float64, f func(bb, i int)) {
+	rows := dst.Rows()
+	total := dst.Batch() * rows
+	if total == 0 || dst.Cols() == 0 {
+		return
+	}
+	b.parallelWork(total, costPerElem*float64(dst.Cols()), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			f(k/rows, k%rows)
+		}
+	})
+}
+
+func (b *Backend) prepElementwise(op string, dst *tensor.Tensor, names []string, xs ...*tensor.Tensor) error {
+	if err := backend.CheckNotNil(op, []string{"dst"}, dst); err != nil {
+		return err
+	}
+	if err := backend.CheckElementwise(op, dst, names, xs...); err != nil {
+		return err
+	}
+	return checkHost(op, append([]string{"dst"}, names...), append([]*tensor.Tensor{dst}, xs...)...)
+}
+
+// Fill sets every element of dst to v.
+func (b *Backend) Fill(dst *tensor.Tensor, v float64) error {
+	if err := b.prepElementwise("fill", dst, nil); err != nil {
+		return err
+	}
+	b.eachRow(dst, 0.25, func(bb, i int) {
+		r := row(dst, bb, i)
+		for j := range r {
+			r[j] = v
+		}
+	})
+	return nil
+}
+
+// Axpby computes dst = alpha·x + beta·y (y may be nil).
+func (b *Backend) Axpby(dst *tensor.Tensor, alpha float64, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
+	if err := backend.CheckNotNil("axpby", []string{"x"}, x); err != nil {
+		return err
+	}
+	if err := b.prepElementwise("axpby", dst, []string{"x", "y"}, x, y); err != nil {
+		return err
+	}
+	b.eachRow(dst, 1, func(bb, i int) {
+		d, xr := row(dst, bb, i), row(x, bb, i)
+		if y == nil {
+			for j := range d {
+				d[j] = alpha * xr[j]
+			}
+			return
+		}
+		yr := row(y, bb, i)
+		for j := range d {
+			d[j] = alpha*xr[j] + beta*yr[j]
+		}
+	})
+	return nil
+}
+
+// Mul computes dst = x ⊙ y.
+func (b *Backend) Mul(dst, x, y *tensor.Tensor) error {
+	if err := backend.CheckNotNil("mul", []string{"x", "y"}, x, y); err != nil {
+		return err
+	}
+	if err := b.prepElementwise("mul", dst, []string{"x", "y"}, x, y); err != nil {
+		return err
+	}
+	b.eachRow(dst, 1, func(bb, i int) {
+		d, xr, yr := row(dst, bb, i), row(x, bb, i), row(y, bb, i)
+		for j := range d {
+			d[j] = xr[j] * yr[j]
+		}
+	})
+	return nil
+}
+
+// Div computes dst = x ⊘ y.
+func (b *Backend) Div(dst, x, y *tensor.Tensor) error {
+	if err := backend.CheckNotNil("div", []string{"x", "y"}, x, y); err != nil {
+		return err
+	}
+	if err := b.prepElementwise("div", dst, []string{"x", "y"}, x, y); err != nil {
+		return err
+	}
+	b.eachRow(dst, 1, func(bb, i int) {
+		d, xr, yr := row(dst, bb, i), row(x, bb, i), row(y, bb, i)
+		for j := range d {
+			d[j] = xr[j] / yr[j]
+		}
+	})
+	return nil
+}
+
+// Unary evaluates f at x on the host; the CPU backend's Map and the tests of other backends use it.
+func Unary(f backend.UnaryOp, x float64) float64 {
+	switch f {
+	case backend.Identity:
+		return x
+	case backend.Neg:
+		return -x
+	case backend.Abs:
+		return math.Abs(x)
+	case backend.Square:
+		return x * x
+	case backend.Sqrt:
+		return math.Sqrt(x)
+	case backend.Recip:
+		return 1 / x
+	case backend.Exp:
+		return math.Exp(x)
+	case backend.Log:
+		return math.Log(x)
+	case backend.Log1p:
+		return math.Log1p(x)
+	case backend.Sigmoid:
+		if x >= 0 {
+			return 1 / (1 + math.Exp(-x))
+		}
+		e := math.Exp(x)
+		return e / (1 + e)
+	case backend.Softplus:
+		return math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
+	case backend.Tanh:
+		return math.Tanh(x)
+	case backend.Sin:
+		return math.Sin(x)
+	case backend.Cos:
+		return math.Cos(x)
+	case backend.Sinc:
+		if math.Abs(x) < 1e-4 {
+			x2 := x * x
+			return 1 - x2/6*(1-x2/20)
+		}
+		return math.Sin(x) / x
+	}
+	return math.NaN()
+}
+
+// Map computes dst = f(alpha·x).
+func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *tensor.Tensor) error {
+	if err := backend.CheckNotNil("map", []string{"x"}, x); err != nil {
+		return err
+	}
+	if f < backend.Identity || f > backend.Sinc {
+		return backend.Errorf("map", "", backend.ErrDomain, "unknown function %d", int(f))
+	}
+	if err := b.prepElementwise("map", dst, []string{"x"}, x); err != nil {
+		return err
+	}
+	b.eachRow(dst, 20, func(bb, i int) {
+		d, xr := row(dst, bb, i), row(x, bb, i)
+		for j := range d {
+			d[j] = Unary(f, alpha*xr[j])
+		}
+	})
+	return nil
+}
+
+// ScaleRows computes dst[b,i,j] = x[b,i,j]·v[b,i].
+func (b *Backend) ScaleRows(dst, x, v *tensor.Tensor) error {
+	const op = "scale_rows"
+	if err := backend.CheckNotNil(op, []string{"x", "v"}, x, v); err != nil {
+		return err
+	}
+	if err := b.prepElementwise(op, dst, []string{"x"}, x); err != nil {
+		return err
+	}
+	if err := backend.CheckMatrix(op, "v", v, dst.Batch(), dst.Rows(), 1); err != nil {
+		return err
+	}
+	if err := checkHost(op, []string{"v"}, v); err != nil {
+		return err
+	}
+	b.eachRow(dst, 1, func(bb, i int) {
+		d, xr, s := row(dst, bb, i), row(x, bb, i), row(v, bb, i)[0]
+		for j := range d {
+			d[j] = xr[j] * s
+		}
+	})
+	return nil
+}
+
+// ScaleCols computes dst[b,i,j] = x[b,i,j]·v[b,j].
+func (b *Backend) ScaleCols(dst, x, v *tensor.Tensor) error {
+	const op = "scale_cols"
+	if err := backend.CheckNotNil(op, []string{"x", "v"}, x, v); err != nil {
+		return err
+	}
+	if err := b.prepElementwise(op, dst, []string{"x"}, x); err != nil {
+		return err
+	}
+	if err := backend.CheckMatrix(op, "v", v, dst.Batch(), 1, dst.Cols()); err != nil {
+		return err
+	}
+	if err := checkHost(op, []string{"v"}, v); err != nil {
+		return err
+	}
+	b.eachRow(dst, 1, func(bb, i int) {
+		d, xr, s := row(dst, bb, i), row(x, bb, i), row(v, bb, 0)
+		for j := range d {
+			d[j] = xr[j] * s[j]
+		}
+	})
+	return nil
+}
+
+// RowDots computes dst[b,i] = Σ_j x[b,i,j]·y[b,i,j].
+func (b *Backend) RowDots(dst, x, y *tensor.Tensor) error {
+	const op = "row_dots"
+	if err := backend.CheckNotNil(op, []string{"dst", "x", "y"}, dst, x, y); err != nil {
+		return err
+	}
+	if err := backend.CheckMatrix(op, "dst", dst, -1, x.Rows(), 1); err != nil {
+		return err
+	}
+	for _, o := range []struct {
+		n string
+		t *tensor.Tensor
+	}{{"x", x}, {"y", y}} {
+		if err := backend.CheckMatrix(op, o.n, o.t, dst.Batch(), x.Rows(), x.Cols()); err != nil {
+			return err
+		}
+	}
+	if err := checkHost(op, []string{"dst", "x", "y"}, dst, x, y); err != nil {
+		return err
+	}
+	rows := dst.Rows()
+	total := dst.Batch() * rows
+	b.parallelWork(total, 2*float64(x.Cols()), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			bb, i := k/rows, k%rows
+			xr, yr := row(x, bb, i), row(y, bb, i)
+			var s float64
+			for j := range xr {
+				s += xr[j] * yr[j]
+			}
+			row(dst, bb, i)[0] = s
+		}
+	})
+	return nil
+}
+
+func reduceInit(op backend.ReduceOp) float64 {
+	switch op {
+	case backend.ReduceMax:
+		return math.Inf(-1)
+	case backend.ReduceMin:
+		return math.Inf(1)
+	}
+	return 0
+}
+
+func reduceStep(op backend.ReduceOp, acc, x float64) float64 {
+	switch op {
+	case backend.ReduceMax:
+		if x > acc || math.IsNaN(x) {
+			return x
+		}
+		return acc
+	case backend.ReduceMin:
+		if x < acc || math.IsNaN(x) {
+			return x
+		}
+		return acc
+	case backend.ReduceSumSq:
+		return acc + x*x
+	}
+	return acc + x
+}
+
+// combine merges two partial results of op (sums add; max/min compare).
+func combine(op backend.ReduceOp, a, c float64) float64 {
+	if op == backend.ReduceSumSq {
+		return a + c
+	}
+	return reduceStep(op, a, c)
+}
+
+// Reduce collapses x along axis with op into dst.
+func (b *Backend) Reduce(dst *tensor.Tensor, op backend.ReduceOp, axis backend.Axis, x *tensor.Tensor) error {
+	const name = "reduce"
+	if err := backend.CheckReduce(dst, axis, x); err != nil {
+		return err
+	}
+	if op < backend.ReduceSum || op > backend.ReduceSumSq {
+		return backend.Errorf(name, "", backend.ErrDomain, "unknown reduction %d", int(op))
+	}
+	if err := checkHost(name, []string{"dst", "x"}, dst, x); err != nil {
+		return err
+	}
+	rows, cols := x.Rows(), x.Cols()
+	switch axis {
+	case backend.AxisCols:
+		b.parallelWork(x.Batch()*rows, float64(cols), func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				bb, i := k/rows, k%rows
+				acc := reduceInit(op)
+				for _, v := range row(x, bb, i) {
+					acc = reduceStep(op, acc, v)
+				}
+				row(dst, bb, i)[0] = acc
+			}
+		})
+	case backend.AxisRows:
+		b.parallelWork(x.Batch(), float64(rows*cols), func(lo, hi int) {
+			for bb := lo; bb < hi; bb++ {
+				d := row(dst, bb, 0)
+				for j := range d {
+					d[j] = reduceInit(op)
+				}
+				for i := 0; i < rows; i++ {
+					for j, v := range row(x, bb, i) {
+						d[j] = reduceStep(op, d[j], v)
+					}
+				}
+			}
+		})
+	case backend.AxisAll:
+		// Per-row partial results, then a sum over rows: each partial is short, which keeps float64 round-off
+		// near the pairwise bound for tall matrices.
+		for bb := 0; bb < x.Batch(); bb++ {
+			part := make([]float64, rows)
+			b.parallelWork(rows, float64(cols), func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					acc := reduceInit(op)
+					for _, v := range row(x, bb, i) {
+						acc = reduceStep(op, acc, v)
+					}
+					part[i] = acc
+				}
+			})
+			acc := reduceInit(op)
+			if rows > 0 && cols > 0 {
+				acc = pairwise(op, part)
+			}
+			row(dst, bb, 0)[0] = acc
+		}
+	}
+	return nil
+}
+
+// pairwise combines partial results by halving, so a sum over n rows carries O(log n) round-off.
+func pairwise(op backend.ReduceOp, v []float64) float64 {
+	if len(v) <= 8 {
+		acc := v[0]
+		for _, x := range v[1:] {
+			acc = combine(op, acc, x)
+		}
+		return acc
+	}
+	h := len(v) / 2
+	return combine(op, pairwise(op, v[:h]), pairwise(op, v[h:]))
+}
+
+// AddDiag adds alpha to the diagonal of each square matrix of dst.
+func (b *Backend) AddDiag(dst *tensor.Tensor, alpha float64) error {
+	const op = "add_diag"
+	if err := backend.CheckNotNil(op, []string{"dst"}, dst); err != nil {
+		return err
+	}
+	if err := backend.CheckSquare(op, "dst", dst); err != nil {
+		return err
+	}
+	if err := checkHost(op, []string{"dst"}, dst); err != nil {
+		return err
+	}
+	b.eachRow(dst, 0.01, func(bb, i int) { row(dst, bb, i)[i] += alpha })
+	return nil
+}
+
+// Symmetrize replaces each square matrix of dst by (X + Xᵀ)/2.
+func (b *Backend) Symmetrize(dst *tensor.Tensor) error {
+	const op = "symmetrize"
+	if err := backend.CheckNotNil(op, []string{"dst"}, dst); err != nil {
+		return err
+	}
+	if err := backend.CheckSquare(op, "dst", dst); err != nil {
+		return err
+	}
+	if err := checkHost(op, []string{"dst"}, dst); err != nil {
+		return err
+	}
+	n := dst.Rows()
+	b.parallelWork(dst.Batch(), float64(n*n), func(lo, hi int) {
+		for bb := lo; bb < hi; bb++ {
+			g := general(dst, bb)
+			for i := 0; i < n; i++ {
+				for j := 0; j < i; j++ {
+					s := 0.5 * (g.Data[i*g.Stride+j] + g.Data[j*g.Stride+i])
+					g.Data[i*g.Stride+j], g.Data[j*g.Stride+i] = s, s
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// Transpose writes the transpose of each matrix of x into dst.
+func (b *Backend) Transpose(dst, x *tensor.Tensor) error {
+	const op = "transpose"
+	if err := backend.CheckNotNil(op, []string{"dst", "x"}, dst, x); err != nil {
+		return err
+	}
+	if err := backend.CheckMatrix(op, "dst", dst, -1, x.Cols(), x.Rows()); err != nil {
+		return err
+	}
+	if err := backend.CheckBatch(op, "x", x, dst.Batch()); err != nil {
+		return err
+	}
+	if err := checkHost(op, []string{"dst", "x"}, dst, x); err != nil {
+		return err
+	}
+	b.eachRow(dst, 1, func(bb, i int) {
+		d := row(dst, bb, i)
+		for j := range d {
+			d[j] = row(x, bb, j)[i]
+		}
+	})
+	return nil
+}

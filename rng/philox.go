@@ -1,0 +1,152 @@
+// Package rng is the counter-based random number generator every backend shares: Philox4x32-10 (Salmon et al.,
+// "Parallel random numbers: as easy as 1, 2, 3", SC 2011). Draw n of a stream is a pure function of (seed, stream,
+// n), so a GPU thread can compute it without state and the CPU and GPU backends fill tensors with the same numbers.
+//
+// Layout: the 128-bit Philox counter is (block, stream) with block in the low 64 bits; the 64-bit key is the seed.
+// Each block gives four 32-bit words; uniform n uses words (0,1) of block n/2 when n is even and (2,3) when odd.
+// Normal n is the cosine (n even) or sine (n odd) half of a Box–Muller pair built from the two uniforms of block n/2.
+// The integer words and the uniforms are bit-identical on every backend; normals agree to the last few ulps (they
+// go through log, sqrt, cos and sin of the platform's maths library).
+package rng
+
+import (
+	"math"
+	"math/bits"
+)
+
+const (
+	philoxM0 = 0xD2511F53
+	philoxM1 = 0xCD9E8D57
+	philoxW0 = 0x9E3779B9
+	philoxW1 = 0xBB67AE85
+)
+
+// Philox4x32 returns the ten-round Philox4x32 bijection of counter ctr under key.
+func Philox4x32(ctr [4]uint32, key [2]uint32) [4]uint32 {
+	c0, c1, c2, c3 := ctr[0], ctr[1], ctr[2], ctr[3]
+	k0, k1 := key[0], key[1]
+	for r := 0; r < 10; r++ {
+		if r > 0 {
+			k0 += philoxW0
+			k1 += philoxW1
+		}
+		hi0, lo0 := bits.Mul32(philoxM0, c0)
+		hi1, lo1 := bits.Mul32(philoxM1, c2)
+		c0, c1, c2, c3 = hi1^c1^k0, lo1, hi0^c3^k1, lo0
+	}
+	return [4]uint32{c0, c1, c2, c3}
+}
+
+// Counter names a position in a random stream: draws Offset, Offset+1, … of stream Stream under Seed.
+type Counter struct {
+	Seed   uint64
+	Stream uint64
+	Offset uint64
+}
+
+// Advance returns the counter n draws further on.
+func (c Counter) Advance(n int) Counter {
+	c.Offset += uint64(n)
+	return c
+}
+
+// Block returns the four words of block blk of the stream.
+func (c Counter) Block(blk uint64) [4]uint32 {
+	return Philox4x32([4]uint32{uint32(blk), uint32(blk >> 32), uint32(c.Stream), uint32(c.Stream >> 32)},
+		[2]uint32{uint32(c.Seed), uint32(c.Seed >> 32)})
+}
+
+// toUnit maps two 32-bit words to a uniform in the open interval (0, 1) with 53 random bits.
+func toUnit(hi, lo uint32) float64 {
+	x := (uint64(hi)<<32 | uint64(lo)) >> 11
+	return (float64(x) + 0.5) * (1.0 / (1 << 53))
+}
+
+// Uniform returns uniform draw Offset+n of the stream, in (0, 1).
+func (c Counter) Uniform(n uint64) float64 {
+	k := c.Offset + n
+	w := c.Block(k >> 1)
+	if k&1 == 0 {
+		return toUnit(w[0], w[1])
+	}
+	return toUnit(w[2], w[3])
+}
+
+// Normal returns standard normal draw Offset+n of the stream.
+func (c Counter) Normal(n uint64) float64 {
+	k := c.Offset + n
+	w := c.Block(k >> 1)
+	return boxMuller(w, k&1 == 1)
+}
+
+func boxMuller(w [4]uint32, odd bool) float64 {
+	u1, u2 := toUnit(w[0], w[1]), toUnit(w[2], w[3])
+	r := math.Sqrt(-2 * math.Log(u1))
+	if odd {
+		return r * math.Sin(2*math.Pi*u2)
+	}
+	return r * math.Cos(2*math.Pi*u2)
+}
+
+// FillNormal writes draws Offset, Offset+1, … into dst.
+func (c Counter) FillNormal(dst []float64) {
+	i := 0
+	k := c.Offset
+	if k&1 == 1 && len(dst) > 0 {
+		dst[0] = c.Normal(0)
+		i, k = 1, k+1
+	}
+	for ; i+1 < len(dst); i, k = i+2, k+2 {
+		w := c.Block(k >> 1)
+		u1, u2 := toUnit(w[0], w[1]), toUnit(w[2], w[3])
+		r := math.Sqrt(-2 * math.Log(u1))
+		s, co := math.Sincos(2 * math.Pi * u2)
+		dst[i], dst[i+1] = r*co, r*s
+	}
+	if i < len(dst) {
+		dst[i] = boxMuller(c.Block(k>>1), false)
+	}
+}
+
+// FillUniform writes uniform draws Offset, Offset+1, … into dst.
+func (c Counter) FillUniform(dst []float64) {
+	i := 0
+	k := c.Offset
+	if k&1 == 1 && len(dst) > 0 {
+		dst[0] = c.Uniform(0)
+		i, k = 1, k+1
+	}
+	for ; i+1 < len(dst); i, k = i+2, k+2 {
+		w := c.Block(k >> 1)
+		dst[i], dst[i+1] = toUnit(w[0], w[1]), toUnit(w[2], w[3])
+	}
+	if i < len(dst) {
+		w := c.Block(k >> 1)
+		dst[i] = toUnit(w[0], w[1])
+	}
+}
+
+// Source is a math/rand/v2 Source reading the 64-bit words of one stream in order, for code that wants a
+// rand.Rand (gonum's distuv, for example) on the same generator.
+type Source struct {
+	c   Counter
+	buf [4]uint32
+	n   int // words of buf consumed; 4 means empty
+}
+
+// NewSource returns a Source for stream of seed, starting at its first block.
+func NewSource(seed, stream uint64) *Source {
+	return &Source{c: Counter{Seed: seed, Stream: stream}, n: 4}
+}
+
+// Uint64 returns the next 64 random bits.
+func (s *Source) Uint64() uint64 {
+	if s.n >= 4 {
+		s.buf = s.c.Block(s.c.Offset)
+		s.c.Offset++
+		s.n = 0
+	}
+	v := uint64(s.buf[s.n])<<32 | uint64(s.buf[s.n+1])
+	s.n += 2
+	return v
+}

@@ -115,9 +115,9 @@ func testGemm(t *testing.T, b backend.Backend) {
 	type cs struct{ batch, m, n, k, ba, bb int }
 	cases := []cs{
 		{1, 1, 1, 1, 1, 1}, {1, 3, 5, 4, 1, 1}, {7, 3, 5, 4, 7, 7}, {7, 3, 5, 4, 1, 7}, {7, 3, 5, 4, 7, 1},
-		{1, 300, 20, 50, 1, 1},   // split over rows of C
-		{1, 10, 500, 40, 1, 1},   // split over columns
-		{1, 12, 9, 30000, 1, 1},  // split over the inner dimension (Gram matrices of tall factors)
+		{1, 300, 20, 50, 1, 1},  // split over rows of C
+		{1, 10, 500, 40, 1, 1},  // split over columns
+		{1, 12, 9, 30000, 1, 1}, // split over the inner dimension (Gram matrices of tall factors)
 		{10000, 2, 3, 2, 10000, 10000},
 		{1, 0, 3, 2, 1, 1}, {1, 3, 2, 0, 1, 1},
 	}

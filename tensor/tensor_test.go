@@ -1,0 +1,141 @@
+package tensor
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+func TestViews(t *testing.T) {
+	x := NewHost(3, 4, 5)
+	for i, h := 0, x.Storage().Host(); i < len(h); i++ {
+		h[i] = float64(i)
+	}
+	if !x.Contiguous() || x.Len() != 60 {
+		t.Fatalf("new tensor: contiguous %v, len %d", x.Contiguous(), x.Len())
+	}
+	if got := x.At(2, 3, 4); got != 59 {
+		t.Fatalf("At(2,3,4) = %v, want 59", got)
+	}
+	s := x.Slice(1, 3, 2, 5)
+	if s.Shape() != (Shape{3, 2, 3}) || s.Contiguous() || s.RowsContiguous() {
+		t.Fatalf("slice shape %v contiguous %v", s.Shape(), s.Contiguous())
+	}
+	if got, want := s.At(1, 0, 0), float64(20+5+2); got != want {
+		t.Fatalf("slice At(1,0,0) = %v, want %v", got, want)
+	}
+	s.Set(2, 1, 2, -1)
+	if x.At(2, 2, 4) != -1 {
+		t.Fatalf("write through a slice not seen in the parent")
+	}
+	it := x.Item(1)
+	if it.Batch() != 1 || it.At(0, 0, 0) != 20 {
+		t.Fatalf("Item(1): batch %d first %v", it.Batch(), it.At(0, 0, 0))
+	}
+	bc := it.Broadcast(4)
+	if bc.Batch() != 4 || bc.BatchStride() != 0 || bc.At(3, 0, 1) != 21 {
+		t.Fatalf("broadcast view wrong: %v", bc)
+	}
+	r, err := x.Reshape(1, 12, 5)
+	if err != nil || r.At(0, 11, 4) != x.At(2, 3, 4) {
+		t.Fatalf("reshape: %v", err)
+	}
+	if _, err := s.Reshape(1, 6, 3); !errors.Is(err, ErrShape) {
+		t.Fatalf("reshape of a strided view: err = %v, want ErrShape", err)
+	}
+	if _, err := x.Reshape(2, 2, 2); !errors.Is(err, ErrShape) {
+		t.Fatalf("reshape to a different size: err = %v, want ErrShape", err)
+	}
+	c := s.Clone()
+	if !c.Contiguous() || c.At(2, 1, 2) != -1 {
+		t.Fatalf("clone wrong")
+	}
+}
+
+func TestNewChecks(t *testing.T) {
+	st := NewHostStorage(make([]float64, 10), nil)
+	for _, c := range []struct {
+		off, bs, rs int
+		s           Shape
+	}{
+		{0, 6, 3, Shape{2, 2, 3}},  // needs 12
+		{0, 0, 2, Shape{1, 2, 3}},  // row stride < cols
+		{-1, 0, 3, Shape{1, 1, 3}}, // negative offset
+		{0, 0, 3, Shape{1, -1, 3}}, // negative dimension
+	} {
+		if _, err := New(st, c.off, c.s, c.bs, c.rs); !errors.Is(err, ErrShape) {
+			t.Errorf("New(off %d, %v, %d, %d): err = %v, want ErrShape", c.off, c.s, c.bs, c.rs, err)
+		}
+	}
+	if _, err := New(st, 1, Shape{1, 3, 3}, 9, 3); err != nil {
+		t.Errorf("New of a view that fits: %v", err)
+	}
+	if _, err := FromSlice(make([]float64, 5), 1, 2, 3); !errors.Is(err, ErrShape) {
+		t.Errorf("FromSlice with 5 values for 1×2×3: err = %v", err)
+	}
+}
+
+func TestGonumZeroCopy(t *testing.T) {
+	m := mat.NewDense(3, 4, nil)
+	sub := m.Slice(1, 3, 1, 4).(*mat.Dense)
+	x := FromDense(sub)
+	if x.Shape() != (Shape{1, 2, 3}) || x.RowStride() != 4 {
+		t.Fatalf("FromDense of a slice: %v", x)
+	}
+	x.Set(0, 1, 2, 7)
+	if m.At(2, 3) != 7 {
+		t.Fatalf("write through FromDense not seen by gonum")
+	}
+	d := x.Dense(0)
+	d.Set(0, 0, 5)
+	if m.At(1, 1) != 5 {
+		t.Fatalf("Dense view does not share memory")
+	}
+	c := x.ToDense(0)
+	c.Set(0, 0, 9)
+	if m.At(1, 1) != 5 {
+		t.Fatalf("ToDense shares memory")
+	}
+	v := mat.NewVecDense(6, []float64{0, 1, 2, 3, 4, 5})
+	sv := v.SliceVec(1, 6)
+	xv := FromVecDense(sv.(*mat.VecDense))
+	if xv.Shape() != (Shape{1, 5, 1}) || xv.At(0, 4, 0) != 5 {
+		t.Fatalf("FromVecDense: %v", xv)
+	}
+}
+
+func TestCheckFinite(t *testing.T) {
+	x := NewHost(2, 3, 3)
+	if err := x.CheckFinite("x"); err != nil {
+		t.Fatal(err)
+	}
+	x.Set(1, 2, 0, math.NaN())
+	err := x.CheckFinite("sigma")
+	if !errors.Is(err, ErrNotFinite) {
+		t.Fatalf("err = %v, want ErrNotFinite", err)
+	}
+	if want := "tensor: sigma[1, 2, 0] = NaN: not finite"; err.Error() != want {
+		t.Fatalf("message %q, want %q", err.Error(), want)
+	}
+	// A NaN outside a view is not the view's business.
+	if err := x.Slice(0, 2, 0, 3).CheckFinite("v"); err != nil {
+		t.Fatalf("view without the NaN: %v", err)
+	}
+}
+
+func TestCopyHost(t *testing.T) {
+	src := NewHost(1, 2, 2)
+	src.Set(0, 1, 1, 3)
+	dst := NewHost(3, 2, 2)
+	if err := CopyHost(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if dst.At(2, 1, 1) != 3 {
+		t.Fatalf("broadcast copy missing")
+	}
+	if err := CopyHost(dst, NewHost(2, 2, 2)); !errors.Is(err, ErrShape) {
+		t.Fatalf("copy of batch 2 into 3: err = %v", err)
+	}
+}

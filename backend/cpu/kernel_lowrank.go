@@ -1,0 +1,655 @@
+package cpu
+
+import (
+	"math"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
+
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
+)
+
+// Fused kernels for the low-rank-plus-diagonal algebra of paper 002 (backend/lowrank.go). Each kernel sweeps the
+// tall d×p factor W by row blocks of lrBlockRows(p) rows, one contiguous range of rows per worker; the per-block
+// products are small level-3 BLAS calls (gonum, or OpenBLAS single-threaded under -tags netlib, so the workers do
+// not oversubscribe the cores), and each worker keeps its own p×p / K×p partial sums, added in worker order at the
+// end (the result does not depend on scheduling).
+//
+// Scratch (Go heap, not counted by MemInUse): per worker at most three lrBlockRows(p)×max(p, K) blocks plus p×p
+// partial sums; nothing proportional to d. So no kernel needs any d×p buffer.
+//
+// Passes over W (reads of W, the bytes that bound the bandwidth-bound kernels):
+//   - capacitance: 1 pass (SYRK of Ψ^{-1/2}W).
+//   - solve, sample: 2 passes (Wᵀ(·) needs all rows before W(·) can start).
+//   - EM step, first inner iteration: 2 passes, 2.5·dp² + 2·dp·K_c multiply-adds, no d×p temporary: the algebra
+//     of notes §2.4 rewritten so that V, G and C are never stored (see lrEMStep).
+
+func init() {
+	applies := func(be backend.Backend, s tensor.Shape) bool { _, ok := be.(*Backend); return ok && s.Batch == 1 }
+	backend.CapacitanceOp.Register(backend.Kernel[backend.CapacitanceFunc]{
+		Name: "cpu.lowrank.capacitance.fused", Backend: Name, Priority: 10, Applies: applies, Fn: lrCapacitance,
+	})
+	backend.SolveOp.Register(backend.Kernel[backend.SolveFunc]{
+		Name: "cpu.lowrank.solve.fused", Backend: Name, Priority: 10, Applies: applies, Fn: lrSolve,
+	})
+	backend.SampleOp.Register(backend.Kernel[backend.SampleFunc]{
+		Name: "cpu.lowrank.sample.fused", Backend: Name, Priority: 10, Applies: applies, Fn: lrSample,
+	})
+	backend.EMStepOp.Register(backend.Kernel[backend.EMStepFunc]{
+		Name: "cpu.lowrank.em_step.fused", Backend: Name, Priority: 10, Applies: applies, Fn: lrEMStep,
+	})
+}
+
+// lrBlockRows is the number of rows of W per block: about 400 KiB of W, so a block and its product stay in L2.
+func lrBlockRows(p int) int { return min(max(51200/max(p, 1), 32), 2048) }
+
+// lrGen returns the single matrix of a batch-1 host tensor.
+func lrGen(t *tensor.Tensor) blas64.General {
+	data, stride, r, c := t.Matrix(0)
+	return blas64.General{Rows: r, Cols: c, Stride: stride, Data: data}
+}
+
+// lrVec returns a d×1 host tensor as a slice and increment: element i is v[i*inc].
+func lrVec(t *tensor.Tensor) ([]float64, int) {
+	data, stride, _, _ := t.Matrix(0)
+	return data, stride
+}
+
+// lrRows returns rows [lo, hi) of g (hi > lo).
+func lrRows(g blas64.General, lo, hi int) blas64.General {
+	return blas64.General{Rows: hi - lo, Cols: g.Cols, Stride: g.Stride, Data: g.Data[lo*g.Stride : (hi-1)*g.Stride+g.Cols]}
+}
+
+// lrDense returns an r×c contiguous matrix.
+func lrDense(r, c int) blas64.General {
+	return blas64.General{Rows: r, Cols: c, Stride: c, Data: make([]float64, r*c)}
+}
+
+// lrBlock returns the first r rows of a scratch matrix allocated with lrDense.
+func lrBlock(g blas64.General, r int) blas64.General {
+	return blas64.General{Rows: r, Cols: g.Cols, Stride: g.Stride, Data: g.Data[:r*g.Stride]}
+}
+
+// lrChunks is the number of contiguous row ranges ("chunks") a sweep over d rows of a d×p factor is cut into: up to
+// 64, a function of d and p only (and of the worker count only when p is so large that 64 p×p partial sums would
+// not fit in 32 MiB), so the partial sums and hence the results do not depend on the scheduling.
+func (b *Backend) lrChunks(d, p int) int {
+	nb := lrBlockRows(p)
+	nc := min(64, (d+nb-1)/nb)
+	if lim := (1 << 22) / max(p*p, 1); nc > lim {
+		nc = max(lim, min(b.workers, nc))
+	}
+	return max(nc, 1)
+}
+
+// lrSweep runs f(g, c, lo, hi) for every chunk c of [0, d) (rows [lo, hi)), handing chunks out dynamically to the
+// goroutines g = 0 … workers−1 of the pool, so that a core slowed by other work does not hold the others back.
+// g indexes per-goroutine scratch; c indexes per-chunk partial sums.
+func (b *Backend) lrSweep(d, p int, f func(g, c, lo, hi int)) {
+	nc := b.lrChunks(d, p)
+	var next atomic.Int64
+	b.parallelFor(min(b.workers, nc), func(lo, hi int) {
+		for g := lo; g < hi; g++ {
+			for {
+				c := int(next.Add(1)) - 1
+				if c >= nc {
+					break
+				}
+				f(g, c, c*d/nc, (c+1)*d/nc)
+			}
+		}
+	})
+}
+
+// lrPer holds one lazily made value per goroutine of a sweep (scratch blocks).
+type lrPer[T any] struct {
+	v  []T
+	ok []bool
+	mk func() T
+}
+
+func newLRPer[T any](n int, mk func() T) *lrPer[T] {
+	return &lrPer[T]{v: make([]T, n), ok: make([]bool, n), mk: mk}
+}
+
+func (q *lrPer[T]) get(g int) T {
+	if !q.ok[g] {
+		q.v[g], q.ok[g] = q.mk(), true
+	}
+	return q.v[g]
+}
+
+// lrAddParts returns Σ_c parts[c] in chunk order.
+func lrAddParts(parts []blas64.General) blas64.General {
+	s := parts[0]
+	for _, q := range parts[1:] {
+		for i := range s.Data {
+			s.Data[i] += q.Data[i]
+		}
+	}
+	return s
+}
+
+// lrSym copies the lower triangle of a onto its upper triangle.
+func lrSym(a blas64.General) {
+	for i := 0; i < a.Rows; i++ {
+		for j := 0; j < i; j++ {
+			a.Data[j*a.Stride+i] = a.Data[i*a.Stride+j]
+		}
+	}
+}
+
+// lrTri views the lower triangle of a square matrix.
+func lrTri(a blas64.General) blas64.Triangular {
+	return blas64.Triangular{Uplo: blas.Lower, Diag: blas.NonUnit, N: a.Rows, Stride: a.Stride, Data: a.Data}
+}
+
+// lrSymL views the lower triangle of a square matrix as symmetric.
+func lrSymL(a blas64.General) blas64.Symmetric {
+	return blas64.Symmetric{Uplo: blas.Lower, N: a.Rows, Stride: a.Stride, Data: a.Data}
+}
+
+// lrCopyL copies the host tensor l (p×p) into a fresh contiguous matrix.
+func lrCopyL(l *tensor.Tensor) blas64.General {
+	src := lrGen(l)
+	g := lrDense(src.Rows, src.Cols)
+	for i := 0; i < src.Rows; i++ {
+		copy(g.Data[i*g.Stride:i*g.Stride+g.Cols], src.Data[i*src.Stride:i*src.Stride+src.Cols])
+	}
+	return g
+}
+
+// lrGram accumulates c += aᵀa (lower triangle) for a block a.
+func lrGram(a blas64.General, c blas64.General) {
+	blas64.Syrk(blas.Trans, 1, a, 1, lrSymL(c))
+}
+
+// lrCapacitance: one pass, L = chol(I + Σ_blocks SᵀS), S = Ψ^{-1/2} W_blk.
+func lrCapacitance(be backend.Backend, l, w, psi *tensor.Tensor) error {
+	const op = "lowrank.capacitance"
+	if err := checkHost(op, []string{"l", "w", "psi"}, l, w, psi); err != nil {
+		return err
+	}
+	b := be.(*Backend)
+	W := lrGen(w)
+	ps, pinc := lrVec(psi)
+	d, p := W.Rows, W.Cols
+	nb := lrBlockRows(p)
+	scr := newLRPer(b.workers, func() blas64.General { return lrDense(nb, p) })
+	parts := make([]blas64.General, b.lrChunks(d, p))
+	b.lrSweep(d, p, func(g, c, lo, hi int) {
+		acc := lrDense(p, p)
+		s := scr.get(g)
+		for r0 := lo; r0 < hi; r0 += nb {
+			r1 := min(r0+nb, hi)
+			sb := lrBlock(s, r1-r0)
+			for i := r0; i < r1; i++ {
+				f := 1 / math.Sqrt(ps[i*pinc])
+				wr := W.Data[i*W.Stride : i*W.Stride+p]
+				sr := sb.Data[(i-r0)*p : (i-r0+1)*p]
+				for j, v := range wr {
+					sr[j] = v * f
+				}
+			}
+			lrGram(sb, acc)
+		}
+		parts[c] = acc
+	})
+	m := lrAddParts(parts)
+	for i := 0; i < p; i++ {
+		m.Data[i*p+i]++
+	}
+	lrSym(m)
+	L := lrGen(l)
+	for i := 0; i < p; i++ {
+		copy(L.Data[i*L.Stride:i*L.Stride+p], m.Data[i*p:(i+1)*p])
+	}
+	return b.Potrf(l)
+}
+
+// lrSolve: pass 1 U = Σ W_blkᵀ (g_blk ⊘ ψ); V = M⁻¹ U; pass 2 dst_blk = (g_blk − W_blk V) ⊘ ψ (notes §5.7).
+// dst may be g: pass 2 reads g_ij just before writing dst_ij.
+func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
+	const op = "lowrank.solve"
+	if err := checkHost(op, []string{"dst", "w", "psi", "l", "g"}, dst, w, psi, l, g); err != nil {
+		return err
+	}
+	b := be.(*Backend)
+	W, G, D := lrGen(w), lrGen(g), lrGen(dst)
+	ps, pinc := lrVec(psi)
+	d, p, k := W.Rows, W.Cols, G.Cols
+	nb := lrBlockRows(p)
+	scr := newLRPer(b.workers, func() blas64.General { return lrDense(nb, k) })
+	parts := make([]blas64.General, b.lrChunks(d, p))
+	b.lrSweep(d, p, func(g, c, lo, hi int) {
+		acc := lrDense(p, k)
+		t := scr.get(g)
+		for r0 := lo; r0 < hi; r0 += nb {
+			r1 := min(r0+nb, hi)
+			tb := lrBlock(t, r1-r0)
+			for i := r0; i < r1; i++ {
+				f := 1 / ps[i*pinc]
+				gr := G.Data[i*G.Stride : i*G.Stride+k]
+				tr := tb.Data[(i-r0)*k : (i-r0+1)*k]
+				for j, v := range gr {
+					tr[j] = v * f
+				}
+			}
+			wb := lrRows(W, r0, r1)
+			if k == 1 {
+				blas64.Gemv(blas.Trans, 1, wb, blas64.Vector{N: r1 - r0, Inc: 1, Data: tb.Data}, 1,
+					blas64.Vector{N: p, Inc: 1, Data: acc.Data})
+			} else {
+				blas64.Gemm(blas.Trans, blas.NoTrans, 1, wb, tb, 1, acc)
+			}
+		}
+		parts[c] = acc
+	})
+	v := lrAddParts(parts)
+	lapack64.Potrs(lrTri(lrCopyL(l)), v)
+	b.lrSweep(d, p, func(g, _, lo, hi int) {
+		t := scr.get(g)
+		for r0 := lo; r0 < hi; r0 += nb {
+			r1 := min(r0+nb, hi)
+			tb := lrBlock(t, r1-r0)
+			wb := lrRows(W, r0, r1)
+			if k == 1 {
+				blas64.Gemv(blas.NoTrans, 1, wb, blas64.Vector{N: p, Inc: 1, Data: v.Data}, 0,
+					blas64.Vector{N: r1 - r0, Inc: 1, Data: tb.Data})
+			} else {
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, wb, v, 0, tb)
+			}
+			for i := r0; i < r1; i++ {
+				f := 1 / ps[i*pinc]
+				gr := G.Data[i*G.Stride : i*G.Stride+k]
+				dr := D.Data[i*D.Stride : i*D.Stride+k]
+				tr := tb.Data[(i-r0)*k : (i-r0+1)*k]
+				for j := range dr {
+					dr[j] = (gr[j] - tr[j]) * f
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// lrSample: Prop. 1 corrected (notes §2.8). Pass 1 draws z row by row (draw c.Offset + i·K + j), x = z/√ψ into dst,
+// U = Σ W_blkᵀ x_blk; then Q = M⁻¹(ε − U) with ε the next pK draws; pass 2 dst_blk += (W_blk Q) ⊘ ψ + μ.
+func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Counter) error {
+	const op = "lowrank.sample"
+	if err := checkHost(op, []string{"dst", "w", "psi", "l", "mu"}, dst, w, psi, l, mu); err != nil {
+		return err
+	}
+	b := be.(*Backend)
+	W, D := lrGen(w), lrGen(dst)
+	ps, pinc := lrVec(psi)
+	var mv []float64
+	minc := 0
+	if mu != nil {
+		mv, minc = lrVec(mu)
+	}
+	d, p, k := W.Rows, W.Cols, D.Cols
+	nb := lrBlockRows(p)
+	scr := newLRPer(b.workers, func() blas64.General { return lrDense(nb, k) })
+	parts := make([]blas64.General, b.lrChunks(d, p))
+	b.lrSweep(d, p, func(_, c, lo, hi int) {
+		acc := lrDense(p, k)
+		for r0 := lo; r0 < hi; r0 += nb {
+			r1 := min(r0+nb, hi)
+			if D.Stride == k {
+				cnt.Advance(r0 * k).FillNormal(D.Data[r0*k : r1*k])
+			}
+			for i := r0; i < r1; i++ {
+				dr := D.Data[i*D.Stride : i*D.Stride+k]
+				if D.Stride != k {
+					cnt.Advance(i * k).FillNormal(dr)
+				}
+				f := 1 / math.Sqrt(ps[i*pinc])
+				for j := range dr {
+					dr[j] *= f
+				}
+			}
+			blas64.Gemm(blas.Trans, blas.NoTrans, 1, lrRows(W, r0, r1), lrRows(D, r0, r1), 1, acc)
+		}
+		parts[c] = acc
+	})
+	u := lrAddParts(parts)
+	q := lrDense(p, k)
+	cnt.Advance(d * k).FillNormal(q.Data)
+	for i := range q.Data {
+		q.Data[i] -= u.Data[i]
+	}
+	lapack64.Potrs(lrTri(lrCopyL(l)), q)
+	b.lrSweep(d, p, func(g, _, lo, hi int) {
+		t := scr.get(g)
+		for r0 := lo; r0 < hi; r0 += nb {
+			r1 := min(r0+nb, hi)
+			tb := lrBlock(t, r1-r0)
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, lrRows(W, r0, r1), q, 0, tb)
+			for i := r0; i < r1; i++ {
+				f := 1 / ps[i*pinc]
+				m := 0.0
+				if mv != nil {
+					m = mv[i*minc]
+				}
+				dr := D.Data[i*D.Stride : i*D.Stride+k]
+				tr := tb.Data[(i-r0)*k : (i-r0+1)*k]
+				for j := range dr {
+					dr[j] += tr[j]*f + m
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// lrEMStep is one inner iteration of Algorithm 1 (notes §2.4), SPD form, rewritten so that no d×p temporary is
+// stored. With C = Ψ⁻¹W, Y = XᵀC (K_c×p), Z = W₀ᵀC, E = CᵀΨ₀C and R Rᵀ = M + B:
+//
+//	V = β X Y + α (W₀ Z + Ψ₀ C),  B = Cᵀ V = β YᵀY + α (ZᵀZ + E)      [first iteration: Z = E = M − I]
+//	H = V R⁻ᵀ = X (β Y R⁻ᵀ) + W₀ (α Z R⁻ᵀ) + (α Ψ₀ Ψ⁻¹ W) R⁻ᵀ           [first: X (β Y R⁻ᵀ) + W (α M R⁻ᵀ)]
+//	W_new = G M = H (R⁻¹ M),   ψ_new = s − rowdot(G, V) = s − ‖h_i‖²      (G = V (M+B)⁻¹ = H R⁻¹, V = H Rᵀ)
+//
+// Pass 1 sums the p×p Gram matrices (M by SYRK, and Z, E after the first iteration) and Y; pass 2 forms H block by
+// block, ψ_new from it, and overwrites the block of W with H (R⁻¹ M). M + B ⪰ I, so ‖R⁻¹‖ ≤ 1 and the explicit
+// triangular inverse is well conditioned. Multiply-adds, first iteration: dp²/2 (M) + dp·K_c (Y) + dp(p + K_c) (H)
+// + dp² (W_new) ≈ 2.5·dp² + 2·dp·K_c; later iterations add dp² (Z) + dp²/2 (E) + dp² (the Ψ₀C term of H).
+func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
+	const op = "lowrank.em_step"
+	if err := checkHost(op, []string{"w", "psi", "w0", "psi0", "x"}, a.W, a.Psi, a.W0, a.Psi0, a.X); err != nil {
+		return 0, err
+	}
+	b := be.(*Backend)
+	W := lrGen(a.W)
+	ps, pinc := lrVec(a.Psi)
+	d, p := W.Rows, W.Cols
+	first := a.W0 == nil
+	W0, ps0, p0inc := W, ps, pinc
+	if !first {
+		W0 = lrGen(a.W0)
+		ps0, p0inc = lrVec(a.Psi0)
+	}
+	useX := a.X != nil && a.Beta != 0
+	var X blas64.General
+	kc := 0
+	if useX {
+		X = lrGen(a.X)
+		kc = X.Cols
+	}
+	alpha, beta := a.Alpha, a.Beta
+	nb := lrBlockRows(p)
+
+	// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t (notes §2.4).
+	sdiag := func(i int) float64 {
+		w0r := W0.Data[i*W0.Stride : i*W0.Stride+p]
+		s := alpha * (lrDot(w0r, w0r) + ps0[i*p0inc])
+		if useX {
+			xr := X.Data[i*X.Stride : i*X.Stride+kc]
+			s += beta * lrDot(xr, xr)
+		}
+		return s
+	}
+
+	// Pass 1: M − I, Y, and (later iterations) Z, E.
+	type acc struct{ m, y, z, e blas64.General }
+	type scratch1 struct{ s, xs, cb blas64.General }
+	scr1 := newLRPer(b.workers, func() scratch1 {
+		sc := scratch1{s: lrDense(nb, p)}
+		if useX {
+			sc.xs = lrDense(nb, kc)
+		}
+		if !first {
+			sc.cb = lrDense(nb, p)
+		}
+		return sc
+	})
+	nc := b.lrChunks(d, p)
+	parts := make([]acc, nc)
+	b.lrSweep(d, p, func(g, c, lo, hi int) {
+		ac := acc{m: lrDense(p, p)}
+		sc := scr1.get(g)
+		s, xs, cb := sc.s, sc.xs, sc.cb
+		if useX {
+			ac.y = lrDense(kc, p)
+		}
+		if !first {
+			ac.z, ac.e = lrDense(p, p), lrDense(p, p)
+		}
+		for r0 := lo; r0 < hi; r0 += nb {
+			r1 := min(r0+nb, hi)
+			sb := lrBlock(s, r1-r0)
+			for i := r0; i < r1; i++ {
+				f := 1 / math.Sqrt(ps[i*pinc])
+				lrScaleTo(sb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], f)
+				if useX {
+					lrScaleTo(xs.Data[(i-r0)*kc:(i-r0+1)*kc], X.Data[i*X.Stride:i*X.Stride+kc], f)
+				}
+			}
+			lrGram(sb, ac.m) // WᵀΨ⁻¹W
+			if useX {
+				blas64.Gemm(blas.Trans, blas.NoTrans, 1, lrBlock(xs, r1-r0), sb, 1, ac.y) // Y = XᵀΨ⁻¹W
+			}
+			if !first {
+				cbb := lrBlock(cb, r1-r0)
+				for i := r0; i < r1; i++ {
+					f := 1 / ps[i*pinc]
+					lrScaleTo(cbb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], f)
+				}
+				blas64.Gemm(blas.Trans, blas.NoTrans, 1, lrRows(W0, r0, r1), cbb, 1, ac.z) // Z = W₀ᵀC
+				for i := r0; i < r1; i++ {
+					f := math.Sqrt(ps0[i*p0inc]) / ps[i*pinc]
+					lrScaleTo(sb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], f)
+				}
+				lrGram(sb, ac.e) // E = CᵀΨ₀C
+			}
+		}
+		parts[c] = ac
+	})
+	ms, ys, zs, es := make([]blas64.General, nc), make([]blas64.General, nc), make([]blas64.General, nc), make([]blas64.General, nc)
+	for i := range nc {
+		ms[i], ys[i], zs[i], es[i] = parts[i].m, parts[i].y, parts[i].z, parts[i].e
+	}
+
+	// p×p algebra.
+	mm := lrAddParts(ms) // M − I (lower)
+	lrSym(mm)
+	var y, z blas64.General
+	if useX {
+		y = lrAddParts(ys)
+	}
+	mb := lrDense(p, p) // M + B
+	if first {
+		// B = β YᵀY + α (M − I) M
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, alpha, mm, mm, 0, mb)
+		for i := 0; i < p; i++ {
+			for j := 0; j < p; j++ {
+				mb.Data[i*p+j] += alpha * mm.Data[i*p+j]
+			}
+		}
+	} else {
+		// B = β YᵀY + α (ZᵀZ + E)
+		z = lrAddParts(zs)
+		e := lrAddParts(es)
+		lrSym(e)
+		blas64.Gemm(blas.Trans, blas.NoTrans, alpha, z, z, 0, mb)
+		for i := range mb.Data {
+			mb.Data[i] += alpha * e.Data[i]
+		}
+	}
+	if useX {
+		blas64.Gemm(blas.Trans, blas.NoTrans, beta, y, y, 1, mb)
+	}
+	for i := 0; i < p; i++ {
+		mm.Data[i*p+i]++ // mm = M
+	}
+	for i := range mb.Data {
+		mb.Data[i] += mm.Data[i]
+	}
+	for i := 0; i < p; i++ { // symmetrise, keep lower
+		for j := 0; j < i; j++ {
+			v := 0.5 * (mb.Data[i*p+j] + mb.Data[j*p+i])
+			mb.Data[i*p+j], mb.Data[j*p+i] = v, v
+		}
+	}
+	if _, ok := lapack64.Potrf(lrSymL(mb)); !ok {
+		return 0, backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "M + B is not positive definite (NaN in W, ψ or X?)")
+	}
+	for i := 0; i < p; i++ {
+		clear(mb.Data[i*p+i+1 : (i+1)*p])
+	}
+	rinv := mb // R⁻¹ (lower)
+	if ok := lapack64.Trtri(lrTri(rinv)); !ok {
+		return 0, backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "singular Cholesky factor of M + B")
+	}
+	k2 := lrDense(p, p) // R⁻¹ M
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, rinv, mm, 0, k2)
+	k1 := lrDense(p, p) // first: α M R⁻ᵀ; later: α Z R⁻ᵀ
+	if first {
+		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, mm, rinv, 0, k1)
+	} else {
+		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, z, rinv, 0, k1)
+	}
+	var rinvT blas64.General // R⁻ᵀ for the Ψ₀C term
+	if !first {
+		rinvT = lrDense(p, p)
+		for i := 0; i < p; i++ {
+			for j := 0; j < p; j++ {
+				rinvT.Data[i*p+j] = rinv.Data[j*p+i]
+			}
+		}
+	}
+	var y1 blas64.General // β Y R⁻ᵀ
+	if useX {
+		y1 = lrDense(kc, p)
+		blas64.Gemm(blas.NoTrans, blas.Trans, beta, y, rinv, 0, y1)
+	}
+
+	// Pass 2: H, ψ_new = s − ‖h_i‖², W_new. ψ_new does not feed W_new, so the floor (which needs max s) is applied
+	// after the pass, and only when some ψ_new is below the largest floor it could be.
+	type stat struct{ smax, pmin float64 }
+	stats := make([]stat, nc)
+	type scratch2 struct{ h, t blas64.General }
+	scr2 := newLRPer(b.workers, func() scratch2 {
+		sc := scratch2{h: lrDense(nb, p)}
+		if !first {
+			sc.t = lrDense(nb, p)
+		}
+		return sc
+	})
+	b.lrSweep(d, p, func(g, c, lo, hi int) {
+		st := stat{pmin: math.Inf(1)}
+		sc := scr2.get(g)
+		h, t := sc.h, sc.t
+		for r0 := lo; r0 < hi; r0 += nb {
+			r1 := min(r0+nb, hi)
+			hb := lrBlock(h, r1-r0)
+			wb := lrRows(W, r0, r1)
+			if first {
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, wb, k1, 0, hb)
+			} else {
+				tb := lrBlock(t, r1-r0)
+				for i := r0; i < r1; i++ {
+					f := alpha * ps0[i*p0inc] / ps[i*pinc]
+					lrScaleTo(tb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], f)
+				}
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, tb, rinvT, 0, hb)
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, lrRows(W0, r0, r1), k1, 1, hb)
+			}
+			if useX && kc > 1 {
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, lrRows(X, r0, r1), y1, 1, hb)
+			}
+			for i := r0; i < r1; i++ {
+				hr := hb.Data[(i-r0)*p : (i-r0+1)*p]
+				s := sdiag(i)
+				var hh float64
+				if useX && kc == 1 {
+					hh = lrAxpyDot(X.Data[i*X.Stride], y1.Data, hr) // h_i += x_i Y1, ‖h_i‖²
+				} else {
+					hh = lrDot(hr, hr)
+				}
+				v := s - hh // (21)
+				st.smax = max(st.smax, s)
+				st.pmin = min(st.pmin, v)
+				ps[i*pinc] = v
+			}
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, hb, k2, 0, wb) // (20)
+		}
+		stats[c] = st
+	})
+	smax, pmin := 0.0, math.Inf(1)
+	for _, st := range stats {
+		smax, pmin = max(smax, st.smax), min(pmin, st.pmin)
+	}
+	floor := a.Floor
+	if floor <= 0 {
+		floor = max(0x1p-1022, backend.RelPsiFloor*smax)
+	}
+	if !(pmin < floor) {
+		return 0, nil
+	}
+	clamps := make([]int, b.workers)
+	b.parallelFor(b.workers, func(lo, hi int) {
+		for wk := lo; wk < hi; wk++ {
+			for i := wk * d / b.workers; i < (wk+1)*d/b.workers; i++ {
+				if ps[i*pinc] < floor {
+					ps[i*pinc] = floor
+					clamps[wk]++
+				}
+			}
+		}
+	})
+	total := 0
+	for _, c := range clamps {
+		total += c
+	}
+	return total, nil
+}
+
+// lrAxpyDot sets h += a·y and returns ‖h‖².
+func lrAxpyDot(a float64, y, h []float64) float64 {
+	y = y[:len(h)]
+	var s0, s1 float64
+	j := 0
+	for ; j+2 <= len(h); j += 2 {
+		v0, v1 := h[j]+a*y[j], h[j+1]+a*y[j+1]
+		h[j], h[j+1] = v0, v1
+		s0 += v0 * v0
+		s1 += v1 * v1
+	}
+	for ; j < len(h); j++ {
+		v := h[j] + a*y[j]
+		h[j] = v
+		s0 += v * v
+	}
+	return s0 + s1
+}
+
+// lrDot returns Σ a_j b_j (len(b) ≥ len(a)) with four partial sums.
+func lrDot(a, b []float64) float64 {
+	var s0, s1, s2, s3 float64
+	n := len(a)
+	b = b[:n]
+	j := 0
+	for ; j+4 <= n; j += 4 {
+		s0 += a[j] * b[j]
+		s1 += a[j+1] * b[j+1]
+		s2 += a[j+2] * b[j+2]
+		s3 += a[j+3] * b[j+3]
+	}
+	for ; j < n; j++ {
+		s0 += a[j] * b[j]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// lrScaleTo sets dst = f·src.
+func lrScaleTo(dst, src []float64, f float64) {
+	dst = dst[:len(src)]
+	for j, v := range src {
+		dst[j] = v * f
+	}
+}

@@ -11,7 +11,6 @@ package rng
 
 import (
 	"math"
-	"math/bits"
 )
 
 const (
@@ -23,18 +22,31 @@ const (
 
 // Philox4x32 returns the ten-round Philox4x32 bijection of counter ctr under key.
 func Philox4x32(ctr [4]uint32, key [2]uint32) [4]uint32 {
-	c0, c1, c2, c3 := ctr[0], ctr[1], ctr[2], ctr[3]
-	k0, k1 := key[0], key[1]
-	for r := 0; r < 10; r++ {
-		if r > 0 {
-			k0 += philoxW0
-			k1 += philoxW1
-		}
-		hi0, lo0 := bits.Mul32(philoxM0, c0)
-		hi1, lo1 := bits.Mul32(philoxM1, c2)
-		c0, c1, c2, c3 = hi1^c1^k0, lo1, hi0^c3^k1, lo0
-	}
+	c0, c1, c2, c3 := philox10(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1])
 	return [4]uint32{c0, c1, c2, c3}
+}
+
+// philoxRound is one Philox S-box/P-box round: two 32×32→64-bit products mixed with the other words and the key.
+func philoxRound(c0, c1, c2, c3, k0, k1 uint32) (uint32, uint32, uint32, uint32) {
+	p0 := uint64(c0) * philoxM0
+	p1 := uint64(c2) * philoxM1
+	return uint32(p1>>32) ^ c1 ^ k0, uint32(p1), uint32(p0>>32) ^ c3 ^ k1, uint32(p0)
+}
+
+// philox10 is the ten rounds, unrolled with the key schedule (k + r·W) folded in, so the whole block is
+// straight-line code.
+func philox10(c0, c1, c2, c3, k0, k1 uint32) (uint32, uint32, uint32, uint32) {
+	w0, w1 := uint32(philoxW0), uint32(philoxW1) // variables, so that r·w wraps modulo 2³² as the key schedule requires
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0+1*w0, k1+1*w1)
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0+2*w0, k1+2*w1)
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0+3*w0, k1+3*w1)
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0+4*w0, k1+4*w1)
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0+5*w0, k1+5*w1)
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0+6*w0, k1+6*w1)
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0+7*w0, k1+7*w1)
+	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0+8*w0, k1+8*w1)
+	return philoxRound(c0, c1, c2, c3, k0+9*w0, k1+9*w1)
 }
 
 // Counter names a position in a random stream: draws Offset, Offset+1, … of stream Stream under Seed.
@@ -52,8 +64,9 @@ func (c Counter) Advance(n int) Counter {
 
 // Block returns the four words of block blk of the stream.
 func (c Counter) Block(blk uint64) [4]uint32 {
-	return Philox4x32([4]uint32{uint32(blk), uint32(blk >> 32), uint32(c.Stream), uint32(c.Stream >> 32)},
-		[2]uint32{uint32(c.Seed), uint32(c.Seed >> 32)})
+	w0, w1, w2, w3 := philox10(uint32(blk), uint32(blk>>32), uint32(c.Stream), uint32(c.Stream>>32),
+		uint32(c.Seed), uint32(c.Seed>>32))
+	return [4]uint32{w0, w1, w2, w3}
 }
 
 // toUnit maps two 32-bit words to a uniform in the open interval (0, 1) with 53 random bits.
@@ -88,6 +101,11 @@ func boxMuller(w [4]uint32, odd bool) float64 {
 	return r * math.Cos(2*math.Pi*u2)
 }
 
+// words returns block blk of the stream as four words, without building an array.
+func (c Counter) words(blk uint64) (uint32, uint32, uint32, uint32) {
+	return philox10(uint32(blk), uint32(blk>>32), uint32(c.Stream), uint32(c.Stream>>32), uint32(c.Seed), uint32(c.Seed>>32))
+}
+
 // FillNormal writes draws Offset, Offset+1, … into dst.
 func (c Counter) FillNormal(dst []float64) {
 	i := 0
@@ -97,10 +115,9 @@ func (c Counter) FillNormal(dst []float64) {
 		i, k = 1, k+1
 	}
 	for ; i+1 < len(dst); i, k = i+2, k+2 {
-		w := c.Block(k >> 1)
-		u1, u2 := toUnit(w[0], w[1]), toUnit(w[2], w[3])
-		r := math.Sqrt(-2 * math.Log(u1))
-		s, co := math.Sincos(2 * math.Pi * u2)
+		w0, w1, w2, w3 := c.words(k >> 1)
+		r := math.Sqrt(-2 * math.Log(toUnit(w0, w1)))
+		s, co := math.Sincos(2 * math.Pi * toUnit(w2, w3))
 		dst[i], dst[i+1] = r*co, r*s
 	}
 	if i < len(dst) {
@@ -117,12 +134,12 @@ func (c Counter) FillUniform(dst []float64) {
 		i, k = 1, k+1
 	}
 	for ; i+1 < len(dst); i, k = i+2, k+2 {
-		w := c.Block(k >> 1)
-		dst[i], dst[i+1] = toUnit(w[0], w[1]), toUnit(w[2], w[3])
+		w0, w1, w2, w3 := c.words(k >> 1)
+		dst[i], dst[i+1] = toUnit(w0, w1), toUnit(w2, w3)
 	}
 	if i < len(dst) {
-		w := c.Block(k >> 1)
-		dst[i] = toUnit(w[0], w[1])
+		w0, w1, _, _ := c.words(k >> 1)
+		dst[i] = toUnit(w0, w1)
 	}
 }
 

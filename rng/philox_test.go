@@ -116,3 +116,31 @@ func TestSourceStreamsDiffer(t *testing.T) {
 		t.Fatalf("streams 0 and 1 agree on %d of 100 words", same)
 	}
 }
+
+func BenchmarkBlock(b *testing.B) {
+	c := Counter{Seed: 1}
+	var s uint32
+	for i := 0; i < b.N; i++ {
+		w := c.Block(uint64(i))
+		s += w[0]
+	}
+	_ = s
+}
+
+func BenchmarkFillNormal(b *testing.B) {
+	c := Counter{Seed: 1}
+	buf := make([]float64, 1<<16)
+	b.SetBytes(8 << 16)
+	for i := 0; i < b.N; i++ {
+		c.FillNormal(buf)
+	}
+}
+
+func BenchmarkFillUniform(b *testing.B) {
+	c := Counter{Seed: 1}
+	buf := make([]float64, 1<<16)
+	b.SetBytes(8 << 16)
+	for i := 0; i < b.N; i++ {
+		c.FillUniform(buf)
+	}
+}

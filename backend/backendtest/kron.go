@@ -212,7 +212,10 @@ func testKron(t *testing.T, b backend.Backend) {
 // Benchmarks at m = n = 10 (batched), 100 and 300. Nominal flops per item: two Cholesky factorisations
 // (m³ + n³)/3, the left solve 2m²n and the right solve 2mn². Bytes: A, B and G read, dst written.
 func benchKron(b *testing.B, be backend.Backend) {
-	for _, c := range []struct{ batch, m, n int }{{1000, 10, 10}, {1, 100, 100}, {1, 300, 300}} {
+	for _, c := range []struct {
+		class       string
+		batch, m, n int
+	}{{"small", 1000, 10, 10}, {"medium", 1, 100, 100}, {"large", 1, 300, 300}} {
 		r := geoRNG(uint64(c.m))
 		a, bm := geoSPD(r, c.n, 100, 1), geoSPD(r, c.m, 100, 1)
 		gs := make([]*mat.Dense, c.batch)
@@ -231,7 +234,7 @@ func benchKron(b *testing.B, be backend.Backend) {
 		m, n := float64(c.m), float64(c.n)
 		flops := float64(c.batch) * ((m*m*m+n*n*n)/3 + 2*m*m*n + 2*m*n*n)
 		bytes := 8 * float64(c.batch) * (m*m + n*n + 2*m*n)
-		b.Run(fmt.Sprintf("solve/%dx%dx%d", c.batch, c.m, c.n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("solve/%s/%dx%dx%d", c.class, c.batch, c.m, c.n), func(b *testing.B) {
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
 				if err := backend.KronSolve(be, dst, ad, bd, gd, 1e-3); err != nil {

@@ -505,7 +505,10 @@ func testSPD(t *testing.T, b backend.Backend) {
 // + 9d³ (symmetric eigen-decomposition with vectors) + d³ (Syrk) + 4d³ (two Gemm) + 2d³ (two Trmm) ≈ 20d³.
 // Bytes: the operands read and the result written (8d² each: 3 for the retraction, 4 for the transport).
 func benchSPD(b *testing.B, be backend.Backend) {
-	for _, c := range []struct{ batch, d int }{{10000, 10}, {200, 50}, {4, 200}} {
+	for _, c := range []struct {
+		class    string
+		batch, d int
+	}{{"small", 10000, 10}, {"medium", 200, 50}, {"large", 4, 200}} {
 		r := geoRNG(uint64(c.d))
 		sig, xi, s2 := make([]*mat.Dense, c.batch), make([]*mat.Dense, c.batch), make([]*mat.Dense, c.batch)
 		for i := range sig {
@@ -530,7 +533,7 @@ func benchSPD(b *testing.B, be backend.Backend) {
 			{"retract", 7 * d3 / 3, 3 * mb, func() error { return backend.SPDRetract(be, dst, sd, xd) }},
 			{"transport", 20 * d3, 4 * mb, func() error { return backend.SPDTransport(be, dst, sd, s2d, xd) }},
 		} {
-			b.Run(fmt.Sprintf("%s/%dx%dx%d", op.name, c.batch, c.d, c.d), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s/%dx%dx%d", op.name, c.class, c.batch, c.d, c.d), func(b *testing.B) {
 				start := time.Now()
 				for i := 0; i < b.N; i++ {
 					if err := op.run(); err != nil {

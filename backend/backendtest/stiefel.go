@@ -413,9 +413,13 @@ func benchStiefel(b *testing.B, be backend.Backend) {
 		n, p := float64(s.Rows), float64(s.Cols)
 		return float64(s.Batch) * (4*n*p*p - 4*p*p*p/3 + 2*n*p)
 	}
-	for _, s := range []tensor.Shape{{Batch: 10000, Rows: 100, Cols: 10}, {Batch: 1000, Rows: 20, Cols: 20},
-		{Batch: 1, Rows: 1000000, Cols: 10}, {Batch: 1, Rows: 1000000, Cols: 100}} {
-		b.Run(fmt.Sprintf("qr_retract/%dx%dx%d", s.Batch, s.Rows, s.Cols), func(b *testing.B) {
+	for _, c := range []struct {
+		class string
+		s     tensor.Shape
+	}{{"small", tensor.Shape{Batch: 1000, Rows: 20, Cols: 20}}, {"medium", tensor.Shape{Batch: 10000, Rows: 100, Cols: 10}},
+		{"large", tensor.Shape{Batch: 1, Rows: 1000000, Cols: 10}}, {"large", tensor.Shape{Batch: 1, Rows: 1000000, Cols: 100}}} {
+		s := c.s
+		b.Run(fmt.Sprintf("qr_retract/%s/%dx%dx%d", c.class, s.Batch, s.Rows, s.Cols), func(b *testing.B) {
 			r := geoRNG(99)
 			x, v := upload(b, be, randHost(r, s.Batch, s.Rows, s.Cols)), upload(b, be, randHost(r, s.Batch, s.Rows, s.Cols))
 			dst, err := be.Alloc(s)
@@ -442,7 +446,7 @@ func benchStiefel(b *testing.B, be backend.Backend) {
 	}
 	// The floor to beat: a serial loop of one LAPACK QR (gonum lapack64 Geqrf + Orgqr, sign fix) per matrix, on host
 	// memory, for the 10000 × (100×10) case.
-	b.Run("qr_retract/lapack-loop/10000x100x10", func(b *testing.B) {
+	b.Run("qr_retract/medium/lapack-loop-10000x100x10", func(b *testing.B) {
 		s := tensor.Shape{Batch: 10000, Rows: 100, Cols: 10}
 		r := geoRNG(99)
 		x, v := randHost(r, s.Batch, s.Rows, s.Cols), randHost(r, s.Batch, s.Rows, s.Cols)

@@ -8,13 +8,16 @@ import (
 	"gonum.org/v1/gonum/lapack/lapack64"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/backend/cpu/internal/vec"
 	"github.com/geovb/geovb/tensor"
 )
 
 // Kernels for the Stiefel QR retraction qf(X + tV) (paper 000 eq. (3.9), notes 5.1):
-//   - cpu.qr_retract.small: many small matrices, one per worker at a time, each with an unblocked Householder QR
-//     in a column-major scratch that lives in L1/L2 cache; X + tV is formed while loading, Q is formed explicitly
-//     and the sign fix applied while storing. No allocation per matrix.
+//   - cpu.qr_retract.small: many small matrices, one per worker at a time, in a column-major scratch that lives in
+//     L1/L2 cache; X + tV is formed while loading. Each matrix goes through classical Gram–Schmidt with one
+//     reorthogonalisation (dot products and axpys on AVX2/FMA where available), and through an unblocked
+//     Householder QR with Q formed explicitly and the sign fix applied when a column is close to rank deficient.
+//     No allocation per matrix.
 //   - cpu.qr_retract.tall: one n×p matrix with n ≫ p, by CholeskyQR2 (Gram matrix, Cholesky, Q = A R⁻¹, twice),
 //     which reads the matrix in three parallel streaming passes instead of p strided Householder sweeps. It falls
 //     back to the backend's Householder QR when the matrix is too ill-conditioned for the Gram matrix.
@@ -331,6 +334,104 @@ func qfColMajor(w *qrSmallWork, n, p int) {
 	}
 }
 
+// cgsMinRatio is the smallest ‖q_j‖²/‖a_j‖² (what is left of column j after removing its components along the
+// earlier columns) that the Gram–Schmidt path accepts. Above it, orthogonalisation with one reorthogonalisation
+// leaves Q orthonormal to working precision ("twice is enough" needs κ(A)·ε well below 1); below it the matrix is
+// close to rank deficient and the Householder path takes over.
+const cgsMinRatio = 1e-8
+
+// cgsReorth is the DGKS test of classical Gram–Schmidt: a second orthogonalisation pass runs only when the first
+// removed more than half of the column's squared norm (‖q_j‖ < ‖a_j‖/√2), the case where cancellation can leave
+// q_j measurably off orthogonal. Retraction inputs X + tV with X orthonormal pass with one pass per column.
+const cgsReorth = 0.5
+
+// cgs2ColMajor writes into q the Q factor of the column-major n×p matrix a by classical Gram–Schmidt with
+// reorthogonalisation where the DGKS test asks for it. Its R has a positive diagonal by construction, so Q is
+// qf(a) with no sign fix. It reports false, leaving q undefined, when a column is too close to the span of the
+// earlier ones (see cgsMinRatio) or the data are not finite. 2np² to 4np² flops, all in dot products and axpys over
+// contiguous columns; r is p scratch values.
+func cgs2ColMajor(a, q, r []float64, n, p int) bool {
+	for j := 0; j < p; j++ {
+		qj := q[j*n : (j+1)*n]
+		copy(qj, a[j*n:(j+1)*n])
+		n0 := vec.Dot(qj, qj)
+		nj := n0
+		for pass := 0; pass < 2 && j > 0; pass++ {
+			for k := 0; k < j; k++ {
+				r[k] = vec.Dot(q[k*n:(k+1)*n], qj)
+			}
+			for k := 0; k < j; k++ {
+				vec.Axpy(-r[k], q[k*n:(k+1)*n], qj)
+			}
+			prev := nj
+			nj = vec.Dot(qj, qj)
+			if nj >= cgsReorth*prev {
+				break
+			}
+		}
+		if !(nj > cgsMinRatio*n0) || math.IsInf(nj, 0) {
+			return false
+		}
+		s := 1 / math.Sqrt(nj)
+		for i := range qj {
+			qj[i] *= s
+		}
+	}
+	return true
+}
+
+// qrLoadT writes the row-major n×p matrix x + t·v (rows at xo + i·xrs and vo + i·vrs of xh and vh) into the
+// column-major scratch a. Four rows go at a time, so each column receives four consecutive values.
+func qrLoadT(a, xh, vh []float64, xo, xrs, vo, vrs, n, p int, t float64, withV bool) {
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		x0, x1 := xh[xo+i*xrs:][:p], xh[xo+(i+1)*xrs:][:p]
+		x2, x3 := xh[xo+(i+2)*xrs:][:p], xh[xo+(i+3)*xrs:][:p]
+		if withV {
+			v0, v1 := vh[vo+i*vrs:][:p], vh[vo+(i+1)*vrs:][:p]
+			v2, v3 := vh[vo+(i+2)*vrs:][:p], vh[vo+(i+3)*vrs:][:p]
+			for j := range x0 {
+				c := a[j*n+i:][:4]
+				c[0], c[1], c[2], c[3] = x0[j]+t*v0[j], x1[j]+t*v1[j], x2[j]+t*v2[j], x3[j]+t*v3[j]
+			}
+			continue
+		}
+		for j := range x0 {
+			c := a[j*n+i:][:4]
+			c[0], c[1], c[2], c[3] = x0[j], x1[j], x2[j], x3[j]
+		}
+	}
+	for ; i < n; i++ {
+		xr := xh[xo+i*xrs:][:p]
+		for j, xv := range xr {
+			if withV {
+				xv += t * vh[vo+i*vrs+j]
+			}
+			a[j*n+i] = xv
+		}
+	}
+}
+
+// qrStoreT writes the column-major n×p matrix q, column j scaled by sign[j], into the row-major destination rows
+// at do + i·drs of dh, four rows at a time.
+func qrStoreT(dh []float64, do, drs int, q, sign []float64, n, p int) {
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		d0, d1 := dh[do+i*drs:][:p], dh[do+(i+1)*drs:][:p]
+		d2, d3 := dh[do+(i+2)*drs:][:p], dh[do+(i+3)*drs:][:p]
+		for j, sg := range sign[:p] {
+			c := q[j*n+i:][:4]
+			d0[j], d1[j], d2[j], d3[j] = c[0]*sg, c[1]*sg, c[2]*sg, c[3]*sg
+		}
+	}
+	for ; i < n; i++ {
+		dr := dh[do+i*drs:][:p]
+		for j, sg := range sign[:p] {
+			dr[j] = q[j*n+i] * sg
+		}
+	}
+}
+
 // qrRetractSmall is the batched small-matrix kernel, parallel over the batch.
 func qrRetractSmall(be backend.Backend, dst, x, v *tensor.Tensor, t float64) error {
 	cb := be.(*Backend)
@@ -357,33 +458,25 @@ func qrRetractSmall(be backend.Backend, dst, x, v *tensor.Tensor, t float64) err
 		w := newQRSmallWork(n, p)
 		a := w.a
 		for bb := lo; bb < hi; bb++ {
-			// Load X + tV transposed into the column-major scratch, so every reflector works on contiguous columns.
+			// Load X + tV transposed into the column-major scratch, so every column operation is contiguous. Rows of
+			// x and v are read contiguously; the scattered writes stay in the L1-resident scratch.
 			xo, vo := x.Offset()+bb*xbs, 0
 			if v != nil {
 				vo = v.Offset() + bb*vbs
 			}
-			for j := 0; j < p; j++ {
-				col := a[j*n : (j+1)*n]
-				if v != nil {
-					for i := range col {
-						col[i] = xh[xo+i*xrs+j] + t*vh[vo+i*vrs+j]
-					}
-				} else {
-					for i := range col {
-						col[i] = xh[xo+i*xrs+j]
-					}
+			qrLoadT(a, xh, vh, xo, xrs, vo, vrs, n, p, t, v != nil)
+			if cgs2ColMajor(w.a, w.q, w.tau, n, p) {
+				for j := range w.sign[:p] {
+					w.sign[j] = 1
 				}
+			} else {
+				qfColMajor(w, n, p)
 			}
-			qfColMajor(w, n, p)
-			// Store Q·diag(sign) row-major; dst may alias x or v, which were fully read above.
+			// Store Q·diag(sign) row-major, one contiguous destination row at a time; dst may alias x or v, which were
+			// fully read above.
 			q, sign := w.q, w.sign[:p]
 			do := dst.Offset() + bb*dbs
-			for j, sg := range sign {
-				col := q[j*n : (j+1)*n]
-				for i, qv := range col {
-					dh[do+i*drs+j] = qv * sg
-				}
-			}
+			qrStoreT(dh, do, drs, q, sign, n, p)
 		}
 	})
 	return nil

@@ -1,7 +1,6 @@
 package backendtest
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -19,16 +18,6 @@ import (
 
 // geoRNG returns a deterministic generator for a test case.
 func geoRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6e0b_5eed)) }
-
-// geoNormal returns a rows×cols matrix of standard normal draws times scale.
-func geoNormal(r *rand.Rand, rows, cols int, scale float64) *mat.Dense {
-	m := mat.NewDense(rows, cols, nil)
-	raw := m.RawMatrix()
-	for i := range raw.Data {
-		raw.Data[i] = scale * r.NormFloat64()
-	}
-	return m
-}
 
 // geoQF is the independent reference qf(a): the Q of the thin QR with diag(R) > 0 (paper 000 eq. (3.9)), from
 // mat.QR. For n ≤ 600 the full Q is formed by mat.QR and its first p columns sign-fixed; for taller matrices (where
@@ -69,7 +58,7 @@ func geoQF(a *mat.Dense) *mat.Dense {
 }
 
 // geoOrtho returns a random n×p matrix with orthonormal columns (Haar-distributed after the sign fix).
-func geoOrtho(r *rand.Rand, n, p int) *mat.Dense { return geoQF(geoNormal(r, n, p, 1)) }
+func geoOrtho(r *rand.Rand, n, p int) *mat.Dense { return geoQF(normalDense(r, n, p, 1)) }
 
 // geoWithCond returns a random n×p matrix with singular values log-spaced from 1 to 1/cond.
 func geoWithCond(r *rand.Rand, n, p int, cond float64) *mat.Dense {
@@ -115,7 +104,7 @@ func geoSPD(r *rand.Rand, d int, cond, scale float64) *mat.Dense {
 
 // geoSym returns a random symmetric d×d matrix with Frobenius norm scale.
 func geoSym(r *rand.Rand, d int, scale float64) *mat.Dense {
-	g := geoNormal(r, d, d, 1)
+	g := normalDense(r, d, d, 1)
 	s := mat.NewDense(d, d, nil)
 	for i := 0; i < d; i++ {
 		for j := 0; j <= i; j++ {
@@ -198,24 +187,5 @@ func geoUntouched(t testing.TB, b backend.Backend, d *tensor.Tensor, v float64) 
 		if x != v {
 			t.Fatalf("destination written by a call that failed (found %g, want %g everywhere)", x, v)
 		}
-	}
-}
-
-// geoWantErr fails unless err wraps cause; when operand is not empty it must also be the *OpError's operand, and
-// when batch ≥ 0 its batch.
-func geoWantErr(t testing.TB, what string, err, cause error, operand string, batch int) {
-	t.Helper()
-	if !errors.Is(err, cause) {
-		t.Fatalf("%s: error %v, want one wrapping %v", what, err, cause)
-	}
-	var oe *backend.OpError
-	if !errors.As(err, &oe) {
-		t.Fatalf("%s: error %v is not an *OpError", what, err)
-	}
-	if operand != "" && oe.Operand != operand {
-		t.Fatalf("%s: error names operand %q, want %q (%v)", what, oe.Operand, operand, err)
-	}
-	if batch >= 0 && oe.Batch != batch {
-		t.Fatalf("%s: error names batch %d, want %d (%v)", what, oe.Batch, batch, err)
 	}
 }

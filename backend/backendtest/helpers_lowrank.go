@@ -1,7 +1,6 @@
 package backendtest
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -18,17 +17,6 @@ import (
 // which the library never does), and small utilities. Everything here is prefixed lr.
 
 func lrRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x10_4a_2b)) }
-
-// lrNormal returns an r×c matrix of N(0, scale²) entries.
-func lrNormal(r *rand.Rand, rows, cols int, scale float64) *mat.Dense {
-	m := mat.NewDense(rows, cols, nil)
-	for i := 0; i < rows; i++ {
-		for j := 0; j < cols; j++ {
-			m.Set(i, j, scale*r.NormFloat64())
-		}
-	}
-	return m
-}
 
 // lrPsi returns d values uniform on [lo, hi).
 func lrPsi(r *rand.Rand, d int, lo, hi float64) []float64 {
@@ -248,42 +236,12 @@ func lrRelVec(a, b []float64) float64 {
 	return lrRel(mat.NewDense(len(a), 1, a), mat.NewDense(len(b), 1, b))
 }
 
-// lrWantErr fails unless err wraps cause and, when operand is set, names it.
-func lrWantErr(t testing.TB, what string, err, cause error, operand string) {
-	t.Helper()
-	if !errors.Is(err, cause) {
-		t.Fatalf("%s: error %v, want one wrapping %v", what, err, cause)
-	}
-	var oe *backend.OpError
-	if !errors.As(err, &oe) {
-		t.Fatalf("%s: error %v is not an *OpError", what, err)
-	}
-	if operand != "" && oe.Operand != operand {
-		t.Fatalf("%s: error names operand %q, want %q", what, oe.Operand, operand)
-	}
-}
-
 // lrSame fails unless x still holds m exactly.
 func lrSame(t testing.TB, b backend.Backend, what string, x *tensor.Tensor, m *mat.Dense) {
 	t.Helper()
 	if !mat.Equal(lrDown(t, b, x), m) {
 		t.Fatalf("%s: operand changed by a call that failed", what)
 	}
-}
-
-// lrImpl is one implementation of a hot operation under test.
-type lrImpl[F any] struct {
-	name string
-	fn   F
-}
-
-// lrImpls returns the reference and every kernel b registers for shape s.
-func lrImpls[F any](op *backend.Op[F], b backend.Backend, s tensor.Shape) []lrImpl[F] {
-	out := []lrImpl[F]{{"reference", op.Reference()}}
-	for _, k := range op.Kernels(b, s) {
-		out = append(out, lrImpl[F]{k.Name, k.Fn})
-	}
-	return out
 }
 
 // lrRunEM runs inner iterations of an EM step implementation the way RecursiveEM does (a copy of (W, ψ) kept as

@@ -90,7 +90,7 @@ func testKron(t *testing.T, b backend.Backend) {
 				bs[i] = geoSPD(r, c.m, 10, 0.5+r.Float64())
 			}
 			for i := range gs {
-				gs[i] = geoNormal(r, c.m, c.n, 1)
+				gs[i] = normalDense(r, c.m, c.n, 1)
 			}
 			ad, bd, gd := geoUp(t, b, as), geoUp(t, b, bs), geoUp(t, b, gs)
 			defer b.Free(ad)
@@ -123,11 +123,11 @@ func testKron(t *testing.T, b backend.Backend) {
 		// dense reference; undamped, it is an error naming the factor.
 		r := geoRNG(40)
 		const m, n = 5, 6
-		za, zb := geoNormal(r, n, 2, 1), geoNormal(r, m, 3, 1)
+		za, zb := normalDense(r, n, 2, 1), normalDense(r, m, 3, 1)
 		var a, bm mat.Dense
 		a.Mul(za, za.T())
 		bm.Mul(zb, zb.T())
-		g := geoNormal(r, m, n, 1)
+		g := normalDense(r, m, n, 1)
 		ad, bd, gd := geoUp(t, b, []*mat.Dense{&a}), geoUp(t, b, []*mat.Dense{&bm}), geoUp(t, b, []*mat.Dense{g})
 		defer b.Free(ad)
 		defer b.Free(bd)
@@ -142,10 +142,10 @@ func testKron(t *testing.T, b backend.Backend) {
 		// Make B safely SPD so that only A fails, then the other way round.
 		good := geoUp(t, b, []*mat.Dense{geoSPD(r, m, 2, 1)})
 		defer b.Free(good)
-		geoWantErr(t, "singular a", backend.KronSolve(b, dst, ad, good, gd, 0), backend.ErrNotPositiveDefinite, "a", 0)
+		wantErr(t, "singular a", backend.KronSolve(b, dst, ad, good, gd, 0), backend.ErrNotPositiveDefinite, "a", 0)
 		goodA := geoUp(t, b, []*mat.Dense{geoSPD(r, n, 2, 1)})
 		defer b.Free(goodA)
-		geoWantErr(t, "singular b", backend.KronSolve(b, dst, goodA, bd, gd, 0), backend.ErrNotPositiveDefinite, "b", 0)
+		wantErr(t, "singular b", backend.KronSolve(b, dst, goodA, bd, gd, 0), backend.ErrNotPositiveDefinite, "b", 0)
 		geoUntouched(t, b, dst, 7)
 	})
 
@@ -153,7 +153,7 @@ func testKron(t *testing.T, b backend.Backend) {
 		r := geoRNG(41)
 		const m, n = 4, 3
 		a, bm := geoSPD(r, n, 5, 1), geoSPD(r, m, 5, 1)
-		gs := []*mat.Dense{geoNormal(r, m, n, 1), geoNormal(r, m, n, 1)}
+		gs := []*mat.Dense{normalDense(r, m, n, 1), normalDense(r, m, n, 1)}
 		ad, bd, gd := geoUp(t, b, []*mat.Dense{a}), geoUp(t, b, []*mat.Dense{bm}), geoUp(t, b, gs)
 		defer b.Free(ad)
 		defer b.Free(bd)
@@ -183,7 +183,7 @@ func testKron(t *testing.T, b backend.Backend) {
 		defer b.Free(dst)
 		geoSentinel(t, b, dst, 7)
 		for _, damping := range []float64{-1e-3, math.NaN(), math.Inf(1)} {
-			geoWantErr(t, fmt.Sprintf("damping %g", damping), backend.KronSolve(b, dst, a, bm, g, damping), backend.ErrDomain, "damping", -1)
+			wantErr(t, fmt.Sprintf("damping %g", damping), backend.KronSolve(b, dst, a, bm, g, damping), backend.ErrDomain, "damping", -1)
 		}
 		for _, c := range []struct {
 			name    string
@@ -199,12 +199,12 @@ func testKron(t *testing.T, b backend.Backend) {
 			ta := upload(t, b, tensor.NewHost(c.a.Batch, c.a.Rows, c.a.Cols))
 			tb := upload(t, b, tensor.NewHost(c.b.Batch, c.b.Rows, c.b.Cols))
 			tg := upload(t, b, tensor.NewHost(c.g.Batch, c.g.Rows, c.g.Cols))
-			geoWantErr(t, c.name, backend.KronSolve(b, dst, ta, tb, tg, 0.1), backend.ErrShape, c.operand, -1)
+			wantErr(t, c.name, backend.KronSolve(b, dst, ta, tb, tg, 0.1), backend.ErrShape, c.operand, -1)
 			b.Free(ta)
 			b.Free(tb)
 			b.Free(tg)
 		}
-		geoWantErr(t, "nil g", backend.KronSolve(b, dst, a, bm, nil, 0.1), backend.ErrShape, "g", -1)
+		wantErr(t, "nil g", backend.KronSolve(b, dst, a, bm, nil, 0.1), backend.ErrShape, "g", -1)
 		geoUntouched(t, b, dst, 7)
 	})
 }
@@ -220,7 +220,7 @@ func benchKron(b *testing.B, be backend.Backend) {
 		a, bm := geoSPD(r, c.n, 100, 1), geoSPD(r, c.m, 100, 1)
 		gs := make([]*mat.Dense, c.batch)
 		for i := range gs {
-			gs[i] = geoNormal(r, c.m, c.n, 1)
+			gs[i] = normalDense(r, c.m, c.n, 1)
 		}
 		as, bs := make([]*mat.Dense, c.batch), make([]*mat.Dense, c.batch)
 		for i := range as {

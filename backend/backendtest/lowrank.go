@@ -53,7 +53,7 @@ func lrTestWoodbury(t *testing.T, b backend.Backend) {
 	for si, sz := range lrSizes {
 		d, p := sz.d, sz.p
 		r := lrRNG(uint64(100 + si))
-		wm := lrNormal(r, d, p, 1/math.Sqrt(float64(p)))
+		wm := normalDense(r, d, p, 1/math.Sqrt(float64(p)))
 		psi := lrPsi(r, d, 0.5, 2)
 		lam := lrLambda(wm, psi)
 		chl := lrChol(t, lam)
@@ -69,7 +69,7 @@ func lrTestWoodbury(t *testing.T, b backend.Backend) {
 		cm.Factorize(mat.NewSymDense(p, lrSymData(mref)))
 		var lref mat.TriDense
 		cm.LTo(&lref)
-		for _, im := range lrImpls(backend.CapacitanceOp, b, shape) {
+		for _, im := range implsOf(backend.CapacitanceOp, b, shape) {
 			for _, strided := range []bool{false, true} {
 				l, err := b.Alloc(tensor.Shape{Batch: 1, Rows: p, Cols: p})
 				if err != nil {
@@ -91,13 +91,13 @@ func lrTestWoodbury(t *testing.T, b backend.Backend) {
 
 		l := lrCapacityL(t, b, w, ps)
 		for _, k := range []int{1, 3} {
-			gm := lrNormal(r, d, k, 1)
+			gm := normalDense(r, d, k, 1)
 			var want mat.Dense
 			if err := chl.SolveTo(&want, gm); err != nil {
 				t.Fatal(err)
 			}
 			scale := math.Max(1, mat.Max(lrAbs(&want)))
-			for _, im := range lrImpls(backend.SolveOp, b, shape) {
+			for _, im := range implsOf(backend.SolveOp, b, shape) {
 				// T1: separate destination, strided operands, and dst = g.
 				g := lrUp(t, b, gm)
 				dst, _ := b.Alloc(g.Shape())
@@ -131,7 +131,7 @@ func lrTestWoodbury(t *testing.T, b backend.Backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gm := lrNormal(r, d, 2, 1)
+		gm := normalDense(r, d, 2, 1)
 		g := lrUp(t, b, gm)
 		var want mat.Dense
 		want.Mul(lam, gm)
@@ -189,7 +189,7 @@ func lrTestSample(t *testing.T, b backend.Backend) {
 	for si, sz := range lrSizes {
 		d, p := sz.d, sz.p
 		r := lrRNG(uint64(200 + si))
-		wm := lrNormal(r, d, p, 1/math.Sqrt(float64(p)))
+		wm := normalDense(r, d, p, 1/math.Sqrt(float64(p)))
 		psi := lrPsi(r, d, 0.5, 2)
 		lam := lrLambda(wm, psi)
 		pcov := lrInv(t, lam)
@@ -247,7 +247,7 @@ func lrTestSample(t *testing.T, b backend.Backend) {
 				want.Set(i, j, want.At(i, j)+mu[i])
 			}
 		}
-		for _, im := range lrImpls(backend.SampleOp, b, w.Shape()) {
+		for _, im := range implsOf(backend.SampleOp, b, w.Shape()) {
 			dst, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: k})
 			if err := im.fn(b, dst, w, ps, l, mut, c); err != nil {
 				t.Fatalf("%s: %v", im.name, err)
@@ -266,14 +266,14 @@ func lrTestSample(t *testing.T, b backend.Backend) {
 	// errors of μ and P = Λ⁻¹ (s.e. √(P_ii/n) and √((P_ii P_jj + P_ij²)/n) for Gaussian draws).
 	const d, p, n = 12, 3, 200000
 	r := lrRNG(300)
-	wm := lrNormal(r, d, p, 1)
+	wm := normalDense(r, d, p, 1)
 	psi := lrPsi(r, d, 0.3, 3)
 	pcov := lrInv(t, lrLambda(wm, psi))
 	mu := lrPsi(r, d, -2, 2)
 	w, ps, mut := lrUp(t, b, wm), lrUpVec(t, b, psi), lrUpVec(t, b, mu)
 	l := lrCapacityL(t, b, w, ps)
 	defer lrFree(b, w, ps, mut, l)
-	for _, im := range lrImpls(backend.SampleOp, b, w.Shape()) {
+	for _, im := range implsOf(backend.SampleOp, b, w.Shape()) {
 		dst, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: n})
 		if err := im.fn(b, dst, w, ps, l, mut, rng.Counter{Seed: 2024, Stream: 1}); err != nil {
 			t.Fatalf("%s: %v", im.name, err)
@@ -316,9 +316,9 @@ func lrTestEM(t *testing.T, b backend.Backend) {
 	for si, sz := range lrSizes {
 		d, p := sz.d, sz.p
 		r := lrRNG(uint64(400 + si))
-		wm := lrNormal(r, d, p, 1/math.Sqrt(float64(p)))
+		wm := normalDense(r, d, p, 1/math.Sqrt(float64(p)))
 		psi := lrPsi(r, d, 0.5, 2)
-		xm := lrNormal(r, d, kc, 1)
+		xm := normalDense(r, d, kc, 1)
 		s := lrTarget(wm, psi, xm, alpha, beta)
 		w1, psi1 := lrDenseEMPaper(t, s, wm, psi)  // one iteration, paper form
 		w2, psi2 := lrDenseEMPaper(t, s, w1, psi1) // second iteration, same S
@@ -343,7 +343,7 @@ func lrTestEM(t *testing.T, b backend.Backend) {
 			psi6[i] = t6.At(i, i)
 		}
 
-		for _, im := range lrImpls(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: p}) {
+		for _, im := range implsOf(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: p}) {
 			for _, strided := range []bool{false, true} {
 				var w, ps *tensor.Tensor
 				if strided {
@@ -406,12 +406,12 @@ func lrTestEM(t *testing.T, b backend.Backend) {
 	{
 		const d, p = 40, 5
 		r := lrRNG(500)
-		wm := lrNormal(r, d, p, 1/math.Sqrt(float64(p)))
+		wm := normalDense(r, d, p, 1/math.Sqrt(float64(p)))
 		psi := lrPsi(r, d, 0.5, 2)
-		xm := lrNormal(r, d, kc, 1)
+		xm := normalDense(r, d, kc, 1)
 		s := lrTarget(wm, psi, xm, alpha, beta)
 		kl0 := lrKL(t, s, lrLambda(wm, psi))
-		for _, im := range lrImpls(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: p}) {
+		for _, im := range implsOf(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: p}) {
 			w, ps, x := lrUp(t, b, wm), lrUpVec(t, b, psi), lrUp(t, b, xm)
 			prev := kl0
 			bad := 0
@@ -436,7 +436,7 @@ func lrTestEM(t *testing.T, b backend.Backend) {
 		const d, p = 40, 5
 		r := lrRNG(600)
 		psi := lrPsi(r, d, 0.5, 2)
-		xm := lrNormal(r, d, kc, 1)
+		xm := normalDense(r, d, kc, 1)
 		zero := mat.NewDense(d, p, nil)
 		want := make([]float64, d)
 		for i := range want {
@@ -445,7 +445,7 @@ func lrTestEM(t *testing.T, b backend.Backend) {
 				want[i] += beta * xm.At(i, j) * xm.At(i, j)
 			}
 		}
-		for _, im := range lrImpls(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: p}) {
+		for _, im := range implsOf(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: p}) {
 			w, ps, x := lrUp(t, b, zero), lrUpVec(t, b, psi), lrUp(t, b, xm)
 			lrRunEM(t, b, im.fn, w, ps, x, alpha, beta, 0, 3, nil)
 			if !mat.Equal(lrDown(t, b, w), zero) {
@@ -462,11 +462,11 @@ func lrTestEM(t *testing.T, b backend.Backend) {
 	{
 		const d = 10
 		r := lrRNG(700)
-		wm := lrNormal(r, d, d, 1/math.Sqrt(d))
+		wm := normalDense(r, d, d, 1/math.Sqrt(d))
 		psi := lrPsi(r, d, 0.5, 2)
-		xm := lrNormal(r, d, 2, 1)
+		xm := normalDense(r, d, 2, 1)
 		s := lrTarget(wm, psi, xm, alpha, beta)
-		for _, im := range lrImpls(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: d}) {
+		for _, im := range implsOf(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: d}) {
 			w, ps, x := lrUp(t, b, wm), lrUpVec(t, b, psi), lrUp(t, b, xm)
 			lrRunEM(t, b, im.fn, w, ps, x, alpha, beta, 0, 1000, nil)
 			kl := lrKL(t, s, lrLambda(lrDown(t, b, w), lrDownVec(t, b, ps)))
@@ -482,10 +482,10 @@ func lrTestEM(t *testing.T, b backend.Backend) {
 	{
 		const d, p = 40, 5
 		r := lrRNG(800)
-		wm := lrNormal(r, d, p, 1/math.Sqrt(float64(p)))
+		wm := normalDense(r, d, p, 1/math.Sqrt(float64(p)))
 		psi := lrPsi(r, d, 0.5, 2)
-		xm := lrNormal(r, d, 1, 1)
-		for _, im := range lrImpls(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: p}) {
+		xm := normalDense(r, d, 1, 1)
+		for _, im := range implsOf(backend.EMStepOp, b, tensor.Shape{Batch: 1, Rows: d, Cols: p}) {
 			w, ps, x := lrUp(t, b, wm), lrUpVec(t, b, psi), lrUp(t, b, xm)
 			n := lrRunEM(t, b, im.fn, w, ps, x, 1, 1, 1e6, 1, nil)
 			got := lrDownVec(t, b, ps)
@@ -506,9 +506,9 @@ func lrTestKernelsLarge(t *testing.T, b backend.Backend) {
 		t.Skip("no low-rank kernels registered for " + b.Name())
 	}
 	r := lrRNG(900)
-	wm := lrNormal(r, d, p, 0.3)
+	wm := normalDense(r, d, p, 0.3)
 	psi := lrPsi(r, d, 0.2, 2)
-	xm := lrNormal(r, d, kc, 1)
+	xm := normalDense(r, d, kc, 1)
 	w, ps, x := lrUp(t, b, wm), lrUpVec(t, b, psi), lrUp(t, b, xm)
 	defer lrFree(b, w, ps, x)
 
@@ -531,7 +531,7 @@ func lrTestKernelsLarge(t *testing.T, b backend.Backend) {
 
 	// Solve, k = 1 and 4.
 	for _, k := range []int{1, 4} {
-		g := lrUp(t, b, lrNormal(r, d, k, 1))
+		g := lrUp(t, b, normalDense(r, d, k, 1))
 		ref, _ := b.Alloc(g.Shape())
 		if err := backend.SolveOp.Reference()(b, ref, w, ps, lref, g); err != nil {
 			t.Fatal(err)
@@ -610,11 +610,11 @@ func lrTestMemory(t *testing.T, b backend.Backend) {
 	slack := int64(12*d*8 + 1<<20) // d-vectors and p×p / p×K / d×K-sized small things
 	bigAlloc := int64(d) * int64(d) / 100 * 8
 	r := lrRNG(1000)
-	wm := lrNormal(r, d, p, 0.2)
+	wm := normalDense(r, d, p, 0.2)
 	psi := lrPsi(r, d, 0.5, 2)
-	xm := lrNormal(r, d, 1, 1)
+	xm := normalDense(r, d, 1, 1)
 	w, ps, x := lrUp(t, b, wm), lrUpVec(t, b, psi), lrUp(t, b, xm)
-	g := lrUp(t, b, lrNormal(r, d, 1, 1))
+	g := lrUp(t, b, normalDense(r, d, 1, 1))
 	dst, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: k})
 	defer lrFree(b, w, ps, x, g, dst)
 
@@ -704,7 +704,7 @@ func lrTestMemory(t *testing.T, b backend.Backend) {
 func lrTestErrors(t *testing.T, b backend.Backend) {
 	const d, p = 20, 3
 	r := lrRNG(1100)
-	wm := lrNormal(r, d, p, 1)
+	wm := normalDense(r, d, p, 1)
 	psi := lrPsi(r, d, 0.5, 2)
 	w, ps := lrUp(t, b, wm), lrUpVec(t, b, psi)
 	defer lrFree(b, w, ps)
@@ -713,18 +713,18 @@ func lrTestErrors(t *testing.T, b backend.Backend) {
 	if _, err := backend.NewLowRank(b, w, lrUpVec(t, b, psi[:d-1])); err == nil {
 		t.Fatal("NewLowRank with ψ of d−1 entries: no error")
 	} else {
-		lrWantErr(t, "NewLowRank ψ short", err, backend.ErrShape, "psi")
+		wantErr(t, "NewLowRank ψ short", err, backend.ErrShape, "psi", -1)
 	}
 	if _, err := backend.NewLowRank(b, nil, ps); err == nil {
 		t.Fatal("NewLowRank(nil W): no error")
 	} else {
-		lrWantErr(t, "NewLowRank nil", err, backend.ErrShape, "w")
+		wantErr(t, "NewLowRank nil", err, backend.ErrShape, "w", -1)
 	}
 	w2, _ := b.Alloc(tensor.Shape{Batch: 2, Rows: d, Cols: p})
 	if _, err := backend.NewLowRank(b, w2, ps); err == nil {
 		t.Fatal("NewLowRank with batch 2: no error")
 	} else {
-		lrWantErr(t, "NewLowRank batch 2", err, backend.ErrShape, "w")
+		wantErr(t, "NewLowRank batch 2", err, backend.ErrShape, "w", -1)
 	}
 	b.Free(w2)
 	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1)} {
@@ -732,11 +732,11 @@ func lrTestErrors(t *testing.T, b backend.Backend) {
 		pv[d/2] = bad
 		pt := lrUpVec(t, b, pv)
 		_, err := backend.NewLowRank(b, w, pt)
-		lrWantErr(t, fmt.Sprintf("NewLowRank ψ = %v", bad), err, backend.ErrDomain, "psi")
-		xm := lrNormal(r, d, 1, 1)
+		wantErr(t, fmt.Sprintf("NewLowRank ψ = %v", bad), err, backend.ErrDomain, "psi", -1)
+		xm := normalDense(r, d, 1, 1)
 		x := lrUp(t, b, xm)
 		_, err = backend.RecursiveEM(b, w, pt, x, 1, 1, backend.EMOptions{})
-		lrWantErr(t, fmt.Sprintf("RecursiveEM ψ = %v", bad), err, backend.ErrDomain, "psi")
+		wantErr(t, fmt.Sprintf("RecursiveEM ψ = %v", bad), err, backend.ErrDomain, "psi", -1)
 		lrSame(t, b, "RecursiveEM W", w, wm)
 		lrFree(b, pt, x)
 	}
@@ -749,36 +749,36 @@ func lrTestErrors(t *testing.T, b backend.Backend) {
 	const sentinel = 7.25
 	for _, sh := range []tensor.Shape{{Batch: 1, Rows: d + 1, Cols: 2}, {Batch: 2, Rows: d, Cols: 2}, {Batch: 1, Rows: d, Cols: 0}} {
 		bad, _ := b.Alloc(sh)
-		gm := lrNormal(r, d, 2, 1)
+		gm := normalDense(r, d, 2, 1)
 		g := lrUp(t, b, gm)
 		geoSentinel(t, b, bad, sentinel)
-		lrWantErr(t, "Solve dst "+sh.String(), lr.Solve(bad, g), backend.ErrShape, "dst")
+		wantErr(t, "Solve dst "+sh.String(), lr.Solve(bad, g), backend.ErrShape, "dst", -1)
 		if sh.Len() > 0 {
 			geoUntouched(t, b, bad, sentinel)
 		}
 		lrSame(t, b, "Solve g", g, gm)
-		lrWantErr(t, "Apply dst "+sh.String(), lr.Apply(bad, g), backend.ErrShape, "dst")
+		wantErr(t, "Apply dst "+sh.String(), lr.Apply(bad, g), backend.ErrShape, "dst", -1)
 		if sh.Len() > 0 {
 			geoUntouched(t, b, bad, sentinel)
-			lrWantErr(t, "Sample dst "+sh.String(), lr.Sample(bad, nil, rng.Counter{}), backend.ErrShape, "dst")
+			wantErr(t, "Sample dst "+sh.String(), lr.Sample(bad, nil, rng.Counter{}), backend.ErrShape, "dst", -1)
 			geoUntouched(t, b, bad, sentinel)
 		}
 		lrFree(b, bad, g)
 	}
 	{
-		g := lrUp(t, b, lrNormal(r, d, 2, 1))
+		g := lrUp(t, b, normalDense(r, d, 2, 1))
 		dst, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: 3})
 		geoSentinel(t, b, dst, sentinel)
-		lrWantErr(t, "Solve k mismatch", lr.Solve(dst, g), backend.ErrShape, "")
+		wantErr(t, "Solve k mismatch", lr.Solve(dst, g), backend.ErrShape, "", -1)
 		geoUntouched(t, b, dst, sentinel)
 		mu, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: 2})
-		lrWantErr(t, "Sample μ d×2", lr.Sample(dst, mu, rng.Counter{}), backend.ErrShape, "mu")
+		wantErr(t, "Sample μ d×2", lr.Sample(dst, mu, rng.Counter{}), backend.ErrShape, "mu", -1)
 		geoUntouched(t, b, dst, sentinel)
 		lrFree(b, g, dst, mu)
 	}
 
 	// RecursiveEM: shapes and domain, W and ψ untouched.
-	xm := lrNormal(r, d, 2, 1)
+	xm := normalDense(r, d, 2, 1)
 	x := lrUp(t, b, xm)
 	xbad, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: d - 1, Cols: 2})
 	defer lrFree(b, x, xbad)
@@ -800,7 +800,7 @@ func lrTestErrors(t *testing.T, b backend.Backend) {
 		{"floor < 0", x, 1, 1, backend.EMOptions{PsiFloor: -1}, backend.ErrDomain, ""},
 	} {
 		_, err := backend.RecursiveEM(b, w, ps, c.x, c.alpha, c.beta, c.opt)
-		lrWantErr(t, "RecursiveEM "+c.name, err, c.cause, c.operand)
+		wantErr(t, "RecursiveEM "+c.name, err, c.cause, c.operand, -1)
 		lrSame(t, b, "RecursiveEM "+c.name+" W", w, wm)
 		if e := lrRelVec(lrDownVec(t, b, ps), psi); e != 0 {
 			t.Fatalf("RecursiveEM %s: ψ changed", c.name)
@@ -814,8 +814,8 @@ func lrTestErrors(t *testing.T, b backend.Backend) {
 	defer b.Free(wnt)
 	l := lrCapacityL(t, b, w, ps)
 	defer b.Free(l)
-	for _, im := range lrImpls(backend.SolveOp, b, w.Shape()) {
-		g := lrUp(t, b, lrNormal(r, d, 1, 1))
+	for _, im := range implsOf(backend.SolveOp, b, w.Shape()) {
+		g := lrUp(t, b, normalDense(r, d, 1, 1))
 		if err := im.fn(b, g, wnt, ps, l, g); err != nil {
 			t.Fatalf("%s: %v", im.name, err)
 		}

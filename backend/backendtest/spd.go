@@ -468,9 +468,9 @@ func testSPD(t *testing.T, b backend.Backend) {
 		dst := upload(t, b, tensor.NewHost(2, 3, 3))
 		defer b.Free(dst)
 		geoSentinel(t, b, dst, 7)
-		geoWantErr(t, "retract non-SPD sigma", backend.SPDRetract(b, dst, sb, dx), backend.ErrNotPositiveDefinite, "sigma", 1)
-		geoWantErr(t, "transport non-SPD s1", backend.SPDTransport(b, dst, sb, sg, dx), backend.ErrNotPositiveDefinite, "s1", 1)
-		geoWantErr(t, "transport non-SPD s2", backend.SPDTransport(b, dst, sg, sb, dx), backend.ErrNotPositiveDefinite, "s2", 1)
+		wantErr(t, "retract non-SPD sigma", backend.SPDRetract(b, dst, sb, dx), backend.ErrNotPositiveDefinite, "sigma", 1)
+		wantErr(t, "transport non-SPD s1", backend.SPDTransport(b, dst, sb, sg, dx), backend.ErrNotPositiveDefinite, "s1", 1)
+		wantErr(t, "transport non-SPD s2", backend.SPDTransport(b, dst, sg, sb, dx), backend.ErrNotPositiveDefinite, "s2", 1)
 		for _, sh := range []struct {
 			name string
 			s    tensor.Shape
@@ -482,20 +482,20 @@ func testSPD(t *testing.T, b backend.Backend) {
 		} {
 			d := upload(t, b, tensor.NewHost(sh.s.Batch, sh.s.Rows, sh.s.Cols))
 			geoSentinel(t, b, d, 7)
-			geoWantErr(t, "retract "+sh.name, backend.SPDRetract(b, d, sg, dx), backend.ErrShape, sh.op, -1)
+			wantErr(t, "retract "+sh.name, backend.SPDRetract(b, d, sg, dx), backend.ErrShape, sh.op, -1)
 			want := sh.op
 			if want == "sigma" {
 				want = "s1"
 			}
-			geoWantErr(t, "transport "+sh.name, backend.SPDTransport(b, d, sg, sg, dx), backend.ErrShape, want, -1)
+			wantErr(t, "transport "+sh.name, backend.SPDTransport(b, d, sg, sg, dx), backend.ErrShape, want, -1)
 			geoUntouched(t, b, d, 7)
 			b.Free(d)
 		}
 		x4 := upload(t, b, tensor.NewHost(2, 4, 4))
 		defer b.Free(x4)
-		geoWantErr(t, "retract xi shape", backend.SPDRetract(b, dst, sg, x4), backend.ErrShape, "xi", -1)
-		geoWantErr(t, "transport xi shape", backend.SPDTransport(b, dst, sg, sg, x4), backend.ErrShape, "xi", -1)
-		geoWantErr(t, "retract nil", backend.SPDRetract(b, dst, nil, dx), backend.ErrShape, "sigma", -1)
+		wantErr(t, "retract xi shape", backend.SPDRetract(b, dst, sg, x4), backend.ErrShape, "xi", -1)
+		wantErr(t, "transport xi shape", backend.SPDTransport(b, dst, sg, sg, x4), backend.ErrShape, "xi", -1)
+		wantErr(t, "retract nil", backend.SPDRetract(b, dst, nil, dx), backend.ErrShape, "sigma", -1)
 		geoUntouched(t, b, dst, 7)
 	})
 }

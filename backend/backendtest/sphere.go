@@ -32,19 +32,9 @@ func testSphere(t *testing.T, b backend.Backend) {
 	t.Run("badinput", func(t *testing.T) { sphTestBadInput(t, b) })
 }
 
-// sphImpl is one implementation of a sphere operation under test.
-type sphImpl[F any] struct {
-	name string
-	fn   F
-}
-
 // sphImpls lists the public entry point, the reference and every kernel registered for b at shape s.
-func sphImpls[F any](op *backend.Op[F], public F, b backend.Backend, s tensor.Shape) []sphImpl[F] {
-	out := []sphImpl[F]{{"public", public}, {"reference", op.Reference()}}
-	for _, k := range op.Kernels(b, s) {
-		out = append(out, sphImpl[F]{k.Name, k.Fn})
-	}
-	return out
+func sphImpls[F any](op *backend.Op[F], public F, b backend.Backend, s tensor.Shape) []impl[F] {
+	return append([]impl[F]{{"public", public}}, implsOf(op, b, s)...)
 }
 
 // --- host helpers -----------------------------------------------------------------------------------------------
@@ -128,29 +118,6 @@ func sphFlowH(x, v []float64, h float64) {
 	}
 }
 
-// sphUp copies a host tensor into a new tensor of b.
-func sphUp(t testing.TB, b backend.Backend, h *tensor.Tensor) *tensor.Tensor {
-	t.Helper()
-	d, err := b.Alloc(h.Shape())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Upload(d, h); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// sphDown copies a tensor of b into a new contiguous host tensor.
-func sphDown(t testing.TB, b backend.Backend, d *tensor.Tensor) *tensor.Tensor {
-	t.Helper()
-	h := tensor.NewHost(d.Batch(), d.Rows(), d.Cols())
-	if err := b.Download(h, d); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
 // sphStill reports whether a flow left a zero-velocity state unchanged: x bit-identical, and v the same zero
 // vector (the reference, built from primitives, may flip the sign of a zero entry of v; a fused kernel skips the
 // row and keeps all bits).
@@ -219,11 +186,11 @@ func sphTestFlowInvariants(t *testing.T, b backend.Backend) {
 				for _, h := range []float64{1e-6, 1e-2, 1, 50} {
 					c = c.Advance(1 << 20)
 					x0, v0 := sphState(c, 2, k, n, func(int) float64 { return speed })
-					x, v := sphUp(t, b, x0), sphUp(t, b, v0)
+					x, v := upload(t, b, x0), upload(t, b, v0)
 					if err := impl.fn(b, x, v, h); err != nil {
 						t.Fatalf("%s n=%d: %v", impl.name, n, err)
 					}
-					x1, v1 := sphDown(t, b, x), sphDown(t, b, v)
+					x1, v1 := download(t, b, x), download(t, b, v)
 					b.Free(x)
 					b.Free(v)
 					if speed == 0 {
@@ -284,7 +251,7 @@ func sphTestFlowInvariants(t *testing.T, b backend.Backend) {
 // sphFlowOnce runs impl on host copies of (x, v) and returns the result.
 func sphFlowOnce(t *testing.T, b backend.Backend, fn backend.SphereFlowFunc, x0, v0 *tensor.Tensor, hs ...float64) (x1, v1 *tensor.Tensor) {
 	t.Helper()
-	x, v := sphUp(t, b, x0), sphUp(t, b, v0)
+	x, v := upload(t, b, x0), upload(t, b, v0)
 	defer b.Free(x)
 	defer b.Free(v)
 	for _, h := range hs {
@@ -292,7 +259,7 @@ func sphFlowOnce(t *testing.T, b backend.Backend, fn backend.SphereFlowFunc, x0,
 			t.Fatal(err)
 		}
 	}
-	return sphDown(t, b, x), sphDown(t, b, v)
+	return download(t, b, x), download(t, b, v)
 }
 
 // sphMaxDiff returns max |a−b| over x and over v/scale.
@@ -435,14 +402,14 @@ func sphTestFlowLongRun(t *testing.T, b backend.Backend) {
 		return
 	}
 	for _, renorm := range []bool{true, false} {
-		x, v := sphUp(t, b, x0), sphUp(t, b, v0)
+		x, v := upload(t, b, x0), upload(t, b, v0)
 		var wn, wt, ws float64
 		for i := 0; i < steps; i++ {
 			if err := fn(b, x, v, hs[i%len(hs)]); err != nil {
 				t.Fatal(err)
 			}
 			if (i+1)%100 == 0 && (renorm || (i+1)%10000 == 0) {
-				en, et, es := dev(sphDown(t, b, x), sphDown(t, b, v)) // worst point: just before renormalising
+				en, et, es := dev(download(t, b, x), download(t, b, v)) // worst point: just before renormalising
 				wn, wt, ws = max(wn, en), max(wt, et), max(ws, es)
 				if renorm {
 					if err := backend.SphereNormalize(b, x, v); err != nil {
@@ -451,7 +418,7 @@ func sphTestFlowLongRun(t *testing.T, b backend.Backend) {
 				}
 			}
 		}
-		en, et, es := dev(sphDown(t, b, x), sphDown(t, b, v))
+		en, et, es := dev(download(t, b, x), download(t, b, v))
 		wn, wt, ws = max(wn, en), max(wt, et), max(ws, es)
 		b.Free(x)
 		b.Free(v)
@@ -492,7 +459,7 @@ func sphTestProject(t *testing.T, b backend.Backend) {
 					wr[j] = sc * (wr[j] + 3*sphRow(x0, r)[j])
 				}
 			}
-			x, w := sphUp(t, b, x0), sphUp(t, b, w0)
+			x, w := upload(t, b, x0), upload(t, b, w0)
 			dst, err := b.Alloc(shape)
 			if err != nil {
 				t.Fatal(err)
@@ -500,15 +467,15 @@ func sphTestProject(t *testing.T, b backend.Backend) {
 			if err := impl.fn(b, dst, x, w); err != nil {
 				t.Fatal(err)
 			}
-			p1 := sphDown(t, b, dst)
+			p1 := download(t, b, dst)
 			if err := impl.fn(b, dst, x, dst); err != nil { // idempotence, in place
 				t.Fatal(err)
 			}
-			p2 := sphDown(t, b, dst)
+			p2 := download(t, b, dst)
 			if err := impl.fn(b, w, x, w); err != nil { // dst aliasing w
 				t.Fatal(err)
 			}
-			p3 := sphDown(t, b, w)
+			p3 := download(t, b, w)
 			for _, d := range []*tensor.Tensor{x, w, dst} {
 				b.Free(d)
 			}
@@ -561,7 +528,7 @@ func sphTestNormalize(t *testing.T, b backend.Backend) {
 				}
 			}
 			for _, withV := range []bool{true, false} {
-				x, v := sphUp(t, b, x0), sphUp(t, b, v0)
+				x, v := upload(t, b, x0), upload(t, b, v0)
 				vv := v
 				if !withV {
 					vv = nil
@@ -569,7 +536,7 @@ func sphTestNormalize(t *testing.T, b backend.Backend) {
 				if err := impl.fn(b, x, vv); err != nil {
 					t.Fatal(err)
 				}
-				x1, v1 := sphDown(t, b, x), sphDown(t, b, v)
+				x1, v1 := download(t, b, x), download(t, b, v)
 				b.Free(x)
 				b.Free(v)
 				for r := 0; r < sphNrows(x0); r++ {
@@ -630,7 +597,7 @@ func sphTestStrided(t *testing.T, b backend.Backend) {
 		for i := range ph.Storage().Host() {
 			ph.Storage().Host()[i] = pad
 		}
-		full = sphUp(t, b, ph)
+		full = upload(t, b, ph)
 		v = full.Slice(1, k+1, 2, n+2)
 		if err := b.Upload(v, h); err != nil {
 			t.Fatal(err)
@@ -638,7 +605,7 @@ func sphTestStrided(t *testing.T, b backend.Backend) {
 		return full, v
 	}
 	padOK := func(full *tensor.Tensor) bool {
-		h := sphDown(t, b, full)
+		h := download(t, b, full)
 		for bb := 0; bb < batch; bb++ {
 			for i := 0; i < k+2; i++ {
 				for j := 0; j < n+3; j++ {
@@ -651,7 +618,7 @@ func sphTestStrided(t *testing.T, b backend.Backend) {
 		return true
 	}
 	check := func(name string, got, want *tensor.Tensor, scale float64) {
-		g := sphDown(t, b, got)
+		g := download(t, b, got)
 		e := 0.0
 		for i, w := range want.Storage().Host() {
 			e = max(e, math.Abs(g.Storage().Host()[i]-w)/scale)
@@ -728,19 +695,19 @@ func sphTestBadInput(t *testing.T, b backend.Backend) {
 		t.Helper()
 		before := make([]*tensor.Tensor, len(outs))
 		for i, o := range outs {
-			before[i] = sphDown(t, b, o)
+			before[i] = download(t, b, o)
 		}
 		if err := f(); !errors.Is(err, want) {
 			t.Errorf("%s: error %v, want %v", name, err, want)
 		}
 		for i, o := range outs {
-			if !sphBitsEqual(sphDown(t, b, o), before[i]) {
+			if !sphBitsEqual(download(t, b, o), before[i]) {
 				t.Errorf("%s: operand %d modified on error", name, i)
 			}
 		}
 	}
 	for _, impl := range sphImpls(backend.SphereFlowOp, backend.SphereFlow, b, s) {
-		x, v := sphUp(t, b, x0), sphUp(t, b, v0)
+		x, v := upload(t, b, x0), upload(t, b, v0)
 		expect(impl.name+" flow v cols", backend.ErrShape, func() error { return impl.fn(b, x, wrongCols, 1) }, x)
 		expect(impl.name+" flow v batch", backend.ErrShape, func() error { return impl.fn(b, x, wrongBatch, 1) }, x)
 		expect(impl.name+" flow nil v", backend.ErrShape, func() error { return impl.fn(b, x, nil, 1) }, x)
@@ -750,8 +717,8 @@ func sphTestBadInput(t *testing.T, b backend.Backend) {
 		expect(impl.name+" flow Inf h", backend.ErrDomain, func() error { return impl.fn(b, x, v, math.Inf(1)) }, x, v)
 	}
 	for _, impl := range sphImpls(backend.SphereProjectOp, backend.SphereProject, b, s) {
-		x, w := sphUp(t, b, x0), sphUp(t, b, v0)
-		dst := sphUp(t, b, v0)
+		x, w := upload(t, b, x0), upload(t, b, v0)
+		dst := upload(t, b, v0)
 		expect(impl.name+" project dst cols", backend.ErrShape, func() error { return impl.fn(b, wrongCols, x, w) }, x, w)
 		expect(impl.name+" project w batch", backend.ErrShape, func() error { return impl.fn(b, dst, x, wrongBatch) }, dst, x)
 		expect(impl.name+" project x batch", backend.ErrShape, func() error { return impl.fn(b, dst, wrongBatch, w) }, dst, w)
@@ -759,7 +726,7 @@ func sphTestBadInput(t *testing.T, b backend.Backend) {
 		expect(impl.name+" project broadcast dst", backend.ErrShape, func() error { return impl.fn(b, bcast, x, w) }, x, w)
 	}
 	for _, impl := range sphImpls(backend.SphereNormalizeOp, backend.SphereNormalize, b, s) {
-		x, v := sphUp(t, b, x0), sphUp(t, b, v0)
+		x, v := upload(t, b, x0), upload(t, b, v0)
 		expect(impl.name+" normalize v cols", backend.ErrShape, func() error { return impl.fn(b, x, wrongCols) }, x)
 		expect(impl.name+" normalize nil x", backend.ErrShape, func() error { return impl.fn(b, nil, v) }, v)
 		expect(impl.name+" normalize broadcast v", backend.ErrShape, func() error { return impl.fn(b, x, bcast) }, x)

@@ -36,7 +36,7 @@ func (c stiefelCase) data() (w, v, a []*mat.Dense) {
 	w, v, a = make([]*mat.Dense, c.batch), make([]*mat.Dense, c.batch), make([]*mat.Dense, c.batch)
 	for i := range w {
 		w[i] = geoOrtho(r, c.n, c.p)
-		v[i] = geoNormal(r, c.n, c.p, 1/math.Sqrt(float64(c.n)))
+		v[i] = normalDense(r, c.n, c.p, 1/math.Sqrt(float64(c.n)))
 		a[i] = mat.NewDense(c.n, c.p, nil)
 		a[i].Add(w[i], scaled(c.t, v[i]))
 	}
@@ -392,16 +392,16 @@ func testStiefel(t *testing.T, b backend.Backend) {
 			d, v := upload(t, b, tensor.NewHost(bad.d.Batch, bad.d.Rows, bad.d.Cols)), upload(t, b, tensor.NewHost(bad.v.Batch, bad.v.Rows, bad.v.Cols))
 			geoSentinel(t, b, d, 7)
 			err := backend.QRRetract(b, d, x, v, 1)
-			geoWantErr(t, bad.name, err, backend.ErrShape, bad.operand, -1)
+			wantErr(t, bad.name, err, backend.ErrShape, bad.operand, -1)
 			geoUntouched(t, b, d, 7)
 			b.Free(d)
 			b.Free(v)
 		}
-		geoWantErr(t, "nil x", backend.QRRetract(b, x, nil, nil, 1), backend.ErrShape, "x", -1)
+		wantErr(t, "nil x", backend.QRRetract(b, x, nil, nil, 1), backend.ErrShape, "x", -1)
 		wide := upload(t, b, tensor.NewHost(2, 3, 5))
 		defer b.Free(wide)
 		geoSentinel(t, b, wide, 7)
-		geoWantErr(t, "p > n", backend.QRRetract(b, wide, wide, nil, 1), backend.ErrDomain, "x", -1)
+		wantErr(t, "p > n", backend.QRRetract(b, wide, wide, nil, 1), backend.ErrDomain, "x", -1)
 		geoUntouched(t, b, wide, 7)
 	})
 }

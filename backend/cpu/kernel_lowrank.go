@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/lapack/lapack64"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/backend/cpu/internal/vec"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -386,10 +387,10 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t (notes §2.4).
 	sdiag := func(i int) float64 {
 		w0r := W0.Data[i*W0.Stride : i*W0.Stride+p]
-		s := alpha * (lrDot(w0r, w0r) + ps0[i*p0inc])
+		s := alpha * (vec.Dot(w0r, w0r) + ps0[i*p0inc])
 		if useX {
 			xr := X.Data[i*X.Stride : i*X.Stride+kc]
-			s += beta * lrDot(xr, xr)
+			s += beta * vec.Dot(xr, xr)
 		}
 		return s
 	}
@@ -569,7 +570,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 				if useX && kc == 1 {
 					hh = lrAxpyDot(X.Data[i*X.Stride], y1.Data, hr) // h_i += x_i Y1, ‖h_i‖²
 				} else {
-					hh = lrDot(hr, hr)
+					hh = vec.Dot(hr, hr)
 				}
 				v := s - hh // (21)
 				st.smax = max(st.smax, s)
@@ -626,24 +627,6 @@ func lrAxpyDot(a float64, y, h []float64) float64 {
 		s0 += v * v
 	}
 	return s0 + s1
-}
-
-// lrDot returns Σ a_j b_j (len(b) ≥ len(a)) with four partial sums.
-func lrDot(a, b []float64) float64 {
-	var s0, s1, s2, s3 float64
-	n := len(a)
-	b = b[:n]
-	j := 0
-	for ; j+4 <= n; j += 4 {
-		s0 += a[j] * b[j]
-		s1 += a[j+1] * b[j+1]
-		s2 += a[j+2] * b[j+2]
-		s3 += a[j+3] * b[j+3]
-	}
-	for ; j < n; j++ {
-		s0 += a[j] * b[j]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // lrScaleTo sets dst = f·src.

@@ -47,43 +47,11 @@ func init() {
 	})
 }
 
-// qrDot returns Σ a_i b_i over len(a) with four partial sums.
-func qrDot(a, b []float64) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// qrAxpy sets y += alpha·x over len(x).
-func qrAxpy(alpha float64, x, y []float64) {
-	y = y[:len(x)]
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		y[i] += alpha * x[i]
-		y[i+1] += alpha * x[i+1]
-		y[i+2] += alpha * x[i+2]
-		y[i+3] += alpha * x[i+3]
-	}
-	for ; i < len(x); i++ {
-		y[i] += alpha * x[i]
-	}
-}
-
 // qrReflect applies H = I − τ·u·uᵀ, u = [1; tail], to the column segment c (len(c) = 1 + len(tail)).
 func qrReflect(tau float64, tail, c []float64) {
-	w := tau * (c[0] + qrDot(tail, c[1:]))
+	w := tau * (c[0] + vec.Dot(tail, c[1:]))
 	c[0] -= w
-	qrAxpy(-w, tail, c[1:])
+	vec.Axpy(-w, tail, c[1:])
 }
 
 // qrReflect2 is qrReflect on two column segments at once, so that u is loaded once for both.
@@ -260,7 +228,7 @@ func qrHouse(w *qrSmallWork, n, k int) {
 	col := w.a[k*n : (k+1)*n]
 	alpha := col[k]
 	tail := col[k+1:]
-	xx := qrDot(tail, tail)
+	xx := vec.Dot(tail, tail)
 	if xx == 0 {
 		// Nothing below the diagonal: H = I and R_kk = alpha.
 		w.tau[k] = 0
@@ -293,7 +261,7 @@ func qrLoadPair(w *qrSmallWork, n, k int) (u1, u2 []float64, s float64) {
 	copy(u1[1:], w.a[k*n+k+1:(k+1)*n])
 	u2[0], u2[1] = 0, 1
 	copy(u2[2:], w.a[(k+1)*n+k+2:(k+2)*n])
-	return u1, u2, qrDot(u1[1:], u2[1:])
+	return u1, u2, vec.Dot(u1[1:], u2[1:])
 }
 
 // qfColMajor overwrites the column-major n×p matrix in w.a with Householder reflectors and writes the sign-fixed

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/backend/cpu/internal/vec"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -39,24 +40,6 @@ func sphereRows(be backend.Backend, s tensor.Shape, cost float64, f func(bb, i i
 	body(0, nrows)
 }
 
-// sphDot returns Σ a_j b_j with four partial sums (len(b) ≥ len(a)).
-func sphDot(a, b []float64) float64 {
-	var s0, s1, s2, s3 float64
-	n := len(a)
-	b = b[:n]
-	j := 0
-	for ; j+4 <= n; j += 4 {
-		s0 += a[j] * b[j]
-		s1 += a[j+1] * b[j+1]
-		s2 += a[j+2] * b[j+2]
-		s3 += a[j+3] * b[j+3]
-	}
-	for ; j < n; j++ {
-		s0 += a[j] * b[j]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
 // sphereFlowFused is the geodesic flow of paper 001 eq. (7), row by row: x ← x cos(αh) + v sin(αh)/α,
 // v ← −α sin(αh) x + v cos(αh), α = ‖v_row‖; rows with v = 0 are not touched.
 func sphereFlowFused(be backend.Backend, x, v *tensor.Tensor, h float64) error {
@@ -72,7 +55,7 @@ func sphereFlowFused(be backend.Backend, x, v *tensor.Tensor, h float64) error {
 	}
 	sphereRows(be, x.Shape(), 8*float64(n)+40, func(bb, i int) {
 		xr, vr := row(x, bb, i), row(v, bb, i)
-		ss := sphDot(vr, vr)
+		ss := vec.Dot(vr, vr)
 		if ss == 0 {
 			return // bit-identical no-op (notes P2)
 		}
@@ -103,7 +86,7 @@ func sphereProjectFused(be backend.Backend, dst, x, w *tensor.Tensor) error {
 	}
 	sphereRows(be, x.Shape(), 4*float64(x.Cols()), func(bb, i int) {
 		xr, wr, dr := row(x, bb, i), row(w, bb, i), row(dst, bb, i)
-		d := sphDot(xr, wr)
+		d := vec.Dot(xr, wr)
 		wr, dr = wr[:len(xr)], dr[:len(xr)]
 		for j, xj := range xr {
 			dr[j] = wr[j] - d*xj
@@ -125,7 +108,7 @@ func sphereNormalizeFused(be backend.Backend, x, v *tensor.Tensor) error {
 	}
 	sphereRows(be, x.Shape(), 6*float64(x.Cols()), func(bb, i int) {
 		xr := row(x, bb, i)
-		inv := 1 / math.Sqrt(sphDot(xr, xr))
+		inv := 1 / math.Sqrt(vec.Dot(xr, xr))
 		for j := range xr {
 			xr[j] *= inv
 		}
@@ -133,7 +116,7 @@ func sphereNormalizeFused(be backend.Backend, x, v *tensor.Tensor) error {
 			return
 		}
 		vr := row(v, bb, i)
-		d := sphDot(xr, vr)
+		d := vec.Dot(xr, vr)
 		vr = vr[:len(xr)]
 		for j, xj := range xr {
 			vr[j] -= d * xj

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds the test binaries and vbbench as static executables (CGO_ENABLED=0) into the folder given (default .gpu/),
+# for a GPU machine that has the NVIDIA driver and CUDA libraries but no Go toolchain. Run them there with
+#   GEOVB_REQUIRE_GPU=1 .gpu/<package>.test -test.v
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-.gpu}
+mkdir -p "$out"
+for pkg in $(go list -f '{{if .TestGoFiles}}{{.ImportPath}}{{end}}' ./...); do
+	name=$(echo "${pkg#github.com/geovb/geovb/}" | tr / _)
+	CGO_ENABLED=0 go test -c -o "$out/$name.test" "$pkg"
+done
+if [ -d cmd/vbbench ] && ls cmd/vbbench/*.go >/dev/null 2>&1; then
+	CGO_ENABLED=0 go build -o "$out/vbbench" ./cmd/vbbench
+fi
+ls "$out"

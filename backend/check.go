@@ -237,3 +237,16 @@ func CheckFinite(op string, names []string, ts ...*T) error {
 	}
 	return nil
 }
+
+// UploadFinite copies user data into backend memory like b.Upload, after scanning it: a NaN or an infinity gives
+// an error wrapping ErrNotFinite that names the operand and the element, and dst is left untouched. Upload itself
+// copies bits as they are; data from outside the program should come in through UploadFinite.
+func UploadFinite(b Backend, dst, src *T, name string) error {
+	if err := CheckNotNil("upload", []string{"dst", name}, dst, src); err != nil {
+		return err
+	}
+	if err := CheckFinite("upload", []string{name}, src); err != nil {
+		return err
+	}
+	return b.Upload(dst, src)
+}

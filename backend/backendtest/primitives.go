@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -70,6 +71,18 @@ func testMemory(t *testing.T, b backend.Backend) {
 		t.Errorf("upload of %v into %v: err = %v, want ErrShape", wrong.Shape(), d.Shape(), err)
 	}
 	near(t, "destination after failed upload", download(t, b, d), got, 0, 1)
+	// User data with a NaN: UploadFinite names the operand and element and leaves dst alone.
+	bad := h.Clone()
+	bad.Set(1, 2, 3, math.Inf(-1))
+	err := backend.UploadFinite(b, d, bad, "data")
+	var oe *backend.OpError
+	if !errors.Is(err, backend.ErrNotFinite) || !errors.As(err, &oe) || oe.Operand != "data" || !strings.Contains(err.Error(), "[1, 2, 3]") {
+		t.Errorf("UploadFinite of data with -Inf at [1, 2, 3]: err = %v", err)
+	}
+	near(t, "destination after refused upload", download(t, b, d), got, 0, 1)
+	if err := backend.UploadFinite(b, d, h, "data"); err != nil {
+		t.Errorf("UploadFinite of finite data: %v", err)
+	}
 	b.Free(d)
 	b.Free(dv)
 	b.Free(d) // twice is harmless

@@ -1,8 +1,7 @@
 // Package manifold holds the Riemannian manifolds the geovb methods optimise and sample on: Euclidean space,
-// products of spheres, the Stiefel manifold and the manifold of symmetric positive definite matrices. As in Manopt
-// and Manifolds.jl, a manifold is a value carrying its operations (tangent projection, Riemannian gradient, metric,
-// retraction, vector transport, random points), and the retraction and the vector transport are named choices made
-// when the value is built.
+// products of spheres, the Stiefel manifold and the manifold of symmetric positive definite matrices. A manifold is
+// a value carrying its operations (tangent projection, Riemannian gradient, metric, retraction, vector transport,
+// random points), and the retraction and the vector transport are named choices made when the value is built.
 //
 // Every operation is batched: a point argument is a tensor of PointShape(batch), that is batch points at once, and a
 // tangent vector has the same shape as its point. All the work goes through the backend.Backend contract and its

@@ -14,7 +14,7 @@ import (
 //
 //	⟨U, V⟩_Σ = tr(Σ⁻¹ U Σ⁻¹ V),
 //
-// the metric of Manopt's sympositivedefinitefactory used by paper 000 Section 5.1 (MGVB). Tangent vectors are
+// the affine-invariant metric that paper 000 Section 5.1 (MGVB) uses. Tangent vectors are
 // symmetric d×d matrices. Under this metric the Riemannian gradient of f is Σ sym(∇f) Σ, which is the natural
 // gradient of MGVB for the covariance block (notes 2.1.2; the exact Fisher inverse is twice that, notes B3).
 //

@@ -1,0 +1,109 @@
+package rcg
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/models/mog"
+)
+
+// Trace is the F(t) history of one run in the MoG experiments of §6.2–6.5.
+type Trace struct {
+	Method string    `json:"method"`
+	Seed   int       `json:"seed"`
+	T      []float64 `json:"-"` // seconds since the start, per iteration
+	F      []float64 `json:"-"` // free energy after each iteration
+	Evals  []int     `json:"-"` // cumulative F + gradient evaluations
+	Final  float64   `json:"final_f"`
+	Iters  int       `json:"iters"`
+	Reason string    `json:"reason"`
+	Time   float64   `json:"time_s"` // total run time
+}
+
+// TimeToTarget returns the first time (seconds) and evaluation count at which the run reached F ≤ target, or +Inf
+// and −1 when it never did.
+func (tr *Trace) TimeToTarget(target float64) (float64, int) {
+	for i, f := range tr.F {
+		if f <= target {
+			return tr.T[i], tr.Evals[i]
+		}
+	}
+	return math.Inf(1), -1
+}
+
+// MoGMethods are the methods RunMoG accepts.
+var MoGMethods = []string{"RCG", "RG", "CG", "GD", "VBEM"}
+
+// RunMoG runs one method on the mixture m from x0 (see mog.Init) with the |ΔF| < tol rule over 2 iterations and a
+// wall-time cap (0: none). RCG and CG use the √n restart of §6.2; all gradient methods run the VB-EM updates inside
+// the line search (the collapsed objective), as assumed in notes §10.11.
+func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.Duration) (*Trace, error) {
+	tr := &Trace{Method: method}
+	ctx := context.Background()
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	start := time.Now()
+	rec := func(f, evals float64) {
+		tr.T = append(tr.T, time.Since(start).Seconds())
+		tr.F = append(tr.F, f)
+		tr.Evals = append(tr.Evals, int(evals))
+	}
+	ctl := run.Control{Ctx: ctx, MaxIter: 1 << 30}
+	var res run.Result
+	switch method {
+	case "VBEM":
+		n := 0.0
+		ctl.Recorder = run.Func(func(r run.Record) { n += 2; rec(r.Extra["F"], n) })
+		v, err := mog.VBEM(m, x0, tol, 2, 0, false, ctl)
+		if v == nil {
+			return nil, err
+		}
+		tr.Final, res = v.F, v.Result
+	default:
+		s := Settings{Tol: tol, RestartEvery: SqrtN}
+		switch method {
+		case "RCG":
+			s.Method = RCG
+		case "RG":
+			s.Method = RG
+		case "CG":
+			s.Method = CG
+		case "GD":
+			s.Method = GD
+		default:
+			return nil, fmt.Errorf("%w: method %q", ErrBadInput, method)
+		}
+		ctl.Recorder = run.Func(func(r run.Record) { rec(r.Extra["F"], r.Extra["f_evals"]+r.Extra["g_evals"]) })
+		out, err := Minimize(mog.NewCollapsed(m), x0, s, ctl)
+		if out == nil {
+			return nil, err
+		}
+		tr.Final, res = out.F, out.Result
+	}
+	tr.Iters, tr.Reason, tr.Time = res.Iters, res.Reason.String(), time.Since(start).Seconds()
+	return tr, nil
+}
+
+// Median returns the median of xs (+Inf entries sort last); NaN for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	for i := 1; i < len(s); i++ { // insertion sort: small inputs
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

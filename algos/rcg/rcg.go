@@ -1,0 +1,599 @@
+// Package rcg is approximate Riemannian conjugate gradient for fixed-form variational Bayes (paper 004, Honkela
+// et al. 2010): nonlinear conjugate gradient on the mean parameters in which the gradient is the natural gradient
+// G⁻¹∇F (eq. 4), inner products use the Fisher metric of q through the cheap identities of notes §2.2
+// (⟨g̃_k, g̃_l⟩_k = g_kᵀg̃_l, no product with G), steps follow straight lines and nothing is transported (§3.2).
+//
+// The same driver runs the comparators of the paper: plain Riemannian gradient (RG), Euclidean conjugate gradient
+// (CG) and gradient descent (GD). Covariances (fixed point, eq. 13) and conjugate-exponential parts (VB-EM) are
+// updated between steps through the optional Updater interface; a model that wants VB-EM inside the line search
+// (the mixture of Gaussians, App. B.3) folds it into Value and Grad (a collapsed objective).
+//
+// The hot loops here are plain float64 Go on the host; the models own their arithmetic. See docs/rcg.md.
+package rcg
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/geovb/geovb/algos/run"
+)
+
+// Objective is the free energy F (to be minimised) of a fixed-form approximation as a function of the parameters
+// x updated by gradient steps.
+type Objective interface {
+	// Dim returns len(x).
+	Dim() int
+	// Value returns F(x). NaN or +Inf marks a point the line search must reject.
+	Value(x []float64) float64
+	// Grad writes the Euclidean gradient ∇F(x) into g and returns F(x).
+	Grad(g, x []float64) float64
+	// NatGrad writes the Riemannian gradient G(x)⁻¹g into dst (eq. 4). It is called right after Grad at the same
+	// x, so an implementation may reuse what Grad cached (e.g. φ of notes §2.5).
+	NatGrad(dst, g, x []float64)
+}
+
+// Updater is implemented by objectives with parameters updated in closed form between gradient steps: fixed-point
+// variances (eq. 13) and VB-EM updates of conjugate parts (Algorithm 1). Update must not change x's length and
+// never runs inside a line search (notes §7.7).
+type Updater interface {
+	Update(x []float64) error
+}
+
+// Stepper is implemented by objectives whose trial points are not x + αp, e.g. softmax responsibilities stepped in
+// the log domain (eqs. 85–86).
+type Stepper interface {
+	Step(dst, x, p []float64, alpha float64)
+}
+
+// Sizer is implemented by objectives whose number of free gradient-updated parameters (n of the √n restart rule)
+// differs from Dim, e.g. N(K−1)+KD for the mixture whose x holds all K log-responsibilities.
+type Sizer interface {
+	NumFree() int
+}
+
+// Stateful is implemented by objectives with internal state (variances, hyperparameters) that a checkpoint must
+// carry.
+type Stateful interface {
+	State() []float64
+	SetState([]float64) error
+}
+
+// Method picks the search direction.
+type Method int
+
+// Methods.
+const (
+	RCG Method = iota // Riemannian conjugate gradient: p = −g̃ + βp_prev with Riemannian β (eqs. 5–7)
+	CG                // Euclidean conjugate gradient: g̃ = g
+	RG                // Riemannian gradient: p = −g̃
+	GD                // gradient descent: p = −g
+)
+
+var methodNames = [...]string{"RCG", "CG", "RG", "GD"}
+
+func (m Method) String() string {
+	if m >= 0 && int(m) < len(methodNames) {
+		return methodNames[m]
+	}
+	return fmt.Sprintf("Method(%d)", int(m))
+}
+
+func (m Method) riemannian() bool { return m == RCG || m == RG }
+func (m Method) conjugate() bool  { return m == RCG || m == CG }
+
+// Beta picks the conjugacy formula.
+type Beta int
+
+// β formulas, all in the cheap form of notes §2.2 (g is the Euclidean gradient, g̃ the natural one).
+const (
+	PolakRibiere     Beta = iota // (g_kᵀg̃_k − g_kᵀg̃_{k−1}) / g_{k−1}ᵀg̃_{k−1}, eq. (6); β < 0 allowed (paper)
+	FletcherReeves               // g_kᵀg̃_k / g_{k−1}ᵀg̃_{k−1}
+	HestenesStiefel              // (g_kᵀg̃_k − g_kᵀg̃_{k−1}) / (g_kᵀp − g_{k−1}ᵀp), with G_kg̃_{k−1} ≈ g_{k−1} (notes §3.1)
+	PolakRibierePlus             // max(PR, 0)
+)
+
+// Search picks the step rule.
+type Search int
+
+// Step rules.
+const (
+	// Parabolic is the line search of notes §3.4: a trial step α₀, one parabola through F(0), F'(0), F(α₀)
+	// clamped to [Shrink·α₀, Grow·α₀], expansion ×2 (at most MaxExpand) under negative curvature, Armijo
+	// acceptance with C1, backtracking ×Backtrack (at most MaxBacktrack), then a restart along −g̃.
+	Parabolic Search = iota
+	// Unit takes α = 1 (BayesPy/rcgpar style, notes §9). On an increase of F it reverts and resets the direction
+	// to −g̃; if the reset step also increases F it backtracks ×Backtrack with Armijo acceptance.
+	Unit
+)
+
+// LineSearch holds the constants of the step rules; zero fields take the defaults in brackets.
+type LineSearch struct {
+	C1           float64 // Armijo constant [1e-4]
+	Shrink, Grow float64 // clamp of the parabola's minimiser relative to α₀ [0.1, 4]
+	Backtrack    float64 // backtracking factor [0.25; 0.5 for Unit]
+	MaxBacktrack int     // [8]
+	MaxExpand    int     // [3]
+	// Refine adds up to Refine unclamped parabolic refits through F(0), F'(0) and the best point (an exact line
+	// search on quadratics, for tests of CG theory). Default 0.
+	Refine int
+	// MinAlpha, MaxAlpha clip the carried-over trial step of Riemannian directions [1e-3, 1e2].
+	MinAlpha, MaxAlpha float64
+}
+
+func (l LineSearch) withDefaults(s Search) LineSearch {
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&l.C1, 1e-4)
+	def(&l.Shrink, 0.1)
+	def(&l.Grow, 4)
+	if s == Unit {
+		def(&l.Backtrack, 0.5)
+	} else {
+		def(&l.Backtrack, 0.25)
+	}
+	def(&l.MinAlpha, 1e-3)
+	def(&l.MaxAlpha, 1e2)
+	if l.MaxBacktrack == 0 {
+		l.MaxBacktrack = 8
+	}
+	if l.MaxExpand == 0 {
+		l.MaxExpand = 3
+	}
+	return l
+}
+
+// Settings configure a run. The zero value is paper-faithful RCG with Polak–Ribière β, the parabolic line search
+// and no restart rule other than the descent safeguard; set PowellBeale = 0.2 (eq. 7) or RestartEvery.
+type Settings struct {
+	Method Method
+	Beta   Beta
+	// PowellBeale restarts with p = −g̃ when |g_kᵀg̃_{k−1}| ≥ PowellBeale·g_kᵀg̃_k (eq. 7 in the cheap form; the paper
+	// uses 0.2). 0 disables it.
+	PowellBeale float64
+	// RestartEvery resets the direction every RestartEvery iterations; SqrtN asks for ⌈√n⌉ with n from Sizer (or
+	// Dim), the MoG rule of §6.2. 0 disables it.
+	RestartEvery int
+	Search       Search
+	LS           LineSearch
+	// Tol and Patience: the run converges when |F_t − F_{t−1}| < Tol for Patience consecutive iterations (§3.5).
+	// Patience 0 means 2.
+	Tol      float64
+	Patience int
+	// Target, when UseTarget is set, stops the run (Converged) as soon as F ≤ Target: time-to-target runs.
+	Target    float64
+	UseTarget bool
+	// Resume continues from Control.CheckpointPath when that file exists.
+	Resume bool
+}
+
+// SqrtN is the RestartEvery value asking for ⌈√n⌉.
+const SqrtN = -1
+
+// RestartPeriod returns ⌈√n⌉, the MoG restart period of §6.2 (45 for n = 2010, 84 for n = 7016).
+func RestartPeriod(n int) int {
+	k := int(math.Ceil(math.Sqrt(float64(n))))
+	for k*k < n { // guard against rounding of Sqrt
+		k++
+	}
+	for k > 1 && (k-1)*(k-1) >= n {
+		k--
+	}
+	return k
+}
+
+// PowellBealeFires reports whether the Riemannian Powell–Beale test (7) asks for a restart, in the cheap form
+// |g_kᵀg̃_{k−1}| ≥ c·g_kᵀg̃_k, where cross = g_kᵀg̃_{k−1} and norm2 = g_kᵀg̃_k.
+func PowellBealeFires(cross, norm2, c float64) bool { return math.Abs(cross) >= c*norm2 }
+
+// Result is the outcome of Minimize.
+type Result struct {
+	X []float64 // final parameters (the last accepted point)
+	F float64   // F(X) after the last step
+	run.Result
+	FEvals   int // evaluations of F (line-search trials)
+	GEvals   int // gradient evaluations
+	Rejected int // trial points whose F was NaN or ±Inf
+	Restarts int // directions reset to −g̃ (first iteration included)
+}
+
+// Errors.
+var (
+	ErrBadInput  = errors.New("rcg: bad input")
+	ErrNotFinite = errors.New("rcg: free energy not finite at the start")
+)
+
+const checkpointMethod = "rcg"
+const checkpointVersion = 1
+
+type checkpoint struct {
+	Method                             int
+	X, P, GPrev, GtPrev                []float64
+	GnPrev, Alpha, FPrev               float64
+	SinceReset, Calm, Iter             int
+	FEvals, GEvals, Rejected, Restarts int
+	HavePrev                           bool
+	ObjState                           []float64
+}
+
+type optimizer struct {
+	obj     Objective
+	s       Settings
+	ls      LineSearch
+	stepper Stepper
+	n       int
+	xt      []float64 // trial point
+	best    []float64
+	res     *Result
+}
+
+func dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func finiteVec(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *optimizer) step(dst, x, p []float64, alpha float64) {
+	if o.stepper != nil {
+		o.stepper.Step(dst, x, p, alpha)
+		return
+	}
+	for i := range x {
+		dst[i] = x[i] + alpha*p[i]
+	}
+}
+
+// eval returns F at x + αp (in o.xt); a non-finite value is counted as a rejected trial and returned as +Inf, so
+// the state never sees it.
+func (o *optimizer) eval(x, p []float64, alpha float64) float64 {
+	o.step(o.xt, x, p, alpha)
+	f := o.obj.Value(o.xt)
+	o.res.FEvals++
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		o.res.Rejected++
+		return math.Inf(1)
+	}
+	return f
+}
+
+// search runs the step rule along p from x (F0 = F(x), d0 = ∇Fᵀp < 0, a0 the trial step). It returns the accepted
+// α and F(x + αp), or ok = false when no acceptable point was found. backtrack = false makes the unit rule try α = 1
+// only.
+func (o *optimizer) search(x, p []float64, F0, d0, a0 float64, backtrack bool) (alpha, f float64, ok bool) {
+	ls := o.ls
+	armijo := func(a, fa float64) bool { return fa <= F0+ls.C1*a*d0 }
+	if o.s.Search == Unit {
+		f1 := o.eval(x, p, 1)
+		if f1 <= F0 {
+			return 1, f1, true
+		}
+		if !backtrack {
+			return 0, 0, false
+		}
+		a := 1.0
+		for range ls.MaxBacktrack {
+			a *= ls.Backtrack
+			if fa := o.eval(x, p, a); armijo(a, fa) {
+				return a, fa, true
+			}
+		}
+		return 0, 0, false
+	}
+	bestA, bestF := 0.0, F0
+	f1 := o.eval(x, p, a0)
+	if f1 < bestF {
+		bestA, bestF = a0, f1
+	}
+	if !math.IsInf(f1, 1) {
+		curv := f1 - F0 - d0*a0
+		if curv > 0 {
+			as := -d0 * a0 * a0 / (2 * curv)
+			as = math.Min(math.Max(as, ls.Shrink*a0), ls.Grow*a0)
+			if fs := o.eval(x, p, as); fs < bestF {
+				bestA, bestF = as, fs
+			}
+		} else if f1 < F0 {
+			a := a0
+			for range ls.MaxExpand {
+				a *= 2
+				fa := o.eval(x, p, a)
+				if fa >= bestF {
+					break
+				}
+				bestA, bestF = a, fa
+			}
+		}
+	}
+	if bestA > 0 && armijo(bestA, bestF) {
+		a, fa := o.refine(x, p, F0, d0, bestA, bestF)
+		return a, fa, true
+	}
+	a := a0
+	if bestA > 0 {
+		a = math.Min(a, bestA)
+	}
+	for range ls.MaxBacktrack {
+		a *= ls.Backtrack
+		if fa := o.eval(x, p, a); armijo(a, fa) {
+			a, fa = o.refine(x, p, F0, d0, a, fa)
+			return a, fa, true
+		}
+	}
+	return 0, 0, false
+}
+
+// refine applies up to LS.Refine unclamped parabolic refits through F(0), F'(0) and the best point (a), keeping
+// each only if it lowers F: an exact line search on quadratics.
+func (o *optimizer) refine(x, p []float64, F0, d0, a, fa float64) (float64, float64) {
+	for range o.ls.Refine {
+		curv := fa - F0 - d0*a
+		if curv <= 0 {
+			break
+		}
+		as := -d0 * a * a / (2 * curv)
+		if math.Abs(as-a) <= 1e-14*a {
+			break
+		}
+		fs := o.eval(x, p, as)
+		if fs >= fa {
+			break
+		}
+		a, fa = as, fs
+	}
+	return a, fa
+}
+
+// Minimize runs the method of s on obj from x0 under the run control ctl and returns the final point. Bad input
+// (wrong length, non-finite x0, non-finite F or gradient at the start, bad settings) is an error before any
+// iteration; a NaN during a line search only rejects that trial (Result.Rejected and the recorder's "rejected").
+//
+// Each iteration: Update (fixed points, VB-EM) → gradient → natural gradient → β and restarts → step rule. The
+// recorder gets Objective = −F (higher is better), GradNorm = √(gᵀg̃), Step = α and Extra "F", "beta",
+// "f_evals", "g_evals", "rejected", "restarts".
+func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result, error) {
+	if err := ctl.Validate(); err != nil {
+		return nil, err
+	}
+	dim := obj.Dim()
+	switch {
+	case len(x0) != dim:
+		return nil, fmt.Errorf("%w: len(x0) = %d, Dim = %d", ErrBadInput, len(x0), dim)
+	case !finiteVec(x0):
+		return nil, fmt.Errorf("%w: x0 not finite", ErrBadInput)
+	case s.Method < RCG || s.Method > GD:
+		return nil, fmt.Errorf("%w: method %d", ErrBadInput, s.Method)
+	case s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
+		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
+	case s.PowellBeale < 0 || s.Tol < 0 || s.Patience < 0 || s.RestartEvery < SqrtN:
+		return nil, fmt.Errorf("%w: negative setting", ErrBadInput)
+	}
+	o := &optimizer{obj: obj, s: s, ls: s.LS.withDefaults(s.Search), xt: make([]float64, dim), res: &Result{}}
+	o.stepper, _ = obj.(Stepper)
+	upd, _ := obj.(Updater)
+	stf, _ := obj.(Stateful)
+	o.n = dim
+	if sz, ok := obj.(Sizer); ok {
+		o.n = sz.NumFree()
+	}
+	every := s.RestartEvery
+	if every == SqrtN {
+		every = RestartPeriod(o.n)
+	}
+	patience := s.Patience
+	if patience == 0 {
+		patience = 2
+	}
+
+	x := append([]float64(nil), x0...)
+	g, gt := make([]float64, dim), make([]float64, dim)
+	gPrev, gtPrev, p, pPrev := make([]float64, dim), make([]float64, dim), make([]float64, dim), make([]float64, dim)
+	var gnPrev, alphaPrev, fPrev float64
+	var sinceReset, calm, done int
+	havePrev := false
+	res := o.res
+
+	resumed := false
+	if s.Resume && ctl.CheckpointPath != "" {
+		var c checkpoint
+		err := run.LoadCheckpoint(ctl.CheckpointPath, checkpointMethod, checkpointVersion, &c)
+		switch {
+		case err == nil:
+			if c.Method != int(s.Method) || len(c.X) != dim {
+				return nil, fmt.Errorf("%w: checkpoint of method %d, dim %d", ErrBadInput, c.Method, len(c.X))
+			}
+			if stf != nil {
+				if err := stf.SetState(c.ObjState); err != nil {
+					return nil, err
+				}
+			}
+			copy(x, c.X)
+			copy(gPrev, c.GPrev)
+			copy(gtPrev, c.GtPrev)
+			copy(pPrev, c.P)
+			gnPrev, alphaPrev, fPrev = c.GnPrev, c.Alpha, c.FPrev
+			sinceReset, calm, done, havePrev = c.SinceReset, c.Calm, c.Iter, c.HavePrev
+			res.FEvals, res.GEvals, res.Rejected, res.Restarts = c.FEvals, c.GEvals, c.Rejected, c.Restarts
+			resumed = true
+		case errors.Is(err, run.ErrCheckpoint):
+			return nil, err
+		}
+	}
+
+	if !resumed {
+		if upd != nil {
+			if err := upd.Update(x); err != nil {
+				return nil, err
+			}
+		}
+		f0 := obj.Grad(g, x)
+		res.GEvals++
+		if math.IsNaN(f0) || math.IsInf(f0, 0) || !finiteVec(g) {
+			return nil, fmt.Errorf("%w: F = %v", ErrNotFinite, f0)
+		}
+		fPrev = f0
+	}
+
+	loop := ctl.Start(10000, done)
+	first := true
+	for loop.Next() {
+		// Algorithm 1: closed-form updates (EM, fixed points) first, then the gradient at the new values.
+		if upd != nil && !(first && !resumed) {
+			if err := upd.Update(x); err != nil {
+				loop.Fail(err)
+				break
+			}
+		}
+		var F float64
+		if first && !resumed {
+			F = fPrev // gradient already computed at the start
+		} else {
+			F = obj.Grad(g, x)
+			res.GEvals++
+		}
+		first = false
+		if math.IsNaN(F) || math.IsInf(F, 0) || !finiteVec(g) {
+			loop.Finish(run.NotFinite)
+			break
+		}
+		if s.Method.riemannian() {
+			obj.NatGrad(gt, g, x)
+		} else {
+			copy(gt, g)
+		}
+		gn := dot(g, gt)
+		restart := !havePrev || !s.Method.conjugate() || (every > 0 && sinceReset >= every)
+		beta := 0.0
+		if !restart {
+			c := dot(g, gtPrev)
+			switch s.Beta {
+			case PolakRibiere:
+				beta = (gn - c) / gnPrev
+			case PolakRibierePlus:
+				beta = math.Max((gn-c)/gnPrev, 0)
+			case FletcherReeves:
+				beta = gn / gnPrev
+			case HestenesStiefel:
+				beta = (gn - c) / (dot(g, pPrev) - dot(gPrev, pPrev))
+			}
+			if s.PowellBeale > 0 && PowellBealeFires(c, gn, s.PowellBeale) {
+				restart = true
+			}
+			if math.IsNaN(beta) || math.IsInf(beta, 0) {
+				restart = true
+			}
+		}
+		if restart {
+			beta = 0
+		}
+		dir := func(beta float64) float64 {
+			if s.Method == GD {
+				for i := range p {
+					p[i] = -g[i]
+				}
+			} else {
+				for i := range p {
+					p[i] = -gt[i] + beta*pPrev[i]
+				}
+			}
+			return dot(g, p)
+		}
+		d0 := dir(beta)
+		if beta != 0 && !(d0 < 0) { // descent safeguard (notes §7.8)
+			beta, restart = 0, true
+			d0 = dir(0)
+		}
+		if restart && s.Method.conjugate() {
+			res.Restarts++
+			sinceReset = 0
+		}
+		if !(d0 < 0) || gn == 0 {
+			// Stationary to working precision.
+			loop.Report(o.record(F, gn, 0, beta))
+			loop.Finish(run.Converged)
+			break
+		}
+		// Trial step (notes §3.4 step 2).
+		var a0 float64
+		switch {
+		case s.Method.riemannian() && (restart && s.Method == RCG || alphaPrev == 0):
+			a0 = 1
+		case s.Method.riemannian():
+			a0 = math.Min(math.Max(alphaPrev, o.ls.MinAlpha), o.ls.MaxAlpha)
+		case alphaPrev == 0:
+			a0 = 1 / math.Sqrt(dot(g, g))
+		default:
+			a0 = alphaPrev
+		}
+		alpha, fNew, ok := o.search(x, p, F, d0, a0, beta == 0)
+		if !ok && beta != 0 {
+			// Revert and reset: the conjugate direction failed, try the (natural) gradient.
+			beta = 0
+			d0 = dir(0)
+			res.Restarts++
+			sinceReset = 0
+			if s.Method.riemannian() {
+				a0 = 1
+			}
+			alpha, fNew, ok = o.search(x, p, F, d0, a0, true)
+		}
+		if !ok {
+			// No decrease along the steepest (natural) direction: converged to working precision.
+			loop.Report(o.record(F, gn, 0, beta))
+			loop.Finish(run.Converged)
+			break
+		}
+		o.step(x, x, p, alpha)
+		res.F = fNew
+		sinceReset++
+		copy(gPrev, g)
+		copy(gtPrev, gt)
+		copy(pPrev, p)
+		gnPrev, alphaPrev, havePrev = gn, alpha, true
+		if math.Abs(fPrev-fNew) < s.Tol {
+			calm++
+		} else {
+			calm = 0
+		}
+		fPrev = fNew
+		loop.Report(o.record(fNew, gn, alpha, beta))
+		if calm >= patience || (s.UseTarget && fNew <= s.Target) {
+			loop.Finish(run.Converged)
+		}
+		if loop.CheckpointDue() {
+			c := checkpoint{Method: int(s.Method), X: x, P: pPrev, GPrev: gPrev, GtPrev: gtPrev, GnPrev: gnPrev,
+				Alpha: alphaPrev, FPrev: fPrev, SinceReset: sinceReset, Calm: calm, Iter: loop.Iter(),
+				FEvals: res.FEvals, GEvals: res.GEvals, Rejected: res.Rejected, Restarts: res.Restarts,
+				HavePrev: havePrev}
+			if stf != nil {
+				c.ObjState = stf.State()
+			}
+			if err := run.SaveCheckpoint(ctl.CheckpointPath, checkpointMethod, checkpointVersion, c); err != nil {
+				loop.Fail(err)
+			}
+		}
+	}
+	res.Result = loop.Result()
+	res.X = x
+	res.F = fPrev
+	return res, res.Err
+}
+
+func (o *optimizer) record(F, gn, alpha, beta float64) run.Record {
+	return run.Record{Objective: -F, Smoothed: math.NaN(), GradNorm: math.Sqrt(math.Max(gn, 0)), Step: alpha,
+		Extra: map[string]float64{"F": F, "beta": beta, "f_evals": float64(o.res.FEvals),
+			"g_evals": float64(o.res.GEvals), "rejected": float64(o.res.Rejected), "restarts": float64(o.res.Restarts)}}
+}

@@ -1,0 +1,439 @@
+package rcg
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/geovb/geovb/algos/run"
+)
+
+// toy is the closed-form free energy of notes §6.1 for p(x, y) ∝ exp[−9(xy − 1)² − x² − y²] with a diagonal
+// Gaussian q: x = (x̄, ȳ) by gradient steps, variances (x̃, ỹ) by the fixed point (13) in Update.
+type toy struct{ vx, vy float64 }
+
+func (o *toy) Dim() int { return 2 }
+func (o *toy) Value(x []float64) float64 {
+	a, b := x[0], x[1]
+	return 9*((a*a+o.vx)*(b*b+o.vy)-2*a*b+1) + a*a + o.vx + b*b + o.vy - 0.5*math.Log(o.vx) - 0.5*math.Log(o.vy)
+}
+func (o *toy) Grad(g, x []float64) float64 {
+	a, b := x[0], x[1]
+	g[0] = 18*a*(b*b+o.vy) - 18*b + 2*a
+	g[1] = 18*b*(a*a+o.vx) - 18*a + 2*b
+	return o.Value(x)
+}
+func (o *toy) NatGrad(dst, g, x []float64) { DiagNatGrad(dst, []float64{o.vx, o.vy}, g) }
+func (o *toy) Update(x []float64) error {
+	// (13): x̃ = 1/(2∂C_p/∂x̃) = 1/(18(ȳ² + ỹ) + 2), then ỹ likewise (Gauss–Seidel).
+	o.vx = 1 / (18*(x[1]*x[1]+o.vy) + 2)
+	o.vy = 1 / (18*(x[0]*x[0]+o.vx) + 2)
+	return nil
+}
+func (o *toy) State() []float64 { return []float64{o.vx, o.vy} }
+func (o *toy) SetState(s []float64) error {
+	if len(s) != 2 {
+		return errors.New("toy: bad state")
+	}
+	o.vx, o.vy = s[0], s[1]
+	return nil
+}
+
+// Test 12: RCG from (0.1, 0.2) with unit variances reaches (±0.912871, ±0.912871), variances 0.0555556 and
+// F = 5.779261 (notes §6.1, closed form √(5/6), 1/18), in fewer gradient evaluations than GD.
+func TestToyOptimum(t *testing.T) {
+	var evals [2]int
+	for i, m := range []Method{RCG, GD} {
+		o := &toy{1, 1}
+		res, err := Minimize(o, []float64{0.1, 0.2}, Settings{Method: m, PowellBeale: 0.2, Tol: 1e-13}, run.Control{MaxIter: 100000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evals[i] = res.GEvals
+		want := math.Sqrt(5.0 / 6)
+		if math.Abs(math.Abs(res.X[0])-want) > 1e-6 || math.Abs(res.X[1]-res.X[0]) > 1e-6 {
+			t.Errorf("%v: mean %v, want ±%v", m, res.X, want)
+		}
+		if math.Abs(o.vx-1.0/18) > 1e-6 || math.Abs(o.vy-1.0/18) > 1e-6 {
+			t.Errorf("%v: variances %v %v, want 0.0555556", m, o.vx, o.vy)
+		}
+		if math.Abs(res.F-5.779261) > 1e-6 {
+			t.Errorf("%v: F = %.8f, want 5.779261", m, res.F)
+		}
+		t.Logf("%v: %d iterations, %d gradient and %d F evaluations, F = %.9f, reason %v", m, res.Iters, res.GEvals, res.FEvals, res.F, res.Reason)
+	}
+	if evals[0] >= evals[1] {
+		t.Errorf("RCG used %d gradient evaluations, GD %d: want fewer", evals[0], evals[1])
+	}
+}
+
+// gaussTarget is −E_q log N(θ; μ*, Λ⁻¹) − H[q] for a diagonal Gaussian q (test 10): F = ½tr(Λ(diag ṽ + (μ − μ*)
+// (μ − μ*)ᵀ)) − ½Σ log ṽ_i, with ṽ by the fixed point (13) ṽ_i = 1/Λ_ii.
+type gaussTarget struct {
+	lam    *mat.SymDense
+	mu     []float64
+	v      []float64
+	nUpd   int
+	fixedG bool
+}
+
+func (o *gaussTarget) Dim() int { return len(o.mu) }
+func (o *gaussTarget) Value(x []float64) float64 {
+	n := len(x)
+	var f float64
+	for i := range n {
+		if !o.fixedG { // with frozen variances the entropy and trace terms are constants: drop them so that F → 0
+			f += 0.5 * o.lam.At(i, i) * o.v[i]
+			f -= 0.5 * math.Log(o.v[i])
+		}
+		for j := range n {
+			f += 0.5 * (x[i] - o.mu[i]) * o.lam.At(i, j) * (x[j] - o.mu[j])
+		}
+	}
+	return f
+}
+func (o *gaussTarget) Grad(g, x []float64) float64 {
+	n := len(x)
+	for i := range n {
+		g[i] = 0
+		for j := range n {
+			g[i] += o.lam.At(i, j) * (x[j] - o.mu[j])
+		}
+	}
+	return o.Value(x)
+}
+func (o *gaussTarget) NatGrad(dst, g, x []float64) { DiagNatGrad(dst, o.v, g) }
+func (o *gaussTarget) Update(x []float64) error {
+	o.nUpd++
+	if o.fixedG {
+		return nil
+	}
+	for i := range o.v {
+		o.v[i] = 1 / o.lam.At(i, i) // 1/(2∂C_p/∂ṽ_i) with ∂C_p/∂ṽ_i = Λ_ii/2
+	}
+	return nil
+}
+
+// randRotation returns the Q factor of a Gaussian n×n matrix.
+func randRotation(r *rand.Rand, n int) *mat.Dense {
+	a := mat.NewDense(n, n, nil)
+	for i := range n {
+		for j := range n {
+			a.Set(i, j, r.NormFloat64())
+		}
+	}
+	var qr mat.QR
+	qr.Factorize(a)
+	var q mat.Dense
+	qr.QTo(&q)
+	return &q
+}
+
+func newGaussTarget(n int, cond float64, seed uint64) *gaussTarget {
+	r := newRand(seed)
+	// Λ = Q diag(λ) Qᵀ with λ log-spaced over [1, cond].
+	q := randRotation(r, n)
+	lam := mat.NewSymDense(n, nil)
+	for i := range n {
+		for j := i; j < n; j++ {
+			var s float64
+			for k := range n {
+				s += q.At(i, k) * q.At(j, k) * math.Pow(cond, float64(k)/float64(n-1))
+			}
+			lam.SetSym(i, j, s)
+		}
+	}
+	mu := make([]float64, n)
+	v := make([]float64, n)
+	for i := range n {
+		mu[i] = r.NormFloat64()
+		v[i] = 1
+	}
+	return &gaussTarget{lam: lam, mu: mu, v: v}
+}
+
+// Test 10: with the fixed point (13) the solution for a Gaussian target and diagonal q is θ̄ = μ*, ṽ_i = 1/Λ_ii
+// (to 1e-8), and ∂F/∂ṽ = 0 after the update.
+func TestFixedPointVariances(t *testing.T) {
+	o := newGaussTarget(8, 50, 10)
+	res, err := Minimize(o, make([]float64, 8), Settings{PowellBeale: 0.2, LS: LineSearch{Refine: 3}, Tol: 1e-15, Patience: 3}, run.Control{MaxIter: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range o.mu {
+		if math.Abs(res.X[i]-o.mu[i]) > 1e-8 {
+			t.Errorf("mean[%d] = %v, want %v", i, res.X[i], o.mu[i])
+		}
+		want := 1 / o.lam.At(i, i)
+		if math.Abs(o.v[i]-want) > 1e-8 {
+			t.Errorf("variance[%d] = %v, want %v", i, o.v[i], want)
+		}
+		// ∂F/∂ṽ_i = Λ_ii/2 − 1/(2ṽ_i).
+		if d := o.lam.At(i, i)/2 - 1/(2*o.v[i]); math.Abs(d) > 1e-10 {
+			t.Errorf("∂F/∂ṽ[%d] = %v after the update", i, d)
+		}
+	}
+}
+
+// newQuad is a quadratic whose Hessian H = V^{-1/2} Q diag(λ) Qᵀ V^{-1/2} makes the preconditioned operator
+// G⁻¹H (G = V⁻¹, the fixed diagonal metric) similar to Q diag(λ) Qᵀ: λ takes 5 distinct values over [1, 1e4], so
+// G⁻¹H has condition number 1e4, while the Euclidean Hessian is worse still (V spans [0.1, 10]).
+func newQuad(n int, seed uint64) *gaussTarget {
+	o := newGaussTarget(n, 2, seed) // for μ* and a random rotation source
+	r := newRand(seed + 100)
+	q := randRotation(r, n)
+	for i := range n {
+		o.v[i] = math.Pow(10, -1+2*r.Float64())
+	}
+	lam := mat.NewSymDense(n, nil)
+	for i := range n {
+		for j := i; j < n; j++ {
+			var s float64
+			for k := range n {
+				s += q.At(i, k) * q.At(j, k) * math.Pow(10, float64(k%5))
+			}
+			lam.SetSym(i, j, s/math.Sqrt(o.v[i]*o.v[j]))
+		}
+	}
+	o.lam = lam
+	o.fixedG = true
+	return o
+}
+
+func gradNorm(o *gaussTarget, x []float64) float64 {
+	g := make([]float64, len(x))
+	o.Grad(g, x)
+	return math.Sqrt(dotF(g, g))
+}
+
+// Test 11: on a quadratic with a fixed diagonal metric and exact line search (Refine), RCG — then linear CG
+// preconditioned by G⁻¹ — reaches ‖∇‖ < 1e-10 in at most n iterations (n = 30; G⁻¹H has 5 distinct eigenvalues);
+// PR and FR give the same iterates; RG, with condition number 1e4, is still far from it after 10n iterations.
+func TestQuadraticCG(t *testing.T) {
+	const n = 30
+	ls := LineSearch{Refine: 4}
+	x0 := make([]float64, n)
+	o := newQuad(n, 11)
+	res, err := Minimize(o, x0, Settings{LS: ls}, run.Control{MaxIter: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gn := gradNorm(o, res.X)
+	if gn >= 1e-10 {
+		t.Errorf("RCG after %d ≤ n iterations: ‖∇‖ = %.3g, want < 1e-10", res.Iters, gn)
+	}
+	t.Logf("RCG: ‖∇‖ = %.3g after %d iterations (n = %d, %s)", gn, res.Iters, n, res.Reason)
+	// PR = FR under exact line search: compare the iterates after 4 iterations (before convergence).
+	pr, err1 := Minimize(newQuad(n, 11), x0, Settings{Beta: PolakRibiere, LS: ls}, run.Control{MaxIter: 4})
+	fr, err2 := Minimize(newQuad(n, 11), x0, Settings{Beta: FletcherReeves, LS: ls}, run.Control{MaxIter: 4})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	for i := range pr.X {
+		if math.Abs(pr.X[i]-fr.X[i]) > 1e-7*(1+math.Abs(pr.X[i])) {
+			t.Errorf("PR and FR iterates differ at %d: %v vs %v", i, pr.X[i], fr.X[i])
+		}
+	}
+	ro := newQuad(n, 11)
+	rg, err := Minimize(ro, x0, Settings{Method: RG, LS: ls}, run.Control{MaxIter: 10 * n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rgn := gradNorm(ro, rg.X)
+	t.Logf("RG: ‖∇‖ = %.3g after %d iterations", rgn, rg.Iters)
+	if rgn < 1e-6 {
+		t.Errorf("RG reached ‖∇‖ = %.3g in %d iterations; expected far slower convergence", rgn, rg.Iters)
+	}
+}
+
+// Test 13: every accepted step decreases F, for RCG, CG, RG and GD, on the toy problem (with its fixed-point
+// variance updates, F is evaluated after the update and must not increase over the step).
+func TestMonotoneDescent(t *testing.T) {
+	for _, m := range []Method{RCG, CG, RG, GD} {
+		for _, s := range []Search{Parabolic, Unit} {
+			o := &toy{1, 1}
+			var fs []float64
+			_, err := Minimize(o, []float64{0.1, 0.2}, Settings{Method: m, Search: s, PowellBeale: 0.2, Tol: 1e-12},
+				run.Control{MaxIter: 3000, Recorder: run.Func(func(r run.Record) { fs = append(fs, r.Extra["F"]) })})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The update between steps lowers F too (a conditional optimum), so the recorded sequence is monotone.
+			for i := 1; i < len(fs); i++ {
+				if fs[i] > fs[i-1]+1e-12*math.Abs(fs[i-1]) {
+					t.Errorf("%v/%v: F rose at iteration %d: %.15g → %.15g", m, s, i, fs[i-1], fs[i])
+					break
+				}
+			}
+		}
+	}
+}
+
+// Test 13 (restart rule): with RestartEvery = k the direction is reset (β = 0) exactly at iterations 0, k, 2k, …
+// unless Powell–Beale or the descent safeguard also fires; with those off and PR+ replaced by FR (β > 0 always),
+// β = 0 exactly on the multiples of k.
+func TestRestartEvery(t *testing.T) {
+	const k = 4
+	o := newGaussTarget(12, 100, 13)
+	var betas []float64
+	_, err := Minimize(o, make([]float64, 12), Settings{Beta: FletcherReeves, RestartEvery: k},
+		run.Control{MaxIter: 25, Recorder: run.Func(func(r run.Record) { betas = append(betas, r.Extra["beta"]) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(betas) < 13 {
+		t.Fatalf("only %d iterations", len(betas))
+	}
+	for i, b := range betas {
+		if (i%k == 0) != (b == 0) {
+			t.Errorf("iteration %d: β = %v (restart expected: %v)", i, b, i%k == 0)
+		}
+	}
+}
+
+// Powell–Beale: on an objective whose metric changes a lot between steps, runs with PB count restarts exactly
+// when the recorded test fires; here we check that PB = 0.2 restarts more often than none.
+func TestPowellBealeRestarts(t *testing.T) {
+	count := func(pb float64) int {
+		o := &toy{1, 1}
+		res, err := Minimize(o, []float64{0.1, 0.2}, Settings{PowellBeale: pb, Tol: 1e-14}, run.Control{MaxIter: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Restarts
+	}
+	if a, b := count(0.2), count(0); a <= b {
+		t.Errorf("restarts with Powell–Beale %d, without %d", a, b)
+	}
+}
+
+// nanWall has its minimum at x = 2 but is NaN for x > 1.5: the line search must reject the NaN trials, count them,
+// and end at a finite point.
+type nanWall struct{}
+
+func (nanWall) Dim() int { return 1 }
+func (nanWall) Value(x []float64) float64 {
+	if x[0] > 1.5 {
+		return math.NaN()
+	}
+	return (x[0] - 2) * (x[0] - 2)
+}
+func (w nanWall) Grad(g, x []float64) float64 { g[0] = 2 * (x[0] - 2); return w.Value(x) }
+func (nanWall) NatGrad(dst, g, x []float64)   { dst[0] = g[0] / 2 }
+
+func TestNaNRejected(t *testing.T) {
+	for _, s := range []Search{Parabolic, Unit} {
+		var rejected float64
+		res, err := Minimize(nanWall{}, []float64{0}, Settings{Search: s, Tol: 1e-12}, run.Control{MaxIter: 200,
+			Recorder: run.Func(func(r run.Record) { rejected = r.Extra["rejected"] })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rejected == 0 || rejected == 0 {
+			t.Errorf("search %v: no rejected trials counted (%d, recorder %v)", s, res.Rejected, rejected)
+		}
+		if !(res.X[0] <= 1.5) || math.IsNaN(res.F) {
+			t.Errorf("search %v: state poisoned: x = %v, F = %v", s, res.X, res.F)
+		}
+		if res.X[0] < 1.4 {
+			t.Errorf("search %v: stopped at %v, want near the wall 1.5", s, res.X[0])
+		}
+	}
+}
+
+type badStart struct{ nanWall }
+
+func (badStart) Value(x []float64) float64     { return math.NaN() }
+func (b badStart) Grad(g, x []float64) float64 { g[0] = 0; return math.NaN() }
+
+func TestBadInput(t *testing.T) {
+	if _, err := Minimize(badStart{}, []float64{0}, Settings{}, run.Control{}); !errors.Is(err, ErrNotFinite) {
+		t.Errorf("NaN F at the start: err = %v, want ErrNotFinite", err)
+	}
+	if _, err := Minimize(nanWall{}, []float64{math.Inf(1)}, Settings{}, run.Control{}); !errors.Is(err, ErrBadInput) {
+		t.Errorf("Inf x0: err = %v", err)
+	}
+	if _, err := Minimize(nanWall{}, []float64{0, 1}, Settings{}, run.Control{}); !errors.Is(err, ErrBadInput) {
+		t.Errorf("wrong length: err = %v", err)
+	}
+	if _, err := Minimize(nanWall{}, []float64{0}, Settings{Method: 9}, run.Control{}); !errors.Is(err, ErrBadInput) {
+		t.Errorf("bad method: err = %v", err)
+	}
+}
+
+func TestCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, Settings{}, run.Control{Ctx: ctx})
+	if res == nil || res.Reason != run.Cancelled || !errors.Is(err, context.Canceled) {
+		t.Errorf("reason %v, err %v", res.Reason, err)
+	}
+}
+
+// Checkpoint/resume continues bit for bit, objective state (the fixed-point variances) included.
+func TestCheckpointResume(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ck")
+	s := Settings{PowellBeale: 0.2}
+	full, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, s, run.Control{MaxIter: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, s, run.Control{MaxIter: 5, CheckpointEvery: 5, CheckpointPath: path}); err != nil {
+		t.Fatal(err)
+	}
+	s.Resume = true
+	o := &toy{7, 7} // state must come from the checkpoint
+	res, err := Minimize(o, []float64{9, 9}, s, run.Control{MaxIter: 12, CheckpointPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Iters != 12 || res.X[0] != full.X[0] || res.X[1] != full.X[1] || res.F != full.F || res.GEvals != full.GEvals {
+		t.Errorf("resumed run %v F=%v iters=%d ge=%d, full run %v F=%v ge=%d", res.X, res.F, res.Iters, res.GEvals, full.X, full.F, full.GEvals)
+	}
+}
+
+// The line search of notes §3.4 on a 1-D quadratic along p: the parabola through F(0), F'(0), F(α₀) is exact, so
+// two evaluations give the minimiser when it lies in [0.1α₀, 4α₀]; outside, the clamp applies; a negative-curvature
+// (here: linear) model expands ×2.
+func TestLineSearchParabola(t *testing.T) {
+	q := func(amin float64) func(a float64) float64 {
+		return func(a float64) float64 { return (a - amin) * (a - amin) }
+	}
+	for _, c := range []struct{ amin, a0, want float64 }{{0.7, 1, 0.7}, {3, 1, 3}, {10, 1, 4}, {0.08, 1, 0.1}} {
+		f := q(c.amin)
+		o := &optimizer{s: Settings{}, ls: LineSearch{}.withDefaults(Parabolic), xt: make([]float64, 1), res: &Result{}}
+		o.obj = lineObj{f}
+		a, fa, ok := o.search([]float64{0}, []float64{1}, f(0), -2*c.amin, c.a0, true)
+		if !ok || math.Abs(a-c.want) > 1e-12 || math.Abs(fa-f(c.want)) > 1e-12 {
+			t.Errorf("minimiser %v, α₀ %v: got α = %v (ok %v), want %v", c.amin, c.a0, a, ok, c.want)
+		}
+		if c.want == c.amin && o.res.FEvals != 2 {
+			t.Errorf("minimiser %v: %d evaluations, want 2", c.amin, o.res.FEvals)
+		}
+	}
+	// Linear decrease: expansion doubles α₀ three times.
+	lin := func(a float64) float64 { return -a }
+	o := &optimizer{ls: LineSearch{}.withDefaults(Parabolic), xt: make([]float64, 1), res: &Result{}, obj: lineObj{lin}}
+	if a, _, ok := o.search([]float64{0}, []float64{1}, 0, -1, 1, true); !ok || a != 8 {
+		t.Errorf("linear: α = %v, want 8", a)
+	}
+	// Armijo failure then backtracking: F rises everywhere beyond 1e-3 except close to 0.
+	bump := func(a float64) float64 { return -a + 1e4*a*a }
+	o = &optimizer{ls: LineSearch{}.withDefaults(Parabolic), xt: make([]float64, 1), res: &Result{}, obj: lineObj{bump}}
+	a, fa, ok := o.search([]float64{0}, []float64{1}, 0, -1, 1, true)
+	if !ok || !(fa <= 1e-4*a*-1) {
+		t.Errorf("bump: α = %v, F = %v, ok %v: Armijo not met", a, fa, ok)
+	}
+}
+
+type lineObj struct{ f func(float64) float64 }
+
+func (l lineObj) Dim() int                    { return 1 }
+func (l lineObj) Value(x []float64) float64   { return l.f(x[0]) }
+func (l lineObj) Grad(g, x []float64) float64 { return l.f(x[0]) }
+func (l lineObj) NatGrad(dst, g, x []float64) { copy(dst, g) }

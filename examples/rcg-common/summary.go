@@ -1,0 +1,49 @@
+package rcgplot
+
+import (
+	"math"
+
+	"github.com/geovb/geovb/algos/rcg"
+)
+
+// Summary is the JSON line an example prints per method (and setting).
+type Summary struct {
+	Method string `json:"method"`
+	// Setting fields (zero when unused).
+	R    float64 `json:"r,omitempty"`
+	N    int     `json:"n,omitempty"`
+	Runs int     `json:"runs"`
+	// Target is the free energy the time-to-target refers to.
+	Target float64 `json:"target_f"`
+	// Reached counts the runs that reached Target; the medians count the others with their whole run (a lower bound).
+	Reached         int     `json:"reached"`
+	MedianTTT       float64 `json:"median_time_to_target_s"`
+	MedianEvalsTTT  float64 `json:"median_evals_to_target"`
+	MedianTime      float64 `json:"median_time_s"`
+	MedianFinalF    float64 `json:"median_final_f"`
+	MedianIters     float64 `json:"median_iters"`
+	TimeToTargetInf bool    `json:"lower_bound"` // true when the median run did not reach the target
+}
+
+// Summarise computes the medians over runs.
+func Summarise(method string, runs []*rcg.Trace, target float64) Summary {
+	s := Summary{Method: method, Runs: len(runs), Target: target}
+	var ttt, ev, tm, fin, it []float64
+	for _, tr := range runs {
+		a, e := tr.TimeToTarget(target)
+		if math.IsInf(a, 1) {
+			a, e = tr.Time, tr.Evals[len(tr.Evals)-1]
+		} else {
+			s.Reached++
+		}
+		ttt = append(ttt, a)
+		ev = append(ev, float64(e))
+		tm = append(tm, tr.Time)
+		fin = append(fin, tr.Final)
+		it = append(it, float64(tr.Iters))
+	}
+	s.MedianTTT, s.MedianEvalsTTT = rcg.Median(ttt), rcg.Median(ev)
+	s.MedianTime, s.MedianFinalF, s.MedianIters = rcg.Median(tm), rcg.Median(fin), rcg.Median(it)
+	s.TimeToTargetInf = 2*s.Reached <= len(runs)
+	return s
+}

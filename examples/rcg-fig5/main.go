@@ -1,0 +1,101 @@
+// Command rcg-fig5 reproduces the method comparison of paper 004 Fig. 5 (§6.2 of the notes) on the synthetic
+// mixture: N = 500 points of five 2-D Gaussians with R = 0.3, K = 5, ε = 1e-7·N, several initialisations. It
+// prints one JSON line per method (median time and evaluations to reach RCG's median final F, median final F) and
+// writes F(t) of every run as an SVG.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"time"
+
+	"github.com/geovb/geovb/algos/rcg"
+	rcgplot "github.com/geovb/geovb/examples/rcg-common"
+	"github.com/geovb/geovb/models/mog"
+)
+
+func main() {
+	seeds := flag.Int("seeds", 30, "initialisations")
+	n := flag.Int("n", 500, "data points")
+	R := flag.Float64("r", 0.3, "component spacing R")
+	k := flag.Int("k", 5, "components")
+	methods := flag.String("methods", "RCG,RG,CG,GD,VBEM", "methods")
+	gdCap := flag.Float64("cap", 20, "time cap of GD and CG as a multiple of RCG's median run time")
+	svg := flag.String("svg", "rcg-fig5.svg", "SVG output")
+	flag.Parse()
+	m, err := mog.New(mog.Synthetic(*R, *n, 0.03, 2024), *n, 2, *k, mog.DefaultPrior(2), mog.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tol := 1e-7 * float64(*n)
+	runs := map[string][]*rcg.Trace{}
+	var order []string
+	var rcgTimes []float64
+	for _, meth := range split(*methods) {
+		order = append(order, meth)
+		for seed := range *seeds {
+			x0, err := mog.Init(m, uint64(seed))
+			if err != nil {
+				log.Fatal(err)
+			}
+			limit := time.Duration(0)
+			if (meth == "GD" || meth == "CG") && len(rcgTimes) > 0 {
+				limit = time.Duration(*gdCap * rcg.Median(rcgTimes) * float64(time.Second))
+			}
+			tr, err := rcg.RunMoG(m, x0, meth, tol, limit)
+			if err != nil {
+				log.Fatal(err)
+			}
+			tr.Seed = seed
+			runs[meth] = append(runs[meth], tr)
+			if meth == "RCG" {
+				rcgTimes = append(rcgTimes, tr.Time)
+			}
+		}
+	}
+	target := math.NaN()
+	if rs := runs["RCG"]; len(rs) > 0 {
+		var f []float64
+		for _, tr := range rs {
+			f = append(f, tr.Final)
+		}
+		target = rcg.Median(f) + tol
+	}
+	p := rcgplot.Plot{Title: fmt.Sprintf("MoG N=%d R=%g K=%d: F vs time (%d seeds)", *n, *R, *k, *seeds), XLabel: "time (s)",
+		YLabel: "F − F_target + 1", LogX: true, LogY: true}
+	enc := json.NewEncoder(os.Stdout)
+	for _, meth := range order {
+		s := rcgplot.Summarise(meth, runs[meth], target)
+		if err := enc.Encode(s); err != nil {
+			log.Fatal(err)
+		}
+		for _, tr := range runs[meth] {
+			y := make([]float64, len(tr.F))
+			for i, f := range tr.F {
+				y[i] = f - target + 1
+			}
+			p.Series = append(p.Series, rcgplot.Series{Name: meth, Color: rcgplot.Colors[meth], X: tr.T, Y: y, Thin: true})
+		}
+	}
+	if err := p.Save(*svg); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}

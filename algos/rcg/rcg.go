@@ -102,7 +102,7 @@ const (
 	// clamped to [Shrink·α₀, Grow·α₀], expansion ×2 (at most MaxExpand) under negative curvature, Armijo
 	// acceptance with C1, backtracking ×Backtrack (at most MaxBacktrack), then a restart along −g̃.
 	Parabolic Search = iota
-	// Unit takes α = 1 (BayesPy/rcgpar style, notes §9). On an increase of F it reverts and resets the direction
+	// Unit takes α = 1 (notes §9). On an increase of F it reverts and resets the direction
 	// to −g̃; if the reset step also increases F it backtracks ×Backtrack with Armijo acceptance.
 	Unit
 )

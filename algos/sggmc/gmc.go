@@ -108,9 +108,15 @@ func (g *GMC) kick(h float64) error {
 	return backend.SphereProject(g.b, g.v, g.x, g.v)
 }
 
-// Sample draws one GMC sample for every chain.
+// Sample draws one GMC sample for every chain. A target that is a SampleHook is told first (e.g. to redraw the
+// latent θ that its potential holds fixed, as in the GMC baselines of the spherical admixture model, notes §7.4).
 func (g *GMC) Sample() error {
 	b := g.b
+	if h, ok := g.tgt.(SampleHook); ok {
+		if err := h.BeginSample(b, g.x, g.tries); err != nil {
+			return err
+		}
+	}
 	if err := b.Copy(g.x0, g.x); err != nil {
 		return err
 	}

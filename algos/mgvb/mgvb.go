@@ -1,0 +1,217 @@
+// Package mgvb is Manifold Gaussian Variational Bayes (paper 000 Algorithm 2; implementer notes
+// ../shared/notes/paper-000-mgvb.md §2.1): a full-covariance Gaussian q = N(μ, Σ) with Σ on the SPD manifold,
+// fitted by the generic manifold VB loop of Algorithm 1 — natural-gradient preconditioning (Σg, ΣGΣ; eq. (5.2)),
+// the SPD retraction Σ + ξ + ½ξΣ⁻¹ξ, momentum carried by the transport EξEᵀ, the step schedule ε₀ then ε₀τ/t,
+// gradient clipping and the smoothed lower-bound stopping rule returning the best iterate — with the run control of
+// package run (context, recorder, stop reason, checkpoints).
+//
+// Every fit is batched: B independent fits (seeds, initialisations, replications) advance in the same backend calls,
+// and each fit's S Monte Carlo draws are the columns of a d×S matrix, so sampling, the model and the gradient
+// statistics are GEMM/SYRK/TRSM work on the backend. Only per-sample scalars (log densities) and per-fit scalars
+// (norms, lower bounds) cross to the host.
+//
+// Two gradients of the ELBO are offered: the score-function estimator with per-coordinate control variates of eq.
+// (5.1) (needs only log p, notes 2.1.1), computed without the S×d² score array through weighted SYRKs (notes 2.1.7),
+// and a reparameterisation estimator for models with ∇log p.
+package mgvb
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/tensor"
+)
+
+// T is short for *tensor.Tensor.
+type T = tensor.Tensor
+
+// Model is an unnormalised log posterior evaluated on many parameter vectors at once.
+type Model interface {
+	// Dim is d, the number of parameters.
+	Dim() int
+	// LogPost writes log p(θ) + log p(y|θ) for every column θ of theta (batch×d×S) into lp (batch×1×S).
+	LogPost(b backend.Backend, lp, theta *T) error
+}
+
+// GradModel is a Model with the gradient of its log posterior, which the reparameterisation estimator needs.
+type GradModel interface {
+	Model
+	// LogPostGrad is LogPost that also writes ∇_θ(log p(θ) + log p(y|θ)) of every column into grad (batch×d×S).
+	LogPostGrad(b backend.Backend, lp, grad, theta *T) error
+}
+
+// Gradient chooses the ELBO gradient estimator.
+type Gradient int
+
+const (
+	// ScoreFunction is eq. (5.1): (1/S) Σ_s ∇log q(θ_s) (h(θ_s) − c), h = log p(θ,y) − log q, with the per-coordinate
+	// control variates c of the previous batch (notes 5.3 item 12; c = 0 at the first iteration).
+	ScoreFunction Gradient = iota
+	// Reparameterisation uses θ = μ + Lε: ∇_μ = E[∇log p], and for Σ the Stein (Price) form
+	// ∇_Σ = ½ E[sym(∇log p(θ) aᵀ)] + ½ Σ⁻¹, a = Σ⁻¹(θ − μ), an unbiased estimate of ½E[∇²log p] + ½Σ⁻¹. The model
+	// must be a GradModel.
+	Reparameterisation
+)
+
+// Config holds the settings of a fit. DefaultConfig gives the values of the authors' code (notes 2.1.4–2.1.6) with
+// the initial gradient clipped (notes 5.4 item 18).
+type Config struct {
+	S        int     // Monte Carlo draws per iteration (≥ 2)
+	Step     float64 // ε₀ > 0
+	Tau      int     // ε_t = ε₀ for t ≤ τ, then ε₀τ/t; 0 keeps ε₀ throughout
+	Momentum float64 // ω ∈ [0, 1)
+	Clip     float64 // rescale the Euclidean gradient (all d + d² entries) to this norm when above it; 0: never
+	ClipInit bool    // also clip the gradient of iteration 0 (the authors' code does not; notes 5.4 item 18)
+
+	Gradient         Gradient
+	NoControlVariate bool // score function with c = 0 (for variance comparisons, B2)
+	// Plain drops the natural-gradient preconditioning: m_μ from g_μ and m_Σ from sym(G_Σ) (the "without natural
+	// gradient" variant of Fig. 4, notes 6.2). The retraction and transport stay unless IdentityTransport is set.
+	Plain             bool
+	IdentityTransport bool // carry momentum unchanged (every symmetric matrix is tangent) instead of EξEᵀ
+
+	// Smoothed lower-bound rule (run.Smoother): window (11 reproduces the code's w = 10), patience (0: never
+	// stop early), burn-in iterations before comparing.
+	Window, Patience, BurnIn int
+	MaxIter                  int // default cap when run.Control.MaxIter is 0
+
+	Seed uint64 // Philox stream of the draws; draw t of fit k is independent of every other
+	// ResumeFrom names a checkpoint (run.SaveCheckpoint) to continue from; the other settings must match.
+	ResumeFrom string
+}
+
+// DefaultConfig returns S = 100, ε₀ = 0.01, τ = 1000, ω = 0.4, clip 100 (initial gradient clipped too), window 11,
+// patience 10, burn-in 50, 2000 iterations.
+func DefaultConfig() Config {
+	return Config{S: 100, Step: 0.01, Tau: 1000, Momentum: 0.4, Clip: 100, ClipInit: true, Window: 11, Patience: 10,
+		BurnIn: 50, MaxIter: 2000}
+}
+
+// Result is the output of a fit: the best iterates by smoothed lower bound (notes 2.1.5, the output of the code),
+// per fit, and how the run ended.
+type Result struct {
+	Mu    *T // B×d×1 host, best μ of each fit
+	Sigma *T // B×d×d host, best Σ of each fit
+	// LastMu and LastSigma are the final iterates.
+	LastMu, LastSigma *T
+	BestSmoothed      []float64 // best smoothed LB of each fit (NaN if none)
+	BestIter          []int     // iteration of the best iterate
+	StoppedAt         []int     // iteration at which each fit's patience ran out (0: never)
+	Safeguard         int       // retraction step halvings (notes 2.1.3; should stay 0, notes C3)
+	Clipped           int       // gradient evaluations clipped, over all fits
+	Run               run.Result
+}
+
+const opName = "mgvb"
+
+func domainErr(field, format string, args ...any) error {
+	return backend.Errorf(opName, field, backend.ErrDomain, format, args...)
+}
+
+func (c *Config) check(m Model) error {
+	switch {
+	case c.S < 2:
+		return domainErr("S", "S = %d Monte Carlo draws, need at least 2 (control variates need a covariance)", c.S)
+	case !(c.Step > 0) || math.IsInf(c.Step, 0):
+		return domainErr("Step", "learning rate ε₀ = %v must be positive and finite", c.Step)
+	case c.Tau < 0:
+		return domainErr("Tau", "τ = %d < 0", c.Tau)
+	case !(c.Momentum >= 0 && c.Momentum < 1):
+		return domainErr("Momentum", "ω = %v must be in [0, 1)", c.Momentum)
+	case !(c.Clip >= 0) || math.IsInf(c.Clip, 0):
+		return domainErr("Clip", "clip %v must be ≥ 0 and finite", c.Clip)
+	case c.Window < 0 || c.Patience < 0 || c.BurnIn < 0 || c.MaxIter < 0:
+		return domainErr("Window", "window %d, patience %d, burn-in %d, max-iter %d must be ≥ 0", c.Window, c.Patience, c.BurnIn, c.MaxIter)
+	case c.Gradient != ScoreFunction && c.Gradient != Reparameterisation:
+		return domainErr("Gradient", "unknown estimator %d", c.Gradient)
+	}
+	if c.Gradient == Reparameterisation {
+		if _, ok := m.(GradModel); !ok {
+			return domainErr("Gradient", "the reparameterisation gradient needs a GradModel (∇log p)")
+		}
+	}
+	return nil
+}
+
+// checkStart validates μ₀ (B×d×1) and Σ₀ (B×d×d) on the host: finite, Σ₀ symmetric and positive definite.
+func checkStart(d int, mu0, sigma0 *T) error {
+	if mu0 == nil || sigma0 == nil || !mu0.IsHost() || !sigma0.IsHost() {
+		return backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀ and Σ₀ must be host tensors")
+	}
+	B := mu0.Batch()
+	if B < 1 {
+		return backend.Errorf(opName, "mu0", backend.ErrShape, "empty batch")
+	}
+	if err := backend.CheckSame(opName, "mu0", mu0, tensor.Shape{Batch: B, Rows: d, Cols: 1}); err != nil {
+		return err
+	}
+	if err := backend.CheckSame(opName, "sigma0", sigma0, tensor.Shape{Batch: B, Rows: d, Cols: d}); err != nil {
+		return err
+	}
+	if err := mu0.CheckFinite("mu0"); err != nil {
+		return fmt.Errorf("%s: %w", opName, err)
+	}
+	if err := sigma0.CheckFinite("sigma0"); err != nil {
+		return fmt.Errorf("%s: %w", opName, err)
+	}
+	for k := 0; k < B; k++ {
+		for i := 0; i < d; i++ {
+			for j := 0; j < i; j++ {
+				a, b := sigma0.At(k, i, j), sigma0.At(k, j, i)
+				if math.Abs(a-b) > 1e-12*(math.Abs(a)+math.Abs(b)+math.Abs(sigma0.At(k, i, i))) {
+					return backend.BatchErrorf(opName, "sigma0", k, backend.ErrNotPositiveDefinite, "initial Σ not symmetric: Σ[%d,%d] = %v, Σ[%d,%d] = %v", i, j, a, j, i, b)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Fit runs MGVB on one or more independent fits starting from μ₀ (B×d×1) and Σ₀ (B×d×d), host tensors. Bad
+// settings or a Σ₀ that is not symmetric positive definite return an error before any iteration (wrapping
+// backend.ErrDomain or backend.ErrNotPositiveDefinite). A run that ends on an error returns the result so far
+// together with that error.
+func Fit(b backend.Backend, m Model, mu0, sigma0 *T, cfg Config, ctl run.Control) (*Result, error) {
+	if err := cfg.check(m); err != nil {
+		return nil, err
+	}
+	if err := ctl.Validate(); err != nil {
+		return nil, err
+	}
+	d := m.Dim()
+	if err := checkStart(d, mu0, sigma0); err != nil {
+		return nil, err
+	}
+	w, err := newWork(b, m, cfg, mu0.Batch())
+	if err != nil {
+		return nil, err
+	}
+	defer w.free()
+	if err := b.Upload(w.mu, mu0); err != nil {
+		return nil, err
+	}
+	if err := b.Upload(w.sigma, sigma0); err != nil {
+		return nil, err
+	}
+	if err := w.chol(w.l, w.sigma); err != nil {
+		return nil, fmt.Errorf("%s: initial Σ: %w", opName, err)
+	}
+	return w.fit(ctl)
+}
+
+// FitOne is Fit for a single fit from μ₀ (length d) and Σ₀ (d×d row-major).
+func FitOne(b backend.Backend, m Model, mu0, sigma0 []float64, cfg Config, ctl run.Control) (*Result, error) {
+	d := m.Dim()
+	if len(mu0) != d || len(sigma0) != d*d {
+		return nil, backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀ has %d values and Σ₀ %d, want %d and %d", len(mu0), len(sigma0), d, d*d)
+	}
+	mu, _ := tensor.FromSlice(append([]float64(nil), mu0...), 1, d, 1)
+	sg, _ := tensor.FromSlice(append([]float64(nil), sigma0...), 1, d, d)
+	return Fit(b, m, mu, sg, cfg, ctl)
+}
+
+// ErrNotFinite is returned when the lower bound or the gradient becomes NaN or infinite.
+var ErrNotFinite = errors.New("mgvb: lower bound or gradient not finite")

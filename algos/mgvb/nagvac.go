@@ -1,0 +1,239 @@
+package mgvb
+
+import (
+	"math"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
+)
+
+// NAGVACConfig holds the settings of the NAGVAC comparator (notes 6.1). NAGVACDefault gives the settings of the
+// notes' re-implementation (4.1.5): S = 100, ε₀ = 0.01, ω = 0.4, clip 100 on the natural gradient.
+type NAGVACConfig struct {
+	S                        int
+	Step                     float64
+	Tau                      int
+	Momentum                 float64
+	Clip                     float64 // on the natural gradient (3d entries), as deepGLM does
+	Window, Patience, BurnIn int
+	MaxIter                  int
+	Seed                     uint64
+}
+
+// NAGVACDefault returns the notes' comparator settings (window 11 as MGVB's, patience 0: fixed iterations).
+func NAGVACDefault() NAGVACConfig {
+	return NAGVACConfig{S: 100, Step: 0.01, Tau: 1000, Momentum: 0.4, Clip: 100, Window: 11, MaxIter: 2000}
+}
+
+// NAGVACResult is the best iterate (by smoothed LB) of a NAGVAC fit: Σ = bbᵀ + diag(c²).
+type NAGVACResult struct {
+	Mu, B, C     []float64
+	BestSmoothed float64
+	BestIter     int
+	Run          run.Result
+}
+
+// Sigma returns bbᵀ + diag(c²) row-major.
+func (r *NAGVACResult) Sigma() []float64 {
+	d := len(r.Mu)
+	s := make([]float64, d*d)
+	for i := 0; i < d; i++ {
+		for j := 0; j < d; j++ {
+			s[i*d+j] = r.B[i] * r.B[j]
+		}
+		s[i*d+i] += r.C[i] * r.C[i]
+	}
+	return s
+}
+
+// NAGVAC fits the one-factor Gaussian q = N(μ, bbᵀ + diag(c²)) by the natural-gradient method of Tran, Nguyen,
+// Nott & Kohn (2019, deepGLM), the comparator of paper 000's Fig. 5 (notes 6.1): reparameterisation gradient
+// θ = μ + bε₁ + c∘ε₂, g = ∇log p(θ, y) − ∇log q(θ) with Σ⁻¹ applied by Woodbury, and deepGLM's block-diagonal
+// approximate natural gradient (the F_bc block dropped; F_bb⁻¹ ≈ Σ/(2(1 − α)); F_cc = 2(diag(y) + xxᵀ) inverted by
+// Sherman–Morrison) — the Fisher form we use, not the exact 3d×3d solve. The natural gradient is clipped to Clip,
+// mixed with momentum and added with the schedule ε₀, ε₀τ/t. The O(d) algebra runs on the host; the model runs on
+// the backend. b₀ ~ N(0, 0.01²) (it must be non-zero) and c₀ are given by the caller.
+func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACConfig, ctl run.Control) (*NAGVACResult, error) {
+	d, S := m.Dim(), cfg.S
+	switch {
+	case S < 2:
+		return nil, domainErr("S", "S = %d, need at least 2", S)
+	case !(cfg.Step > 0) || math.IsInf(cfg.Step, 0):
+		return nil, domainErr("Step", "learning rate %v must be positive and finite", cfg.Step)
+	case !(cfg.Momentum >= 0 && cfg.Momentum < 1):
+		return nil, domainErr("Momentum", "ω = %v must be in [0, 1)", cfg.Momentum)
+	case len(mu0) != d || len(b0) != d || len(c0) != d:
+		return nil, backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀, b₀, c₀ need %d values", d)
+	}
+	for i := 0; i < d; i++ {
+		if c0[i] == 0 || !run.Finite(mu0[i], b0[i], c0[i]) {
+			return nil, domainErr("c0", "c₀[%d] = %v must be finite and non-zero", i, c0[i])
+		}
+	}
+	if err := ctl.Validate(); err != nil {
+		return nil, err
+	}
+	mu, bv, cv := append([]float64(nil), mu0...), append([]float64(nil), b0...), append([]float64(nil), c0...)
+	th, err := be.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: S})
+	if err != nil {
+		return nil, err
+	}
+	defer be.Free(th)
+	gr, err := be.Alloc(th.Shape())
+	if err != nil {
+		return nil, err
+	}
+	defer be.Free(gr)
+	lp, err := be.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: S})
+	if err != nil {
+		return nil, err
+	}
+	defer be.Free(lp)
+	hth, hgr, hlp := tensor.NewHost(1, d, S), tensor.NewHost(1, d, S), tensor.NewHost(1, 1, S)
+	e1 := make([]float64, S)
+	e2 := make([]float64, d*S)
+	var draws uint64
+	// grad returns the natural gradient (3d) and the LB estimate at (μ, b, c).
+	grad := func() ([]float64, float64, error) {
+		c := rng.Counter{Seed: cfg.Seed, Stream: 1, Offset: draws * uint64((d+1)*S)}
+		draws++
+		c.FillNormal(e1)
+		c.Advance(S).FillNormal(e2)
+		for i := 0; i < d; i++ {
+			for s := 0; s < S; s++ {
+				hth.Set(0, i, s, mu[i]+bv[i]*e1[s]+cv[i]*e2[i*S+s])
+			}
+		}
+		if err := be.Upload(th, hth); err != nil {
+			return nil, 0, err
+		}
+		if err := m.LogPostGrad(be, lp, gr, th); err != nil {
+			return nil, 0, err
+		}
+		if err := be.Download(hgr, gr); err != nil {
+			return nil, 0, err
+		}
+		if err := be.Download(hlp, lp); err != nil {
+			return nil, 0, err
+		}
+		// Woodbury: Σ⁻¹x = x/c² − (uᵀx/(1 + uᵀb)) u, u = b/c²; κ = Σ b²/c², α = 1/(1 + κ).
+		u := make([]float64, d)
+		kappa := 0.0
+		for i := range u {
+			u[i] = bv[i] / (cv[i] * cv[i])
+			kappa += bv[i] * u[i]
+		}
+		alpha := 1 / (1 + kappa)
+		g := make([]float64, 3*d)
+		x := make([]float64, d)
+		lb := 0.0
+		for s := 0; s < S; s++ {
+			ux := 0.0
+			for i := 0; i < d; i++ {
+				x[i] = bv[i]*e1[s] + cv[i]*e2[i*S+s]
+				ux += u[i] * x[i]
+			}
+			for i := 0; i < d; i++ {
+				gi := hgr.At(0, i, s) + x[i]/(cv[i]*cv[i]) - ux*alpha*u[i]
+				g[i] += gi / float64(S)
+				g[d+i] += e1[s] * gi / float64(S)
+				g[2*d+i] += e2[i*S+s] * gi / float64(S)
+			}
+			lb += hlp.At(0, 0, s) / float64(S)
+		}
+		logdet := math.Log1p(kappa)
+		for i := 0; i < d; i++ {
+			logdet += math.Log(cv[i] * cv[i])
+		}
+		lb += 0.5*float64(d)*(1+math.Log(2*math.Pi)) + 0.5*logdet
+		// deepGLM's natural gradient (notes 6.1).
+		nat := make([]float64, 3*d)
+		bgm, bgb := 0.0, 0.0
+		for i := 0; i < d; i++ {
+			bgm += bv[i] * g[i]
+			bgb += bv[i] * g[d+i]
+		}
+		fb := 0.5 + 0.5/kappa
+		xs, yv := make([]float64, d), make([]float64, d)
+		sx, xg := 0.0, 0.0
+		for i := 0; i < d; i++ {
+			c2 := cv[i] * cv[i]
+			nat[i] = bgm*bv[i] + c2*g[i]
+			nat[d+i] = fb * (bgb*bv[i] + c2*g[d+i])
+			xs[i] = alpha * bv[i] * bv[i] / (c2 * cv[i])
+			yv[i] = 1/c2 - 2*alpha*bv[i]*bv[i]/(c2*c2)
+			sx += xs[i] * xs[i] / yv[i]
+			xg += xs[i] / yv[i] * g[2*d+i]
+		}
+		for i := 0; i < d; i++ {
+			nat[2*d+i] = 0.5 * (g[2*d+i]/yv[i] - xg/(1+sx)*xs[i]/yv[i])
+		}
+		if cfg.Clip > 0 {
+			n := 0.0
+			for _, v := range nat {
+				n += v * v
+			}
+			if n = math.Sqrt(n); n > cfg.Clip {
+				for i := range nat {
+					nat[i] *= cfg.Clip / n
+				}
+			}
+		}
+		return nat, lb, nil
+	}
+	mom, _, err := grad()
+	if err != nil {
+		return nil, err
+	}
+	res := &NAGVACResult{Mu: append([]float64(nil), mu...), B: append([]float64(nil), bv...), C: append([]float64(nil), cv...), BestSmoothed: math.NaN()}
+	sm := run.Smoother{Window: cfg.Window, Patience: cfg.Patience, BurnIn: cfg.BurnIn}
+	maxIter := cfg.MaxIter
+	if maxIter == 0 {
+		maxIter = 2000
+	}
+	loop := ctl.Start(maxIter, 0)
+	for loop.Next() {
+		t := loop.Iter() + 1
+		eps := cfg.Step
+		if cfg.Tau > 0 && t > cfg.Tau {
+			eps = cfg.Step * float64(cfg.Tau) / float64(t)
+		}
+		for i := 0; i < d; i++ {
+			mu[i] += eps * mom[i]
+			bv[i] += eps * mom[d+i]
+			cv[i] += eps * mom[2*d+i]
+		}
+		nat, lb, err := grad()
+		if err != nil {
+			loop.Fail(err)
+			break
+		}
+		gn := 0.0
+		for i := range nat {
+			mom[i] = cfg.Momentum*mom[i] + (1-cfg.Momentum)*nat[i]
+			gn += nat[i] * nat[i]
+		}
+		if !run.Finite(lb, gn) {
+			loop.Finish(run.NotFinite)
+			break
+		}
+		s, improved, stop := sm.Add(lb)
+		if improved {
+			res.BestSmoothed, res.BestIter = s, t
+			copy(res.Mu, mu)
+			copy(res.B, bv)
+			copy(res.C, cv)
+		}
+		loop.Report(run.Record{Objective: lb, Smoothed: s, GradNorm: math.Sqrt(gn), Step: eps})
+		if stop {
+			loop.Finish(run.Patience)
+		}
+	}
+	res.Run = loop.Result()
+	if res.Run.Reason == run.NotFinite {
+		return res, ErrNotFinite
+	}
+	return res, res.Run.Err
+}

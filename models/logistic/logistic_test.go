@@ -1,0 +1,202 @@
+package logistic
+
+import (
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/geovb/geovb/backend"
+	_ "github.com/geovb/geovb/backend/cpu"
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
+)
+
+func openCPU(t testing.TB) backend.Backend {
+	t.Helper()
+	b, err := backend.Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// synthetic returns a small random logistic data set.
+func synthetic(t testing.TB, b backend.Backend, n, d int, seed uint64) *Model {
+	t.Helper()
+	c := rng.Counter{Seed: seed}
+	x := make([]float64, n*d)
+	c.FillNormal(x)
+	u := make([]float64, n)
+	c.Advance(n * d).FillUniform(u)
+	y := make([]float64, n)
+	for i := range y {
+		eta := 0.0
+		for j := 0; j < d; j++ {
+			eta += x[i*d+j] * 0.5
+		}
+		if u[i] < sigmoid(eta) {
+			y[i] = 1
+		}
+	}
+	m, err := New(b, x, y, n, d, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// german returns the paper's German credit model (d = 25 with intercept), skipping without the data.
+func german(t testing.TB, b backend.Backend) *Model {
+	m, err := NewGerman(b, datasets.Require(t, "german-credit", "germancredit_numeric.txt"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestGradientFD checks the host gradient against central differences and the batched backend values and
+// gradients against the host reference.
+func TestGradientFD(t *testing.T) {
+	b := openCPU(t)
+	m := synthetic(t, b, 60, 5, 1)
+	const B, S = 2, 3
+	h := tensor.NewHost(B, m.D, S)
+	rng.Counter{Seed: 9}.FillNormal(h.Storage().Host())
+	for k := 0; k < B; k++ {
+		for s := 0; s < S; s++ {
+			th := make([]float64, m.D)
+			for j := range th {
+				th[j] = h.At(k, j, s)
+			}
+			_, g := m.LogPostHost(th)
+			for j := range th {
+				const e = 1e-5
+				tp := append([]float64(nil), th...)
+				tm := append([]float64(nil), th...)
+				tp[j] += e
+				tm[j] -= e
+				fp, _ := m.LogPostHost(tp)
+				fm, _ := m.LogPostHost(tm)
+				fd := (fp - fm) / (2 * e)
+				if math.Abs(fd-g[j]) > 1e-6*math.Max(1, math.Abs(g[j])) {
+					t.Fatalf("grad[%d] = %v, finite difference %v", j, g[j], fd)
+				}
+			}
+		}
+	}
+	th, _ := b.Alloc(h.Shape())
+	_ = b.Upload(th, h)
+	lp, _ := b.Alloc(tensor.Shape{Batch: B, Rows: 1, Cols: S})
+	gr, _ := b.Alloc(h.Shape())
+	if err := m.LogPostGrad(b, lp, gr, th); err != nil {
+		t.Fatal(err)
+	}
+	hl, hg := tensor.NewHost(B, 1, S), tensor.NewHost(B, m.D, S)
+	_ = b.Download(hl, lp)
+	_ = b.Download(hg, gr)
+	for k := 0; k < B; k++ {
+		for s := 0; s < S; s++ {
+			x := make([]float64, m.D)
+			for j := range x {
+				x[j] = h.At(k, j, s)
+			}
+			v, g := m.LogPostHost(x)
+			if math.Abs(v-hl.At(k, 0, s)) > 1e-10*math.Abs(v) {
+				t.Fatalf("backend log posterior %v, host %v", hl.At(k, 0, s), v)
+			}
+			for j := range g {
+				if math.Abs(g[j]-hg.At(k, j, s)) > 1e-10*math.Max(1, math.Abs(g[j])) {
+					t.Fatalf("backend grad %v, host %v", hg.At(k, j, s), g[j])
+				}
+			}
+		}
+	}
+}
+
+// TestExactELBOvsMC compares the quadrature ELBO with a large-sample Monte Carlo estimate (S = 2e5, 5 standard
+// errors) at a non-optimal (μ, Σ).
+func TestExactELBOvsMC(t *testing.T) {
+	b := openCPU(t)
+	m := synthetic(t, b, 40, 3, 2)
+	mu := []float64{0.3, -0.2, 0.5}
+	a := mat.NewDense(3, 3, []float64{0.4, 0, 0, 0.1, 0.3, 0, -0.05, 0.2, 0.5})
+	sigma := mat.NewSymDense(3, nil)
+	sigma.SymOuterK(1, a)
+	exact, err := m.ExactELBO(mu, sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const S = 200000
+	eps := make([]float64, 3*S)
+	rng.Counter{Seed: 3}.FillNormal(eps)
+	var ch mat.Cholesky
+	ch.Factorize(sigma)
+	var l mat.TriDense
+	ch.LTo(&l)
+	sum, sum2 := 0.0, 0.0
+	for s := 0; s < S; s++ {
+		e := eps[3*s : 3*s+3]
+		th := make([]float64, 3)
+		lq := -1.5*math.Log(2*math.Pi) - 0.5*ch.LogDet()
+		for i := 0; i < 3; i++ {
+			th[i] = mu[i]
+			for j := 0; j <= i; j++ {
+				th[i] += l.At(i, j) * e[j]
+			}
+			lq -= 0.5 * e[i] * e[i]
+		}
+		lp, _ := m.LogPostHost(th)
+		v := lp - lq
+		sum += v
+		sum2 += v * v
+	}
+	mean := sum / S
+	se := math.Sqrt((sum2/S - mean*mean) / S)
+	if math.Abs(mean-exact) > 5*se {
+		t.Fatalf("exact ELBO %v, MC %v ± %v", exact, mean, se)
+	}
+	t.Logf("exact %.6f, MC %.6f ± %.6f", exact, mean, se)
+}
+
+// TestGermanOptimum reproduces the notes' exact optimum (4.1.4): ELBO* = −566.2902, log det Σ* = −98.8117,
+// ‖μ*‖ = 3.3397 for d = 25, and that the fixed point is a stationary point of ExactELBO (finite differences in μ).
+func TestGermanOptimum(t *testing.T) {
+	b := openCPU(t)
+	m := german(t, b)
+	mu, sigma, elbo, err := m.Optimum()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ch mat.Cholesky
+	ch.Factorize(sigma)
+	if math.Abs(elbo-(-566.2902)) > 1e-4 || math.Abs(ch.LogDet()-(-98.8117)) > 1e-4 || math.Abs(mat.Norm(mat.NewVecDense(25, mu), 2)-3.3397) > 1e-4 {
+		t.Fatalf("ELBO* %v log det %v ‖μ‖ %v", elbo, ch.LogDet(), mat.Norm(mat.NewVecDense(25, mu), 2))
+	}
+	for j := 0; j < m.D; j += 6 {
+		const e = 1e-4
+		mp := append([]float64(nil), mu...)
+		mp[j] += e
+		fp, _ := m.ExactELBO(mp, sigma)
+		mp[j] -= 2 * e
+		fm, _ := m.ExactELBO(mp, sigma)
+		if g := (fp - fm) / (2 * e); math.Abs(g) > 1e-6 {
+			t.Fatalf("∂ELBO/∂μ_%d = %v at the optimum", j, g)
+		}
+	}
+	t.Logf("ELBO* = %.4f", elbo)
+}
+
+func TestNewErrors(t *testing.T) {
+	b := openCPU(t)
+	if _, err := New(b, []float64{1, 2}, []float64{2}, 1, 2, 50); err == nil {
+		t.Fatal("label 2 accepted")
+	}
+	if _, err := New(b, []float64{1, 2}, []float64{1}, 1, 2, 0); err == nil {
+		t.Fatal("prior variance 0 accepted")
+	}
+	if _, err := New(b, []float64{1, math.NaN()}, []float64{1}, 1, 2, 1); err == nil {
+		t.Fatal("NaN in X accepted")
+	}
+}

@@ -27,6 +27,7 @@ func testLowRank(t *testing.T, b backend.Backend) {
 	t.Run("sample", func(t *testing.T) { lrTestSample(t, b) })
 	t.Run("em", func(t *testing.T) { lrTestEM(t, b) })
 	t.Run("kernels-vs-reference", func(t *testing.T) { lrTestKernelsLarge(t, b) })
+	t.Run("kernels-wide", func(t *testing.T) { lrTestKernelsWide(t, b) })
 	t.Run("memory", func(t *testing.T) { lrTestMemory(t, b) })
 	t.Run("errors", func(t *testing.T) { lrTestErrors(t, b) })
 }
@@ -598,6 +599,57 @@ func lrTestKernelsLarge(t *testing.T, b backend.Backend) {
 			})
 			lrFree(b, wk, pk)
 		}
+	}
+}
+
+// lrTestKernelsWide compares the kernels with the reference when the right-hand side is much wider than W
+// (K_c, k ≫ p, as for the GGN factors of the nonlinear L-RVGA), the case where scratch sized by K used to grow.
+func lrTestKernelsWide(t *testing.T, b backend.Backend) {
+	const d, p, kw = 4000, 6, 3000
+	shape := tensor.Shape{Batch: 1, Rows: d, Cols: p}
+	if len(backend.SolveOp.Kernels(b, shape))+len(backend.EMStepOp.Kernels(b, shape)) == 0 {
+		t.Skip("no low-rank kernels registered for " + b.Name())
+	}
+	r := lrRNG(901)
+	wm := normalDense(r, d, p, 0.3)
+	psi := lrPsi(r, d, 0.2, 2)
+	xm := normalDense(r, d, kw, 1/math.Sqrt(kw))
+	w, ps, x := lrUp(t, b, wm), lrUpVec(t, b, psi), lrUp(t, b, xm)
+	defer lrFree(b, w, ps, x)
+	lref := lrCapacityL(t, b, w, ps)
+	defer b.Free(lref)
+	ref, _ := b.Alloc(x.Shape())
+	defer b.Free(ref)
+	if err := backend.SolveOp.Reference()(b, ref, w, ps, lref, x); err != nil {
+		t.Fatal(err)
+	}
+	refM := lrDown(t, b, ref)
+	for _, kn := range backend.SolveOp.Kernels(b, shape) {
+		dst, _ := b.Alloc(x.Shape())
+		if err := kn.Fn(b, dst, w, ps, lref, x); err != nil {
+			t.Fatal(err)
+		}
+		if e := lrRel(lrDown(t, b, dst), refM); e > 1e-12 {
+			t.Errorf("solve k=%d %s vs reference: rel err %.2e > 1e-12", kw, kn.Name, e)
+		}
+		b.Free(dst)
+	}
+	wr, pr := lrUp(t, b, wm), lrUpVec(t, b, psi)
+	var refW [2]*mat.Dense
+	var refP [2][]float64
+	lrRunEM(t, b, backend.EMStepOp.Reference(), wr, pr, x, 1, 1, 0, 2, func(it int) {
+		refW[it], refP[it] = lrDown(t, b, wr), lrDownVec(t, b, pr)
+	})
+	lrFree(b, wr, pr)
+	for _, kn := range backend.EMStepOp.Kernels(b, shape) {
+		wk, pk := lrUp(t, b, wm), lrUpVec(t, b, psi)
+		lrRunEM(t, b, kn.Fn, wk, pk, x, 1, 1, 0, 2, func(it int) {
+			ew, ep := lrRel(lrDown(t, b, wk), refW[it]), lrRelVec(lrDownVec(t, b, pk), refP[it])
+			if ew > 1e-11 || ep > 1e-11 {
+				t.Errorf("em K_c=%d iteration %d %s vs reference: W %.2e ψ %.2e > 1e-11", kw, it, kn.Name, ew, ep)
+			}
+		})
+		lrFree(b, wk, pk)
 	}
 }
 

@@ -20,8 +20,9 @@ import (
 // not oversubscribe the cores), and each worker keeps its own p×p / K×p partial sums, added in worker order at the
 // end (the result does not depend on scheduling).
 //
-// Scratch (Go heap, not counted by MemInUse): per worker at most three lrBlockRows(p)×max(p, K) blocks plus p×p
-// partial sums; nothing proportional to d. So no kernel needs any d×p buffer.
+// Scratch (Go heap, not counted by MemInUse): per worker at most three blocks of lrBlockRows(w) rows by w = max(p, K)
+// columns (about 400 KiB each), and per chunk one partial sum of at most p×w; nothing proportional to d. So no kernel
+// needs any d×p buffer, and a wide right-hand side (K in the tens of thousands) does not inflate the scratch.
 //
 // Passes over W (reads of W, the bytes that bound the bandwidth-bound kernels):
 //   - capacitance: 1 pass (SYRK of Ψ^{-1/2}W).
@@ -45,7 +46,8 @@ func init() {
 	})
 }
 
-// lrBlockRows is the number of rows of W per block: about 400 KiB of W, so a block and its product stay in L2.
+// lrBlockRows is the number of rows per block for blocks w wide: about 400 KiB, so a block and its product stay in
+// L2 (w = max(p, k), so that a wide right-hand side shrinks the blocks instead of growing the scratch).
 func lrBlockRows(p int) int { return min(max(51200/max(p, 1), 32), 2048) }
 
 // lrGen returns the single matrix of a batch-1 host tensor.
@@ -75,13 +77,14 @@ func lrBlock(g blas64.General, r int) blas64.General {
 	return blas64.General{Rows: r, Cols: g.Cols, Stride: g.Stride, Data: g.Data[:r*g.Stride]}
 }
 
-// lrChunks is the number of contiguous row ranges ("chunks") a sweep over d rows of a d×p factor is cut into: up to
-// 64, a function of d and p only (and of the worker count only when p is so large that 64 p×p partial sums would
+// lrChunks is the number of contiguous row ranges ("chunks") a sweep over d rows is cut into when the per-chunk
+// partial sums and the row blocks are at most w wide (w = max(p, k) for a d×p factor and d×k right-hand sides): up
+// to 64, a function of d and w only (and of the worker count only when w is so large that 64 w×w partial sums would
 // not fit in 32 MiB), so the partial sums and hence the results do not depend on the scheduling.
-func (b *Backend) lrChunks(d, p int) int {
-	nb := lrBlockRows(p)
+func (b *Backend) lrChunks(d, w int) int {
+	nb := lrBlockRows(w)
 	nc := min(64, (d+nb-1)/nb)
-	if lim := (1 << 22) / max(p*p, 1); nc > lim {
+	if lim := (1 << 22) / max(w*w, 1); nc > lim {
 		nc = max(lim, min(b.workers, nc))
 	}
 	return max(nc, 1)
@@ -90,8 +93,8 @@ func (b *Backend) lrChunks(d, p int) int {
 // lrSweep runs f(g, c, lo, hi) for every chunk c of [0, d) (rows [lo, hi)), handing chunks out dynamically to the
 // goroutines g = 0 … workers−1 of the pool, so that a core slowed by other work does not hold the others back.
 // g indexes per-goroutine scratch; c indexes per-chunk partial sums.
-func (b *Backend) lrSweep(d, p int, f func(g, c, lo, hi int)) {
-	nc := b.lrChunks(d, p)
+func (b *Backend) lrSweep(d, w int, f func(g, c, lo, hi int)) {
+	nc := b.lrChunks(d, w)
 	var next atomic.Int64
 	b.parallelFor(min(b.workers, nc), func(lo, hi int) {
 		for g := lo; g < hi; g++ {
@@ -223,10 +226,10 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 	W, G, D := lrGen(w), lrGen(g), lrGen(dst)
 	ps, pinc := lrVec(psi)
 	d, p, k := W.Rows, W.Cols, G.Cols
-	nb := lrBlockRows(p)
+	nb := lrBlockRows(max(p, k))
 	scr := newLRPer(b.workers, func() blas64.General { return lrDense(nb, k) })
-	parts := make([]blas64.General, b.lrChunks(d, p))
-	b.lrSweep(d, p, func(g, c, lo, hi int) {
+	parts := make([]blas64.General, b.lrChunks(d, max(p, k)))
+	b.lrSweep(d, max(p, k), func(g, c, lo, hi int) {
 		acc := lrDense(p, k)
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
@@ -252,7 +255,7 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 	})
 	v := lrAddParts(parts)
 	lapack64.Potrs(lrTri(lrCopyL(l)), v)
-	b.lrSweep(d, p, func(g, _, lo, hi int) {
+	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
@@ -294,10 +297,10 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 		mv, minc = lrVec(mu)
 	}
 	d, p, k := W.Rows, W.Cols, D.Cols
-	nb := lrBlockRows(p)
+	nb := lrBlockRows(max(p, k))
 	scr := newLRPer(b.workers, func() blas64.General { return lrDense(nb, k) })
-	parts := make([]blas64.General, b.lrChunks(d, p))
-	b.lrSweep(d, p, func(_, c, lo, hi int) {
+	parts := make([]blas64.General, b.lrChunks(d, max(p, k)))
+	b.lrSweep(d, max(p, k), func(_, c, lo, hi int) {
 		acc := lrDense(p, k)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
@@ -325,7 +328,7 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 		q.Data[i] -= u.Data[i]
 	}
 	lapack64.Potrs(lrTri(lrCopyL(l)), q)
-	b.lrSweep(d, p, func(g, _, lo, hi int) {
+	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
@@ -382,7 +385,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		kc = X.Cols
 	}
 	alpha, beta := a.Alpha, a.Beta
-	nb := lrBlockRows(p)
+	nb := lrBlockRows(max(p, kc))
 
 	// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t (notes §2.4).
 	sdiag := func(i int) float64 {
@@ -408,9 +411,9 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		}
 		return sc
 	})
-	nc := b.lrChunks(d, p)
+	nc := b.lrChunks(d, max(p, kc))
 	parts := make([]acc, nc)
-	b.lrSweep(d, p, func(g, c, lo, hi int) {
+	b.lrSweep(d, max(p, kc), func(g, c, lo, hi int) {
 		ac := acc{m: lrDense(p, p)}
 		sc := scr1.get(g)
 		s, xs, cb := sc.s, sc.xs, sc.cb
@@ -541,7 +544,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		}
 		return sc
 	})
-	b.lrSweep(d, p, func(g, c, lo, hi int) {
+	b.lrSweep(d, max(p, kc), func(g, c, lo, hi int) {
 		st := stat{pmin: math.Inf(1)}
 		sc := scr2.get(g)
 		h, t := sc.h, sc.t

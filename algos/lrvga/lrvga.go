@@ -1,0 +1,490 @@
+// Package lrvga is the limited-memory recursive variational Gaussian approximation (L-RVGA) of Lambert, Bonnabel
+// and Bach (paper 002; implementer notes ../shared/notes/paper-002-lrvga.md, cited "notes §x").
+//
+// A Filter keeps q_t = N(μ_t, P_t) with the precision in factor-analysis form P_t⁻¹ ≈ W Wᵀ + Ψ (W d×p, Ψ
+// diagonal) and consumes one observation (x_t, y_t) per Update: an R-VGA step that adds a low-rank term to the
+// precision, projected back by the recursive EM of Algorithm 1 (backend.RecursiveEM), and a Woodbury mean update.
+// Everything is O(dp) memory and O(dp² n_in) time per observation; no d×d object is formed.
+//
+// Schemes (Config.Scheme):
+//   - "linear": Bayesian linear regression y = xᵀθ + N(0, σ_w²), eq. (25)–(27), notes §2.5.
+//   - "logistic": logistic regression, the implicit closed-form step with the probit approximation, (52)–(54),
+//     notes §2.1 and §2.6, with the scalar system solved to machine precision (SolveImplicit).
+//   - "explicit", "implicit", "extragrad", "mirror-prox": the general nonlinear L-RVGA of Sec. 4.2 (notes §2.7) for
+//     a Model supplying ∂h/∂θ and Cov(y|θ), with K ensemble draws (Prop. 1, corrected) per expectation.
+//
+// An Update whose input is bad (NaN/Inf, wrong length) or that fails numerically returns an error and leaves the
+// state exactly as it was: the new factors are built in a second set of buffers and swapped in at the end.
+package lrvga
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
+)
+
+// Scheme names accepted by Config.Scheme.
+const (
+	SchemeLinear     = "linear"
+	SchemeLogistic   = "logistic"
+	SchemeExplicit   = "explicit"
+	SchemeImplicit   = "implicit"
+	SchemeExtragrad  = "extragrad"
+	SchemeMirrorProx = "mirror-prox"
+)
+
+// Schemes lists the valid scheme names.
+var Schemes = []string{SchemeLinear, SchemeLogistic, SchemeExplicit, SchemeImplicit, SchemeExtragrad, SchemeMirrorProx}
+
+// ErrConfig is the cause of every error about a Config or an observation handed to a Filter.
+var ErrConfig = errors.New("lrvga: invalid input")
+
+// Random streams of a Filter's seed (rng.Counter.Stream).
+const (
+	streamInit   = 1 // W₀ of App. D
+	streamSample = 2 // ensemble draws of the nonlinear schemes; the offset is part of the state
+)
+
+// Config describes a Filter. Zero fields take the defaults in brackets.
+type Config struct {
+	D, P   int    // dimension d and latent rank p, 1 ≤ p < d
+	Scheme string // one of Schemes ["linear"]
+	// Inner is n_in, the recursive-EM iterations per observation [3 for linear, 1 otherwise] (notes §2.10).
+	Inner int
+	// Sigma0 is the prior standard deviation: θ ~ N(Mu0, Sigma0² I) [1]. It must be > 0.
+	Sigma0 float64
+	// Mu0 is the prior mean (length D) [0].
+	Mu0 []float64
+	// NoiseStd is σ_w of the linear model [1].
+	NoiseStd float64
+	// Eps is ε of the App. D initialisation [1e-8]; used when InitStd is 0.
+	Eps float64
+	// InitStd > 0 selects the initialisation of the authors' logistic experiments instead of App. D:
+	// W₀ = InitStd·N(0,1)^{d×p}, ψ₀ = 1/σ₀² (notes §2.9). W₀ is never 0 either way.
+	InitStd float64
+	// Seed keys every random stream of the filter (initialisation, ensemble draws).
+	Seed uint64
+	// Samples is K, the ensemble size of the nonlinear schemes [10].
+	Samples int
+	// FixedPoint is the number of fixed-point rounds of the "implicit" nonlinear scheme [3].
+	FixedPoint int
+	// PsiFloor is passed to backend.EMOptions [0: relative floor].
+	PsiFloor float64
+	// Model is required by the nonlinear schemes.
+	Model Model
+}
+
+// withDefaults validates c and fills in the defaults.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, a ...any) (Config, error) {
+		return c, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
+	}
+	if c.Scheme == "" {
+		c.Scheme = SchemeLinear
+	}
+	known := false
+	for _, s := range Schemes {
+		known = known || s == c.Scheme
+	}
+	if !known {
+		return bad("unknown scheme %q (want one of %v)", c.Scheme, Schemes)
+	}
+	if c.D < 2 || c.P < 1 {
+		return bad("d = %d, p = %d: want d ≥ 2 and p ≥ 1", c.D, c.P)
+	}
+	if c.P >= c.D {
+		return bad("p = %d ≥ d = %d: the latent rank must be below the dimension", c.P, c.D)
+	}
+	if c.Sigma0 == 0 {
+		c.Sigma0 = 1
+	}
+	if !(c.Sigma0 > 0) || math.IsInf(c.Sigma0, 0) {
+		return bad("prior standard deviation σ₀ = %v: the prior variance must be finite and > 0", c.Sigma0)
+	}
+	if c.NoiseStd == 0 {
+		c.NoiseStd = 1
+	}
+	if !(c.NoiseStd > 0) || math.IsInf(c.NoiseStd, 0) {
+		return bad("noise standard deviation σ_w = %v, want finite > 0", c.NoiseStd)
+	}
+	if c.Eps == 0 {
+		c.Eps = 1e-8
+	}
+	if !(c.Eps > 0 && c.Eps < 1) {
+		return bad("init ε = %v, want 0 < ε < 1", c.Eps)
+	}
+	if !(c.InitStd >= 0) || math.IsInf(c.InitStd, 0) {
+		return bad("InitStd = %v, want finite ≥ 0", c.InitStd)
+	}
+	if c.Inner == 0 {
+		c.Inner = 1
+		if c.Scheme == SchemeLinear {
+			c.Inner = 3
+		}
+	}
+	if c.Inner < 0 {
+		return bad("%d inner iterations", c.Inner)
+	}
+	if c.Samples == 0 {
+		c.Samples = 10
+	}
+	if c.Samples < 0 {
+		return bad("%d ensemble samples", c.Samples)
+	}
+	if c.FixedPoint == 0 {
+		c.FixedPoint = 3
+	}
+	if c.FixedPoint < 0 {
+		return bad("%d fixed-point rounds", c.FixedPoint)
+	}
+	if c.Mu0 != nil {
+		if len(c.Mu0) != c.D {
+			return bad("prior mean of length %d, want d = %d", len(c.Mu0), c.D)
+		}
+		for i, v := range c.Mu0 {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return bad("prior mean[%d] = %v is not finite", i, v)
+			}
+		}
+	}
+	switch c.Scheme {
+	case SchemeLinear, SchemeLogistic:
+	default:
+		if c.Model == nil {
+			return bad("scheme %q needs a Model", c.Scheme)
+		}
+	}
+	return c, nil
+}
+
+// factors is one set of (μ, W, ψ) with the cached capacitance factor.
+type factors struct {
+	mu, w, psi *tensor.Tensor
+	lr         *backend.LowRank
+}
+
+// Filter is the streaming L-RVGA state. Its persistent state is μ, W, ψ (8d(p+2) bytes), the step count and the
+// position of its random stream; a second set of the same buffers holds the update in progress.
+type Filter struct {
+	cfg      Config
+	b        backend.Backend
+	cur, nxt factors
+	t        int    // observations consumed
+	draws    uint64 // offset of the sample stream
+	clamped  int    // ψ entries raised to the floor, summed
+
+	x, g, g2, s11 *tensor.Tensor // d×1, d×1, d×1, 1×1 scratch
+	host          *tensor.Tensor // 1×1 host
+}
+
+// New starts a filter at the prior with the initialisation of App. D (notes §2.9): Ψ₀ = (1−ε)/σ₀² I and p
+// isotropic Gaussian columns of norm w₀ = √(εd/p)/σ₀, so that Tr(W₀W₀ᵀ + Ψ₀) = d/σ₀² = Tr P₀⁻¹; never W₀ = 0,
+// a fixed point of the EM (notes §2.3).
+func New(b backend.Backend, c Config) (*Filter, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	f := &Filter{cfg: c, b: b, host: tensor.NewHost(1, 1, 1)}
+	if err := f.alloc(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.initPrior(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *Filter) alloc() error {
+	d, p := f.cfg.D, f.cfg.P
+	b := f.b
+	var err error
+	get := func(r, c int) *tensor.Tensor {
+		if err != nil {
+			return nil
+		}
+		var t *tensor.Tensor
+		t, err = b.Alloc(tensor.Shape{Batch: 1, Rows: r, Cols: c})
+		return t
+	}
+	for _, fs := range []*factors{&f.cur, &f.nxt} {
+		fs.mu, fs.w, fs.psi = get(d, 1), get(d, p), get(d, 1)
+	}
+	f.x, f.g, f.g2, f.s11 = get(d, 1), get(d, 1), get(d, 1), get(1, 1)
+	return err
+}
+
+func (f *Filter) initPrior() error {
+	b, c := f.b, f.cfg
+	d := c.D
+	if c.Mu0 != nil {
+		h, _ := tensor.FromSlice(append([]float64(nil), c.Mu0...), 1, d, 1)
+		if err := b.Upload(f.cur.mu, h); err != nil {
+			return err
+		}
+	}
+	if err := InitFactors(b, f.cur.w, f.cur.psi, c.Sigma0, c.Eps, c.InitStd, c.Seed); err != nil {
+		return err
+	}
+	return f.factor()
+}
+
+// InitFactors writes the initial factors W₀ (1×d×p) and ψ₀ (1×d×1) for W₀W₀ᵀ + Ψ₀ ≈ I/σ₀²: with initStd = 0 the
+// rule of App. D (notes §2.9), ψ₀ = (1−ε)/σ₀² and p isotropic Gaussian columns rescaled to norm √(εd/p)/σ₀, so that
+// Tr(W₀W₀ᵀ + Ψ₀) = d/σ₀²; with initStd > 0 the authors' logistic setting W₀ = initStd·N(0,1), ψ₀ = 1/σ₀². The
+// columns come from stream 1 of seed. W₀ is never 0 (a fixed point of the EM, notes §2.3).
+func InitFactors(b backend.Backend, w, psi *tensor.Tensor, sigma0, eps, initStd float64, seed uint64) error {
+	d, p := w.Rows(), w.Cols()
+	if err := b.FillNormal(w, rng.Counter{Seed: seed, Stream: streamInit}); err != nil {
+		return err
+	}
+	prec := 1 / (sigma0 * sigma0)
+	if initStd > 0 {
+		if err := b.Axpby(w, initStd, w, 0, nil); err != nil {
+			return err
+		}
+		return b.Fill(psi, prec)
+	}
+	nrm, err := b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: p})
+	if err != nil {
+		return err
+	}
+	defer b.Free(nrm)
+	if err := b.Reduce(nrm, backend.ReduceSumSq, backend.AxisRows, w); err != nil {
+		return err
+	}
+	h := tensor.NewHost(1, 1, p)
+	if err := b.Download(h, nrm); err != nil {
+		return err
+	}
+	w0 := math.Sqrt(eps*float64(d)/float64(p)) / sigma0
+	for j := 0; j < p; j++ {
+		h.Set(0, 0, j, w0/math.Sqrt(h.At(0, 0, j)))
+	}
+	if err := b.Upload(nrm, h); err != nil {
+		return err
+	}
+	if err := b.ScaleCols(w, w, nrm); err != nil {
+		return err
+	}
+	return b.Fill(psi, (1-eps)*prec)
+}
+
+// factor builds both LowRanks (after the buffers of cur are set).
+func (f *Filter) factor() error {
+	var err error
+	if f.cur.lr, err = backend.NewLowRank(f.b, f.cur.w, f.cur.psi); err != nil {
+		return err
+	}
+	if err := f.b.Copy(f.nxt.w, f.cur.w); err != nil {
+		return err
+	}
+	if err := f.b.Copy(f.nxt.psi, f.cur.psi); err != nil {
+		return err
+	}
+	f.nxt.lr, err = backend.NewLowRank(f.b, f.nxt.w, f.nxt.psi)
+	return err
+}
+
+// Close frees the filter's buffers.
+func (f *Filter) Close() {
+	for _, fs := range []*factors{&f.cur, &f.nxt} {
+		if fs.lr != nil {
+			fs.lr.Close()
+		}
+		for _, t := range []*tensor.Tensor{fs.mu, fs.w, fs.psi} {
+			if t != nil {
+				f.b.Free(t)
+			}
+		}
+		*fs = factors{}
+	}
+	for _, t := range []*tensor.Tensor{f.x, f.g, f.g2, f.s11} {
+		if t != nil {
+			f.b.Free(t)
+		}
+	}
+	f.x, f.g, f.g2, f.s11 = nil, nil, nil, nil
+}
+
+// Config returns the configuration with defaults filled in.
+func (f *Filter) Config() Config { return f.cfg }
+
+// Backend returns the backend the filter runs on.
+func (f *Filter) Backend() backend.Backend { return f.b }
+
+// T returns the number of observations consumed.
+func (f *Filter) T() int { return f.t }
+
+// Clamped returns the number of ψ entries raised to the floor so far (a health metric, notes §5.2).
+func (f *Filter) Clamped() int { return f.clamped }
+
+// StateBytes is the size of the persistent state μ, W, ψ in float64: exactly 8d(p+2) bytes (notes §3.3).
+func (f *Filter) StateBytes() int64 {
+	return 8 * int64(f.cfg.D) * int64(f.cfg.P+2)
+}
+
+// Precision returns the current factorisation P_t⁻¹ ≈ W Wᵀ + Ψ (owned by the filter; valid until the next
+// Update). Use it for Solve, Sample, LogDet and Trace.
+func (f *Filter) Precision() *backend.LowRank { return f.cur.lr }
+
+// Mean returns the current mean tensor (owned by the filter; valid until the next Update).
+func (f *Filter) Mean() *tensor.Tensor { return f.cur.mu }
+
+// MeanHost copies μ into dst (length d; allocated when nil).
+func (f *Filter) MeanHost(dst []float64) ([]float64, error) {
+	return f.download(dst, f.cur.mu)
+}
+
+// Factors copies W (row-major d×p) and ψ to the host.
+func (f *Filter) Factors() (w, psi []float64, err error) {
+	if w, err = f.download(nil, f.cur.w); err != nil {
+		return nil, nil, err
+	}
+	psi, err = f.download(nil, f.cur.psi)
+	return w, psi, err
+}
+
+func (f *Filter) download(dst []float64, t *tensor.Tensor) ([]float64, error) {
+	n := t.Len()
+	if dst == nil {
+		dst = make([]float64, n)
+	}
+	if len(dst) != n {
+		return nil, fmt.Errorf("%w: destination of length %d, want %d", ErrConfig, len(dst), n)
+	}
+	h, _ := tensor.FromSlice(dst, 1, t.Rows(), t.Cols())
+	return dst, f.b.Download(h, t)
+}
+
+// dot returns aᵀb for two d×1 tensors.
+func (f *Filter) dot(a, b *tensor.Tensor) (float64, error) {
+	if err := f.b.Gemm(blas.Trans, blas.NoTrans, 1, a, b, 0, f.s11); err != nil {
+		return 0, err
+	}
+	if err := f.b.Download(f.host, f.s11); err != nil {
+		return 0, err
+	}
+	return f.host.At(0, 0, 0), nil
+}
+
+// checkObs checks one observation before anything is changed.
+func (f *Filter) checkObs(x []float64, y float64) error {
+	if len(x) != f.cfg.D {
+		return fmt.Errorf("%w: observation %d: x has length %d, want d = %d (dimension mismatch)", ErrConfig, f.t, len(x), f.cfg.D)
+	}
+	if math.IsNaN(y) || math.IsInf(y, 0) {
+		return fmt.Errorf("%w: observation %d: y = %v is not finite", ErrConfig, f.t, y)
+	}
+	for i, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", ErrConfig, f.t, i, v)
+		}
+	}
+	if f.cfg.Scheme == SchemeLogistic && y != 0 && y != 1 {
+		return fmt.Errorf("%w: observation %d: logistic label y = %v, want 0 or 1", ErrConfig, f.t, y)
+	}
+	return nil
+}
+
+// Update consumes one observation (x_t, y_t) with the configured scheme. On error the state is unchanged.
+func (f *Filter) Update(x []float64, y float64) error {
+	if err := f.checkObs(x, y); err != nil {
+		return err
+	}
+	h, _ := tensor.FromSlice(x, 1, f.cfg.D, 1)
+	if err := f.b.Upload(f.x, h); err != nil {
+		return err
+	}
+	draws, clamped := f.draws, f.clamped
+	var err error
+	switch f.cfg.Scheme {
+	case SchemeLinear:
+		err = f.stepLinear(y)
+	case SchemeLogistic:
+		err = f.stepLogistic(y)
+	default:
+		err = f.stepModel(y)
+	}
+	if err != nil {
+		f.draws, f.clamped = draws, clamped // the state, stream position included, is left as before
+		return fmt.Errorf("lrvga: observation %d (%s): %w", f.t, f.cfg.Scheme, err)
+	}
+	f.cur, f.nxt = f.nxt, f.cur
+	f.t++
+	return nil
+}
+
+// fit runs Algorithm 1 on the next factors, warm-started from (W_from, ψ_from):
+// W Wᵀ + Ψ ≈_FA W_from W_fromᵀ + Ψ_from + X Xᵀ (α = β = 1, precision mode), then refactors.
+func (f *Filter) fit(from *factors, x *tensor.Tensor) error {
+	if err := f.b.Copy(f.nxt.w, from.w); err != nil {
+		return err
+	}
+	if err := f.b.Copy(f.nxt.psi, from.psi); err != nil {
+		return err
+	}
+	st, err := backend.RecursiveEM(f.b, f.nxt.w, f.nxt.psi, x, 1, 1,
+		backend.EMOptions{Inner: f.cfg.Inner, PsiFloor: f.cfg.PsiFloor})
+	if err != nil {
+		return err
+	}
+	f.clamped += st.Clamped
+	return f.nxt.lr.Refactor()
+}
+
+// stepLinear is eq. (25)–(27) in the order of notes §2.5: the FA step with X_t = x_t/σ_w, then the mean with the
+// new factors, μ_t = μ_{t-1} + (W_tW_tᵀ + Ψ_t)⁻¹ x_t (y_t − x_tᵀμ_{t-1})/σ_w².
+func (f *Filter) stepLinear(y float64) error {
+	sw := f.cfg.NoiseStd
+	a0, err := f.dot(f.x, f.cur.mu)
+	if err != nil {
+		return err
+	}
+	e := (y - a0) / (sw * sw)
+	if err := f.b.Axpby(f.g, 1/sw, f.x, 0, nil); err != nil {
+		return err
+	}
+	if err := f.fit(&f.cur, f.g); err != nil {
+		return err
+	}
+	if err := f.nxt.lr.Solve(f.g, f.x); err != nil {
+		return err
+	}
+	return f.b.Axpby(f.nxt.mu, 1, f.cur.mu, e, f.g)
+}
+
+// stepLogistic is the implicit closed-form step of notes §2.6 ((52)–(54)): g₀ = P_{t-1}x by Woodbury with the
+// old factors, (α, ν) from SolveImplicit, μ_t = μ_{t-1} + g₀ (y − σ(kα)) (53, with P_{t-1}), then the FA step
+// with X_t = x √c, c = kσ'(kα) (54; √c rather than the code's 1/√(1/c), notes §5.10).
+func (f *Filter) stepLogistic(y float64) error {
+	if err := f.cur.lr.Solve(f.g, f.x); err != nil {
+		return err
+	}
+	nu0, err := f.dot(f.x, f.g)
+	if err != nil {
+		return err
+	}
+	a0, err := f.dot(f.x, f.cur.mu)
+	if err != nil {
+		return err
+	}
+	sol := SolveImplicit(a0, nu0, y)
+	k := ProbitK(sol.Nu)
+	if err := f.b.Axpby(f.nxt.mu, 1, f.cur.mu, y-Sigmoid(k*sol.Alpha), f.g); err != nil {
+		return err
+	}
+	c := k * SigmoidPrime(k*sol.Alpha)
+	if err := f.b.Axpby(f.g2, math.Sqrt(c), f.x, 0, nil); err != nil {
+		return err
+	}
+	return f.fit(&f.cur, f.g2)
+}

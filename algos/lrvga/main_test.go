@@ -1,0 +1,3 @@
+package lrvga
+
+import _ "github.com/geovb/geovb/backend/all"

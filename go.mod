@@ -3,8 +3,9 @@ module github.com/geovb/geovb
 go 1.26
 
 require (
-	github.com/klauspost/cpuid/v2 v2.4.2 // indirect
-	golang.org/x/sys v0.41.0 // indirect
-	gonum.org/v1/gonum v0.17.0 // indirect
-	gonum.org/v1/netlib v0.0.0-20230729102104-8b8060e7531f // indirect
+	github.com/klauspost/cpuid/v2 v2.4.2
+	gonum.org/v1/gonum v0.17.0
+	gonum.org/v1/netlib v0.0.0-20230729102104-8b8060e7531f
 )
+
+require golang.org/x/sys v0.41.0 // indirect

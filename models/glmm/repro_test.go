@@ -1,0 +1,110 @@
+package glmm
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/geovb/geovb/algos/cholng"
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/repro"
+)
+
+// method is a Table 6 GVA row: Alg 2c with the masked Euclidean gradient + Adam, natural gradient + Adam, Snngm.
+type method struct {
+	name string
+	opt  cholng.Optimizer
+	kind cholng.Kind
+}
+
+var table6Methods = []method{
+	{"euclidean-adam", cholng.Adam, cholng.Euclidean},
+	{"natural-adam", cholng.Adam, cholng.Natural},
+	{"natural-snngm", cholng.Snngm, cholng.Natural},
+}
+
+// FitGVA fits the GVA family (Alg 2c, μ = 0, T = 10·I, notes §7.3.4) to m.
+func fitGVA(t testing.TB, m *Model, me method, seed uint64) *cholng.SparseResult {
+	f, err := cholng.NewArrow(m.Groups(), m.GlobalDim(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cholng.FitSparse(f, m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed}, run.Control{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+type cell struct {
+	medT  float64
+	meanL float64
+}
+
+func table6(t *testing.T, m *Model, name string, paper map[string][2]float64, offset float64) map[string]cell {
+	out := map[string]cell{}
+	for _, me := range table6Methods {
+		var ts []float64
+		sum := 0.0
+		for seed := uint64(1); seed <= 3; seed++ {
+			r := fitGVA(t, m, me, seed)
+			if r.Reason != run.Converged {
+				t.Errorf("%s %s seed %d: stopped by %v", name, me.name, seed, r.Reason)
+			}
+			ts = append(ts, float64(r.Iters)/1000)
+			sum += r.LHat
+			t.Logf("%s %-15s seed %d: T = %2.0fk  L̂ = %.2f  (paper convention L̂ + Σlog y! = %.2f; paper %v, offset [OPEN] %.1f)  %.2fs",
+				name, me.name, seed, float64(r.Iters)/1000, r.LHat, r.LHat+m.LogFactorial(), paper[me.name], offset, r.Time.Seconds())
+		}
+		slices.Sort(ts)
+		out[me.name] = cell{medT: ts[1], meanL: sum / 3}
+	}
+	return out
+}
+
+// Acceptance test 24 (Table 6, Epilepsy GVA): Snngm median T ∈ [8, 16]k (paper 10), Euclidean-Adam T ∈ [30, 55]k
+// (paper 42), L̂(Snngm) − L̂(Euc-Adam) ∈ [+2, +6] (paper +3.7), and the absolute L̂(Snngm) under the documented log
+// joint (all constants) −687.3 ± 0.3. The paper's absolute values differ by an unexplained +14.9 after dropping
+// Σ log y! (notes §7.3.5 [OPEN]), so they are printed, not asserted.
+func TestReproTable6Epilepsy(t *testing.T) {
+	repro.Require(t)
+	m := epilepsy(t)
+	c := table6(t, m, "epilepsy", map[string][2]float64{"euclidean-adam": {42, 3135.7}, "natural-adam": {42, 3136.1},
+		"natural-snngm": {10, 3139.4}}, 14.9)
+	sn, eu := c["natural-snngm"], c["euclidean-adam"]
+	if sn.medT < 8 || sn.medT > 16 {
+		t.Errorf("Snngm median T = %vk, want [8, 16]k (paper 10)", sn.medT)
+	}
+	if eu.medT < 30 || eu.medT > 55 {
+		t.Errorf("Euclidean-Adam median T = %vk, want [30, 55]k (paper 42)", eu.medT)
+	}
+	if g := sn.meanL - eu.meanL; g < 2 || g > 6 {
+		t.Errorf("L̂(Snngm) − L̂(Euc-Adam) = %.2f, want [2, 6] (paper 3.7)", g)
+	}
+	if math.Abs(sn.meanL+687.3) > 0.3 {
+		t.Errorf("L̂(Snngm) = %.2f, want −687.3 ± 0.3", sn.meanL)
+	}
+}
+
+// Acceptance test 25 (Table 6, Toenail GVA): Snngm median T ∈ [13, 21]k (paper 17), Euclidean-Adam T ∈ [28, 45]k
+// (paper 32), |L̂(Snngm) − L̂(Euc-Adam)| ≤ 0.6 (paper 0.1), absolute L̂(Snngm) −657.4 ± 0.3 (paper −646.1, offset
+// 11.3 [OPEN]).
+func TestReproTable6Toenail(t *testing.T) {
+	repro.Require(t)
+	m := toenail(t)
+	c := table6(t, m, "toenail", map[string][2]float64{"euclidean-adam": {32, -646.2}, "natural-adam": {32, -646.2},
+		"natural-snngm": {17, -646.1}}, 11.3)
+	sn, eu := c["natural-snngm"], c["euclidean-adam"]
+	if sn.medT < 13 || sn.medT > 21 {
+		t.Errorf("Snngm median T = %vk, want [13, 21]k (paper 17)", sn.medT)
+	}
+	if eu.medT < 28 || eu.medT > 45 {
+		t.Errorf("Euclidean-Adam median T = %vk, want [28, 45]k (paper 32)", eu.medT)
+	}
+	if g := math.Abs(sn.meanL - eu.meanL); g > 0.6 {
+		t.Errorf("|L̂(Snngm) − L̂(Euc-Adam)| = %.2f, want ≤ 0.6 (paper 0.1)", g)
+	}
+	if math.Abs(sn.meanL+657.4) > 0.3 {
+		t.Errorf("L̂(Snngm) = %.2f, want −657.4 ± 0.3", sn.meanL)
+	}
+}

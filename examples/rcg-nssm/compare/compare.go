@@ -1,0 +1,61 @@
+// Package compare is the size sweep shared by examples/rcg-nssm and examples/rcg-nfa.
+package compare
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/geovb/geovb/algos/rcg"
+	rcgplot "github.com/geovb/geovb/examples/rcg-common"
+	"github.com/geovb/geovb/models/nfa"
+)
+
+// Main runs nfa.Sweep over the comma-separated sizes in grid and writes JSON lines to stdout and an SVG to svg.
+func Main(dyn bool, grid string, seeds int, rcgCap time.Duration, capF float64, gh bool, svg string) error {
+	methods := []string{"RCG", "CG", "RG"}
+	mo := nfa.Taylor
+	if gh {
+		mo = nfa.GaussHermite
+	}
+	series := map[string]*rcgplot.Series{}
+	for _, m := range methods {
+		series[m] = &rcgplot.Series{Name: m, Color: rcgplot.Colors[m]}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for _, f := range strings.Split(grid, ",") {
+		T, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		runs, err := nfa.Sweep(dyn, T, seeds, methods, rcgCap, capF, mo)
+		if err != nil {
+			return err
+		}
+		var fin []float64
+		for _, tr := range runs["RCG"] {
+			fin = append(fin, tr.Final)
+		}
+		target := rcg.Median(fin) + 1e-5*float64(T)/80
+		for _, m := range methods {
+			s := rcgplot.Summarise(m, runs[m], target)
+			s.N = T
+			if err := enc.Encode(s); err != nil {
+				return err
+			}
+			series[m].X = append(series[m].X, float64(T))
+			series[m].Y = append(series[m].Y, s.MedianTTT)
+		}
+	}
+	title := "NFA-SYN: median time to RCG's median final F"
+	if dyn {
+		title = "NSSM-SYN: median time to RCG's median final F"
+	}
+	p := rcgplot.Plot{Title: title, XLabel: "samples", YLabel: "time (s)", LogY: true}
+	for _, m := range methods {
+		p.Series = append(p.Series, *series[m])
+	}
+	return p.Save(svg)
+}

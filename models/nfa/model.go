@@ -1,0 +1,372 @@
+// Package nfa is nonlinear factor analysis (NFA, eq. 36, Table 3) and the nonlinear state-space model (NSSM,
+// eqs. 87–91) of paper 004 (Honkela et al. 2010) with fixed-form Gaussian posteriors: diagonal for the weights,
+// hyperparameters and the NFA sources, independent scalar Gaussian Markov chains for the NSSM states (eq. 20).
+// Moments of the MLP outputs are propagated with the Taylor or the Gauss–Hermite rule (notes §4.2.5). The free
+// energy (eqs. 97–103) includes every constant; its gradient with respect to all means, variances and
+// hyperparameters is hand-written reverse mode. The model is an rcg.Objective over the means (sources/states and
+// weights); variances follow the fixed point (13) and the noise hyperparameters a VB-EM-type Newton update
+// between steps (notes §4.2.6). See docs/rcg.md for the deviations (fixed weight priors, no ARD).
+package nfa
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Config describes a model.
+type Config struct {
+	Dynamic bool    // NSSM (states follow s(t) = s(t−1) + g(s(t−1)) + noise) instead of NFA (i.i.d. sources)
+	D       int     // source/state dimension d
+	H       int     // hidden units of f
+	HG      int     // hidden units of g (NSSM); 0 means H
+	Moments Moments // Taylor or GaussHermite
+	GHOrder int     // quadrature nodes for GaussHermite; 0 means 10
+}
+
+const (
+	log2pi    = 1.8378770664093453 // log 2π
+	hyperPrec = 1e-4               // precision of the vague N(0, 100²) prior of the top-level hyperparameters
+	minVar    = 1e-12              // floor of fixed-point variances (notes §7.7)
+)
+
+// ErrBadInput reports unusable data or configuration.
+var ErrBadInput = errors.New("nfa: bad input")
+
+// Model holds the data, the configuration and the posterior parameters other than the means, which live in the
+// optimiser's vector x = (s̄ (T×d, row-major), f weights (A, a, B, b), g weights (C, c, D, d)).
+type Model struct {
+	Cfg  Config
+	X    []float64 // T×p observations, row-major
+	T, P int
+
+	f, g   layer
+	pf, pg *prop
+
+	// Posterior state (everything but the means).
+	SVar          []float64 // NFA: source variances s̃ (T×d)
+	Ring, Breve   []float64 // NSSM: chain parameters s̊, s̆ (T×d; Breve[0..d) unused)
+	WVarF, WVarG  []float64 // weight variances of f and g
+	VnMean, VnVar []float64 // q of the noise log-stds v_n (p)
+	VmMean, VmVar []float64 // q of the process noise log-stds v_m (d; NSSM)
+
+	// Scratch.
+	sTil, xm, xv, gxm, gxv, hm, hv, gJ []float64
+	ghm, ghv                           []float64
+	obsE, stE                          []float64
+	gsTil, direct                      []float64
+	grad                               *Grad
+	fpRejected                         int
+}
+
+// Grad is the gradient of F with respect to every posterior parameter (entropy terms included).
+type Grad struct {
+	Mean          []float64 // with respect to x (len Dim)
+	SVar          []float64 // NFA: ∂F/∂s̃
+	Ring, Breve   []float64 // NSSM: ∂F/∂s̊, ∂F/∂s̆ (through the marginal-variance recursion)
+	WVarF, WVarG  []float64
+	VnMean, VnVar []float64
+	VmMean, VmVar []float64
+}
+
+// New returns a model of the T×p data X with cfg. Errors: d, H < 1, T < 2, non-finite data.
+func New(X []float64, T, P int, cfg Config) (*Model, error) {
+	if cfg.HG == 0 {
+		cfg.HG = cfg.H
+	}
+	if cfg.GHOrder == 0 {
+		cfg.GHOrder = 10
+	}
+	switch {
+	case cfg.D < 1 || cfg.H < 1 || cfg.HG < 1 || P < 1 || T < 2 || cfg.GHOrder < 2:
+		return nil, fmt.Errorf("%w: d=%d H=%d HG=%d p=%d T=%d GH=%d", ErrBadInput, cfg.D, cfg.H, cfg.HG, P, T, cfg.GHOrder)
+	case len(X) != T*P:
+		return nil, fmt.Errorf("%w: len(X) = %d, want %d", ErrBadInput, len(X), T*P)
+	case cfg.Moments != Taylor && cfg.Moments != GaussHermite:
+		return nil, fmt.Errorf("%w: moments %d", ErrBadInput, cfg.Moments)
+	}
+	for _, v := range X {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: non-finite data", ErrBadInput)
+		}
+	}
+	d := cfg.D
+	m := &Model{Cfg: cfg, X: X, T: T, P: P, f: layer{in: d, hid: cfg.H, out: P}}
+	m.pf = newProp(m.f, cfg.Moments, cfg.GHOrder)
+	m.WVarF = make([]float64, m.f.size())
+	m.VnMean, m.VnVar = make([]float64, P), make([]float64, P)
+	if cfg.Dynamic {
+		m.g = layer{in: d, hid: cfg.HG, out: d, skip: true}
+		m.pg = newProp(m.g, cfg.Moments, cfg.GHOrder)
+		m.WVarG = make([]float64, m.g.size())
+		m.Ring, m.Breve = make([]float64, T*d), make([]float64, T*d)
+		m.VmMean, m.VmVar = make([]float64, d), make([]float64, d)
+	} else {
+		m.SVar = make([]float64, T*d)
+	}
+	m.sTil = make([]float64, T*d)
+	m.xm, m.xv, m.gxm, m.gxv = make([]float64, P), make([]float64, P), make([]float64, P), make([]float64, P)
+	m.hm, m.hv, m.gJ = make([]float64, d), make([]float64, d), make([]float64, d*d)
+	m.ghm, m.ghv = make([]float64, d), make([]float64, d)
+	m.obsE, m.stE = make([]float64, P), make([]float64, d)
+	m.gsTil, m.direct = make([]float64, T*d), make([]float64, T*d)
+	m.grad = m.NewGrad()
+	return m, nil
+}
+
+// Dim returns the number of means updated by gradient steps: Td + |f| + |g|.
+func (m *Model) Dim() int { return m.T*m.Cfg.D + m.f.size() + m.gsize() }
+
+func (m *Model) gsize() int {
+	if m.Cfg.Dynamic {
+		return m.g.size()
+	}
+	return 0
+}
+
+// NewGrad allocates a Grad of m's shapes.
+func (m *Model) NewGrad() *Grad {
+	gr := &Grad{Mean: make([]float64, m.Dim()), WVarF: make([]float64, len(m.WVarF)),
+		VnMean: make([]float64, m.P), VnVar: make([]float64, m.P)}
+	n := m.T * m.Cfg.D
+	if m.Cfg.Dynamic {
+		gr.Ring, gr.Breve, gr.WVarG = make([]float64, n), make([]float64, n), make([]float64, len(m.WVarG))
+		gr.VmMean, gr.VmVar = make([]float64, m.Cfg.D), make([]float64, m.Cfg.D)
+	} else {
+		gr.SVar = make([]float64, n)
+	}
+	return gr
+}
+
+func (m *Model) split(x []float64) (s, wf, wg []float64) {
+	n := m.T * m.Cfg.D
+	return x[:n], x[n : n+m.f.size()], x[n+m.f.size():]
+}
+
+// kahan is Neumaier-compensated summation (notes §7.1).
+type kahan struct{ s, c float64 }
+
+func (k *kahan) add(x float64) {
+	t := k.s + x
+	if math.Abs(k.s) >= math.Abs(x) {
+		k.c += (k.s - t) + x
+	} else {
+		k.c += (x - t) + k.s
+	}
+	k.s = t
+}
+
+func (k *kahan) sum() float64 { return k.s + k.c }
+
+func allPositive(vs ...[]float64) bool {
+	for _, v := range vs {
+		for _, x := range v {
+			if !(x > 0) || math.IsInf(x, 1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// FreeEnergy returns F at means x (eqs. 97–103); NaN when a variance is not positive.
+func (m *Model) FreeEnergy(x []float64) float64 { return m.eval(x, nil) }
+
+// Gradient writes the gradient of F with respect to all posterior parameters into gr and returns F.
+func (m *Model) Gradient(gr *Grad, x []float64) float64 { return m.eval(x, gr) }
+
+// eval computes F and, when gr is not nil, its gradient.
+func (m *Model) eval(x []float64, gr *Grad) float64 {
+	d, T, P := m.Cfg.D, m.T, m.P
+	dyn := m.Cfg.Dynamic
+	sm, wf, wg := m.split(x)
+	if !allPositive(m.WVarF, m.VnVar) || dyn && !allPositive(m.Ring, m.WVarG, m.VmVar) || !dyn && !allPositive(m.SVar) {
+		return math.NaN()
+	}
+	sTil := m.sTil
+	if dyn {
+		// Marginal variances s̃_t = s̊_t + s̆_t² s̃_{t−1} of each chain (notes §2.4).
+		for j := range sTil {
+			sTil[j] = m.Ring[j]
+			if j >= d {
+				sTil[j] += m.Breve[j] * m.Breve[j] * sTil[j-d]
+			}
+		}
+	} else {
+		copy(sTil, m.SVar)
+	}
+	var F kahan
+	var gsm, gwf, gwg, gwvf, gwvg, gsTil []float64
+	if gr != nil {
+		for _, v := range [][]float64{gr.Mean, gr.SVar, gr.Ring, gr.Breve, gr.WVarF, gr.WVarG, gr.VnMean, gr.VnVar,
+			gr.VmMean, gr.VmVar} {
+			clear(v)
+		}
+		gsm, gwf, gwg = m.split(gr.Mean)
+		gwvf, gwvg = gr.WVarF, gr.WVarG
+		gsTil = m.gsTil
+		clear(gsTil)
+		clear(m.direct)
+	}
+	// Observations, eq. (102).
+	clear(m.obsE)
+	psiN := make([]float64, P)
+	for i := range P {
+		psiN[i] = math.Exp(2*m.VnVar[i] - 2*m.VnMean[i])
+	}
+	for t := range T {
+		st, vt := sm[t*d:(t+1)*d], sTil[t*d:(t+1)*d]
+		m.pf.forward(wf, m.WVarF, st, vt, m.xm, m.xv)
+		var ft float64
+		for i := range P {
+			r := m.X[t*P+i] - m.xm[i]
+			e := r*r + m.xv[i]
+			m.obsE[i] += e
+			ft += 0.5*log2pi + m.VnMean[i] + 0.5*e*psiN[i]
+			m.gxm[i], m.gxv[i] = -r*psiN[i], 0.5*psiN[i]
+		}
+		F.add(ft)
+		if gr != nil {
+			m.pf.backward(wf, m.WVarF, st, vt, m.gxm, m.gxv, nil, gwf, gwvf, gsm[t*d:(t+1)*d], gsTil[t*d:(t+1)*d])
+		}
+	}
+	// Sources / states.
+	prior0 := func(t int) { // N(0, 1): NFA sources and the NSSM's s(1) [I, notes §4.2.2]
+		var ft float64
+		for i := range d {
+			j := t*d + i
+			ft += 0.5*log2pi + 0.5*(sm[j]*sm[j]+sTil[j])
+			if gr != nil {
+				gsm[j] += sm[j]
+				gsTil[j] += 0.5
+			}
+		}
+		F.add(ft)
+	}
+	if !dyn {
+		for t := range T {
+			prior0(t)
+		}
+	} else {
+		prior0(0)
+		clear(m.stE)
+		psiM := make([]float64, d)
+		for i := range d {
+			psiM[i] = math.Exp(2*m.VmVar[i] - 2*m.VmMean[i])
+		}
+		for t := 1; t < T; t++ {
+			sp, vp := sm[(t-1)*d:t*d], sTil[(t-1)*d:t*d]
+			m.pg.forward(wg, m.WVarG, sp, vp, m.hm, m.hv)
+			var ft float64
+			clear(m.gJ)
+			for i := range d {
+				j := t*d + i
+				e := sm[j] - m.hm[i]
+				jii := m.pg.jx[i*d+i]
+				br := m.Breve[j]
+				// Eq. (103) with h = s + g (notes §4.2.4): E(s − h)² = (s̄ − h̄)² + s̃ + h̃ − 2 Cov(s, h).
+				eb := e*e + sTil[j] + m.hv[i] - 2*jii*br*vp[i]
+				m.stE[i] += eb
+				ft += 0.5*log2pi + m.VmMean[i] + 0.5*eb*psiM[i]
+				if gr != nil {
+					gsm[j] += e * psiM[i]
+					m.ghm[i], m.ghv[i] = -e*psiM[i], 0.5*psiM[i]
+					m.gJ[i*d+i] = -br * vp[i] * psiM[i]
+					gsTil[j] += 0.5 * psiM[i]
+					gsTil[(t-1)*d+i] -= jii * br * psiM[i]
+					m.direct[j] = -jii * vp[i] * psiM[i]
+				}
+			}
+			F.add(ft)
+			if gr != nil {
+				m.pg.backward(wg, m.WVarG, sp, vp, m.ghm, m.ghv, m.gJ, gwg, gwvg, gsm[(t-1)*d:t*d], gsTil[(t-1)*d:t*d])
+			}
+		}
+	}
+	// Weight priors N(0, 1) [I: fixed, no ARD] and their entropies.
+	weights := func(w, wv, gw, gwv []float64) {
+		var ft float64
+		for i := range w {
+			ft += 0.5*log2pi + 0.5*(w[i]*w[i]+wv[i]) - 0.5*math.Log(2*math.Pi*math.E*wv[i])
+			if gr != nil {
+				gw[i] += w[i]
+				gwv[i] += 0.5 - 0.5/wv[i]
+			}
+		}
+		F.add(ft)
+	}
+	weights(wf, m.WVarF, gwf, gwvf)
+	if dyn {
+		weights(wg, m.WVarG, gwg, gwvg)
+	}
+	// Noise log-stds with the vague prior N(0, 100²), eq. (100)–(101) at the top level.
+	hyper := func(vm, vv, sumE []float64, cnt float64, psi []float64, gm, gv []float64) {
+		var ft float64
+		for i := range vm {
+			ft += 0.5*(log2pi-math.Log(hyperPrec)) + 0.5*hyperPrec*(vm[i]*vm[i]+vv[i]) - 0.5*math.Log(2*math.Pi*math.E*vv[i])
+			if gr != nil {
+				gm[i] = cnt - sumE[i]*psi[i] + hyperPrec*vm[i]
+				gv[i] = sumE[i]*psi[i] + 0.5*hyperPrec - 0.5/vv[i]
+			}
+		}
+		F.add(ft)
+	}
+	hyper(m.VnMean, m.VnVar, m.obsE, float64(T), psiN, gr.vnMean(), gr.vnVar())
+	if dyn {
+		psiM := make([]float64, d)
+		for i := range d {
+			psiM[i] = math.Exp(2*m.VmVar[i] - 2*m.VmMean[i])
+		}
+		hyper(m.VmMean, m.VmVar, m.stE, float64(T-1), psiM, gr.vmMean(), gr.vmVar())
+	}
+	// Source entropies, eq. (98).
+	var ent float64
+	if dyn {
+		for _, r := range m.Ring {
+			ent -= 0.5 * math.Log(2*math.Pi*math.E*r)
+		}
+	} else {
+		for _, v := range m.SVar {
+			ent -= 0.5 * math.Log(2*math.Pi*math.E*v)
+		}
+	}
+	F.add(ent)
+	if gr != nil {
+		if dyn {
+			// Through s̃_t = s̊_t + s̆_t² s̃_{t−1} (notes §2.4): κ_t = ∂C/∂s̃_t + s̆_{t+1}²κ_{t+1} (notes §4.2.6).
+			for i := range d {
+				kap := 0.0
+				for t := T - 1; t >= 0; t-- {
+					j := t*d + i
+					if t+1 < T {
+						b := m.Breve[j+d]
+						kap = gsTil[j] + b*b*kap
+					} else {
+						kap = gsTil[j]
+					}
+					gr.Ring[j] = kap - 0.5/m.Ring[j]
+					if t > 0 {
+						gr.Breve[j] = 2*kap*m.Breve[j]*sTil[j-d] + m.direct[j]
+					}
+				}
+			}
+		} else {
+			for j, v := range m.SVar {
+				gr.SVar[j] = gsTil[j] - 0.5/v
+			}
+		}
+	}
+	return F.sum()
+}
+
+func (g *Grad) vnMean() []float64 { return g.field(func(g *Grad) []float64 { return g.VnMean }) }
+func (g *Grad) vnVar() []float64  { return g.field(func(g *Grad) []float64 { return g.VnVar }) }
+func (g *Grad) vmMean() []float64 { return g.field(func(g *Grad) []float64 { return g.VmMean }) }
+func (g *Grad) vmVar() []float64  { return g.field(func(g *Grad) []float64 { return g.VmVar }) }
+
+func (g *Grad) field(f func(*Grad) []float64) []float64 {
+	if g == nil {
+		return nil
+	}
+	return f(g)
+}

@@ -1,0 +1,295 @@
+package nfa
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/rng"
+)
+
+// smallModel returns a small model at a random point (means x, all variances in a benign range).
+func smallModel(t *testing.T, dyn bool, mo Moments, seed uint64) (*Model, []float64) {
+	t.Helper()
+	const T, P = 7, 4
+	r := rand.New(rng.NewSource(seed, 1))
+	X := make([]float64, T*P)
+	for i := range X {
+		X[i] = r.NormFloat64()
+	}
+	m, err := New(X, T, P, Config{Dynamic: dyn, D: 2, H: 3, HG: 3, Moments: mo, GHOrder: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, m.Dim())
+	for i := range x {
+		x[i] = 0.7 * r.NormFloat64()
+	}
+	for _, v := range [][]float64{m.SVar, m.Ring, m.WVarF, m.WVarG, m.VnVar, m.VmVar} {
+		for i := range v {
+			v[i] = 0.05 + 0.3*r.Float64()
+		}
+	}
+	for i := range m.Breve {
+		m.Breve[i] = 1.6*r.Float64() - 0.8
+	}
+	for _, v := range [][]float64{m.VnMean, m.VmMean} {
+		for i := range v {
+			v[i] = 0.3 * r.NormFloat64()
+		}
+	}
+	return m, x
+}
+
+// TestGradientsFiniteDifferences is acceptance test 6 for NFA and NSSM: central differences (h = 1e-6, relative
+// for variances) of F against the analytic gradient with respect to every mean, variance, chain parameter and
+// hyperparameter, with the Taylor and the Gauss–Hermite moments. Error measure |a − fd| / max(|fd|, 1); gate 1e-5.
+func TestGradientsFiniteDifferences(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		for _, mo := range []Moments{Taylor, GaussHermite} {
+			m, x := smallModel(t, dyn, mo, 3)
+			gr := m.NewGrad()
+			m.Gradient(gr, x)
+			worst, where := 0.0, ""
+			check := func(name string, v []float64, g []float64, rel bool) {
+				for i := range v {
+					if name == "Breve" && i < m.Cfg.D {
+						continue // s̆ of the first step is unused
+					}
+					h := 1e-6
+					if rel {
+						h *= v[i]
+					}
+					old := v[i]
+					v[i] = old + h
+					fp := m.FreeEnergy(x)
+					v[i] = old - h
+					fm := m.FreeEnergy(x)
+					v[i] = old
+					fd := (fp - fm) / (2 * h)
+					if e := math.Abs(g[i]-fd) / math.Max(math.Abs(fd), 1); e > worst {
+						worst, where = e, name
+					}
+				}
+			}
+			check("Mean", x, gr.Mean, false)
+			check("SVar", m.SVar, gr.SVar, true)
+			check("Ring", m.Ring, gr.Ring, true)
+			check("Breve", m.Breve, gr.Breve, false)
+			check("WVarF", m.WVarF, gr.WVarF, true)
+			check("WVarG", m.WVarG, gr.WVarG, true)
+			check("VnMean", m.VnMean, gr.VnMean, false)
+			check("VnVar", m.VnVar, gr.VnVar, true)
+			check("VmMean", m.VmMean, gr.VmMean, false)
+			check("VmVar", m.VmVar, gr.VmVar, true)
+			t.Logf("dynamic=%v %v: worst relative error %.2g (%s)", dyn, mo, worst, where)
+			if worst > 1e-5 {
+				t.Errorf("dynamic=%v %v: gradient error %.3g in %s", dyn, mo, worst, where)
+			}
+		}
+	}
+}
+
+// TestGHNodes checks the quadrature against the Gaussian moments E z^k = (k−1)!! (exact up to degree 2n−1).
+func TestGHNodes(t *testing.T) {
+	z, w := GHNodes(6)
+	want := map[int]float64{0: 1, 2: 1, 4: 3, 6: 15, 8: 105, 10: 945, 1: 0, 3: 0, 11: 0}
+	for k, v := range want {
+		var s float64
+		for q := range z {
+			s += w[q] * math.Pow(z[q], float64(k))
+		}
+		if math.Abs(s-v) > 1e-11*math.Max(1, v) {
+			t.Errorf("E z^%d = %v, want %v", k, s, v)
+		}
+	}
+}
+
+// expectTanh returns E tanh(μ + σz), E tanh²(μ + σz) by composite Simpson on [−12, 12] in z (an independent
+// reference for the quadrature moments).
+func expectTanh(mu, sigma float64) (m1, m2 float64) {
+	const n = 20000
+	a, b := -12.0, 12.0
+	h := (b - a) / n
+	for i := 0; i <= n; i++ {
+		z := a + float64(i)*h
+		c := 2.0
+		if i == 0 || i == n {
+			c = 1
+		} else if i%2 == 1 {
+			c = 4
+		}
+		t := math.Tanh(mu + sigma*z)
+		p := c * math.Exp(-z*z/2) / math.Sqrt(2*math.Pi)
+		m1 += p * t
+		m2 += p * t * t
+	}
+	return m1 * h / 3, m2 * h / 3
+}
+
+// TestMomentsOneUnit: with one input, one hidden unit and deterministic weights the pre-activation is exactly
+// Gaussian, so the Gauss–Hermite propagation gives the exact output mean and variance (vs Simpson, 1e-6 with 30
+// nodes); the Taylor mean has error O(ỹ²) (halving ỹ divides the error by ≈ 4).
+func TestMomentsOneUnit(t *testing.T) {
+	l := layer{in: 1, hid: 1, out: 1}
+	wm := []float64{1.3, 0.2, 0.8, -0.1} // A, a, B, b
+	wv := make([]float64, 4)
+	sm, sv := []float64{0.4}, []float64{0.5}
+	p := newProp(l, GaussHermite, 30)
+	xm, xv := make([]float64, 1), make([]float64, 1)
+	p.forward(wm, wv, sm, sv, xm, xv)
+	mu, sig := 1.3*0.4+0.2, 1.3*math.Sqrt(0.5)
+	m1, m2 := expectTanh(mu, sig)
+	wantM, wantV := 0.8*m1-0.1, 0.64*(m2-m1*m1)
+	if math.Abs(xm[0]-wantM) > 1e-6 || math.Abs(xv[0]-wantV) > 1e-6 {
+		t.Errorf("GH: mean %v var %v, want %v %v", xm[0], xv[0], wantM, wantV)
+	}
+	pt := newProp(l, Taylor, 0)
+	errAt := func(v float64) float64 {
+		pt.forward(wm, wv, sm, []float64{v}, xm, xv)
+		e, _ := expectTanh(mu, 1.3*math.Sqrt(v))
+		return math.Abs(xm[0] - (0.8*e - 0.1))
+	}
+	r := errAt(0.02) / errAt(0.01)
+	if r < 3.5 || r > 4.5 {
+		t.Errorf("Taylor mean error ratio %v under halving ỹ, want ≈ 4", r)
+	}
+}
+
+// TestNatGradDense compares the model's natural gradient with Σg from dense covariances: the chain covariance
+// L⁻¹DL⁻ᵀ per state component (NSSM) and diagonal variances elsewhere, to 1e-12 relative.
+func TestNatGradDense(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		m, x := smallModel(t, dyn, Taylor, 5)
+		g := make([]float64, m.Dim())
+		m.Grad(g, x)
+		got := make([]float64, m.Dim())
+		m.NatGrad(got, g, x)
+		want := make([]float64, m.Dim())
+		d, T := m.Cfg.D, m.T
+		n := T * d
+		if dyn {
+			for i := range d {
+				L := mat.NewDense(T, T, nil)
+				for s := range T {
+					L.Set(s, s, 1)
+					if s > 0 {
+						L.Set(s, s-1, -m.Breve[s*d+i])
+					}
+				}
+				var Li mat.Dense
+				if err := Li.Inverse(L); err != nil {
+					t.Fatal(err)
+				}
+				Dm := mat.NewDense(T, T, nil)
+				for s := range T {
+					Dm.Set(s, s, m.Ring[s*d+i])
+				}
+				var S mat.Dense
+				S.Product(&Li, Dm, Li.T())
+				gc := mat.NewVecDense(T, nil)
+				for s := range T {
+					gc.SetVec(s, g[s*d+i])
+				}
+				var r mat.VecDense
+				r.MulVec(&S, gc)
+				for s := range T {
+					want[s*d+i] = r.AtVec(s)
+				}
+			}
+		} else {
+			for j := range n {
+				want[j] = m.SVar[j] * g[j]
+			}
+		}
+		wv := append(append([]float64(nil), m.WVarF...), m.WVarG...)
+		for j := n; j < len(g); j++ {
+			want[j] = wv[j-n] * g[j]
+		}
+		for j := range got {
+			if math.Abs(got[j]-want[j]) > 1e-12*math.Max(1, math.Abs(want[j])) {
+				t.Fatalf("dynamic=%v: natgrad[%d] = %v, want %v", dyn, j, got[j], want[j])
+			}
+		}
+	}
+}
+
+// TestHyperNewton is the hyperparameter part of tests 6 and 9: after Update the noise log-std posteriors sit at a
+// stationary point, ∂F/∂v̄ = ∂F/∂ṽ = 0 (relative to the size of their terms, 1e-8), and F did not increase.
+func TestHyperNewton(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		m, x := smallModel(t, dyn, GaussHermite, 7)
+		F0 := m.FreeEnergy(x)
+		m.eval(x, nil)
+		m.updateHyper()
+		F1 := m.FreeEnergy(x)
+		gr := m.NewGrad()
+		m.Gradient(gr, x)
+		for i, g := range append(append([]float64(nil), gr.VnMean...), gr.VmMean...) {
+			if math.Abs(g) > 1e-8*float64(m.T) {
+				t.Errorf("dynamic=%v: ∂F/∂v̄[%d] = %v", dyn, i, g)
+			}
+		}
+		for i, v := range m.VnVar {
+			if math.Abs(gr.VnVar[i])*v > 1e-8 {
+				t.Errorf("dynamic=%v: ∂F/∂ṽ_n[%d]·ṽ = %v", dyn, i, gr.VnVar[i]*v)
+			}
+		}
+		if F1 > F0 {
+			t.Errorf("dynamic=%v: hyper update raised F %v → %v", dyn, F0, F1)
+		}
+		// The full between-step update never raises F (it reverts a stage that would).
+		F2 := F1
+		for range 5 {
+			if err := m.Update(x); err != nil {
+				t.Fatal(err)
+			}
+			F3 := m.FreeEnergy(x)
+			if F3 > F2+1e-12*math.Abs(F2) {
+				t.Errorf("dynamic=%v: Update raised F %v → %v", dyn, F2, F3)
+			}
+			F2 = F3
+		}
+	}
+}
+
+// TestBadInput: configuration and data errors before iterating; a state with non-positive variance is not finite at
+// the start of Minimize.
+func TestBadInput(t *testing.T) {
+	X := make([]float64, 10*3)
+	for _, c := range []struct {
+		X    []float64
+		T, P int
+		cfg  Config
+	}{
+		{X, 10, 3, Config{D: 0, H: 2}},
+		{X, 10, 3, Config{D: 2, H: 0}},
+		{X[:3], 1, 3, Config{D: 1, H: 2}},
+		{X[:5], 10, 3, Config{D: 1, H: 2}},
+		{append([]float64{math.NaN()}, X[1:]...), 10, 3, Config{D: 1, H: 2}},
+		{X, 10, 3, Config{D: 1, H: 2, Moments: 7}},
+	} {
+		if _, err := New(c.X, c.T, c.P, c.cfg); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%+v: err = %v", c.cfg, err)
+		}
+	}
+	m, x := smallModel(t, true, Taylor, 1)
+	m.Ring[3] = -1
+	m.VnMean[0] = math.NaN()
+	if _, err := rcg.Minimize(noUpdate{m}, x, rcg.Settings{}, run.Control{MaxIter: 3}); !errors.Is(err, rcg.ErrNotFinite) {
+		t.Errorf("Minimize with a negative variance: err = %v", err)
+	}
+}
+
+// noUpdate hides Update so that Minimize sees the state as given.
+type noUpdate struct{ m *Model }
+
+func (n noUpdate) Dim() int                    { return n.m.Dim() }
+func (n noUpdate) Value(x []float64) float64   { return n.m.Value(x) }
+func (n noUpdate) Grad(g, x []float64) float64 { return n.m.Grad(g, x) }
+func (n noUpdate) NatGrad(d, g, x []float64)   { n.m.NatGrad(d, g, x) }

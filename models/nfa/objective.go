@@ -1,0 +1,197 @@
+package nfa
+
+import (
+	"math"
+	"slices"
+
+	"github.com/geovb/geovb/algos/rcg"
+)
+
+// Value returns F(x) (rcg.Objective).
+func (m *Model) Value(x []float64) float64 { return m.eval(x, nil) }
+
+// Grad writes ∂F/∂x into g and returns F (rcg.Objective).
+func (m *Model) Grad(g, x []float64) float64 {
+	F := m.eval(x, m.grad)
+	copy(g, m.grad.Mean)
+	return F
+}
+
+// NatGrad writes G⁻¹g into dst (rcg.Objective): the Fisher metric of the means of a Gaussian q is its precision
+// (eq. 18), so the natural gradient is Σg (35): w̃ ⊙ g for the diagonal weights and NFA sources, and the two
+// linear scans of one Gaussian Markov chain per state component for the NSSM (eq. 20, notes §2.4).
+func (m *Model) NatGrad(dst, g, x []float64) {
+	d, T := m.Cfg.D, m.T
+	n := T * d
+	if m.Cfg.Dynamic {
+		col, br, ri := make([]float64, T), make([]float64, T), make([]float64, T)
+		for i := range d {
+			for t := range T {
+				col[t], br[t], ri[t] = g[t*d+i], m.Breve[t*d+i], m.Ring[t*d+i]
+			}
+			rcg.ChainNatGrad(col, col, br, ri)
+			for t := range T {
+				dst[t*d+i] = col[t]
+			}
+		}
+	} else {
+		rcg.DiagNatGrad(dst[:n], m.SVar, g[:n])
+	}
+	nf := m.f.size()
+	rcg.DiagNatGrad(dst[n:n+nf], m.WVarF, g[n:n+nf])
+	if m.Cfg.Dynamic {
+		rcg.DiagNatGrad(dst[n+nf:], m.WVarG, g[n+nf:])
+	}
+}
+
+// Update runs the between-step updates of notes §4.2.6 in the order hyperparameters → fixed-point variances
+// (rcg.Updater): the noise log-stds by the VB-EM-type Newton scheme, then the variances by the fixed point (13)
+// (all at once from one gradient). The fixed point is exact only where C_p is linear in the variances; through the
+// Taylor/GH moments it is not, so [I] the update is damped: the first of λ = 1, ½, ¼, ⅛ with
+// F(θ̃_old + λ(θ̃_fp − θ̃_old)) ≤ F(θ̃_old) is kept, else the old variances (FixedPointRejected counts those).
+func (m *Model) Update(x []float64) error {
+	saved := m.State()
+	F0 := m.eval(x, nil) // also fills the squared-error sums obsE, stE
+	m.updateHyper()
+	F1 := m.eval(x, m.grad)
+	if !(F1 <= F0+1e-12*math.Abs(F0)) || math.IsNaN(F1) {
+		m.SetState(saved)
+		m.fpRejected++
+		F1 = m.eval(x, m.grad)
+	}
+	old := m.State()
+	m.fixedPoint(m.grad)
+	target := m.State()
+	cur := make([]float64, len(old))
+	for lam := 1.0; lam > 0.1; lam /= 2 {
+		for i := range cur {
+			cur[i] = old[i] + lam*(target[i]-old[i])
+		}
+		m.SetState(cur)
+		if F2 := m.eval(x, nil); F2 <= F1 {
+			return nil
+		}
+	}
+	m.SetState(old)
+	m.fpRejected++
+	return nil
+}
+
+// FixedPointRejected returns how many between-step updates were reverted because F increased.
+func (m *Model) FixedPointRejected() int { return m.fpRejected }
+
+// fixedPoint applies eq. (13) to every variance from the gradient gr taken at the current state: for a diagonal
+// variance θ̃ ← 1/(2∂C_p/∂θ̃) (notes §2.1); for the chains s̊_t = 1/(2κ_t) and s̆_t from ∂F/∂s̆_t = 0 with κ_t the
+// total derivative of C_p with respect to the marginal variance s̃_t (notes §4.2.6). A non-positive derivative keeps
+// the old value (notes §7.7).
+func (m *Model) fixedPoint(gr *Grad) {
+	diag := func(v, g []float64) {
+		for i := range v {
+			if c := g[i] + 0.5/v[i]; c > 0 && !math.IsInf(c, 0) {
+				v[i] = math.Max(0.5/c, minVar)
+			}
+		}
+	}
+	diag(m.WVarF, gr.WVarF)
+	if !m.Cfg.Dynamic {
+		diag(m.SVar, gr.SVar)
+		return
+	}
+	diag(m.WVarG, gr.WVarG)
+	// Chains: a backward sweep, exact for a linear-Gaussian chain (the backward information recursion). With a_t the
+	// partial ∂C_p/∂s̃_t without the lag-1 term of step t+1, and b_t = ∂C_p/∂Cov(s_t, s_{t−1}) (the direct term of eq.
+	// 103 over s̃_{t−1}), the total derivative is κ_t = a_t + b_{t+1}s̆_{t+1} + s̆_{t+1}²κ_{t+1} with the already updated
+	// s̆_{t+1}, κ_{t+1}; then s̊_t = 1/(2κ_t) and s̆_t = −b_t/(2κ_t) (notes §4.2.6).
+	d, T := m.Cfg.D, m.T
+	for i := range d {
+		var kapN, bN, brOldN, brNewN float64
+		for t := T - 1; t >= 0; t-- {
+			j := t*d + i
+			kap := m.gsTil[j]
+			if t+1 < T {
+				kap += bN*(brNewN-brOldN) + brNewN*brNewN*kapN
+			}
+			b := 0.0
+			if t > 0 {
+				b = m.direct[j] / m.sTil[j-d]
+			}
+			brOldN, brNewN, bN, kapN = m.Breve[j], m.Breve[j], b, kap
+			if !(kap > 0) || math.IsInf(kap, 0) {
+				continue
+			}
+			m.Ring[j] = math.Max(0.5/kap, minVar)
+			if t > 0 {
+				m.Breve[j] = -b / (2 * kap)
+				brNewN = m.Breve[j]
+			}
+		}
+	}
+}
+
+// updateHyper sets q(v) of every noise log-std from the squared-error sums of the last evaluation (notes §4.2.6):
+// C(v̄, ṽ) = M v̄ + ½ S e^{2ṽ−2v̄} + ½·10⁻⁴(v̄² + ṽ) − ½ log ṽ, convex in v̄ (Newton) and with the fixed point
+// ṽ = 1/(2S e^{2ṽ−2v̄} + 10⁻⁴).
+func (m *Model) updateHyper() {
+	for i := range m.VnMean {
+		newtonLogStd(m.obsE[i], float64(m.T), &m.VnMean[i], &m.VnVar[i])
+	}
+	if m.Cfg.Dynamic {
+		for i := range m.VmMean {
+			newtonLogStd(m.stE[i], float64(m.T-1), &m.VmMean[i], &m.VmVar[i])
+		}
+	}
+}
+
+func newtonLogStd(S, M float64, vm, vv *float64) {
+	if !(S > 0) || math.IsInf(S, 0) {
+		return
+	}
+	v, w := *vm, *vv
+	for range 50 { // alternate v̄ (Newton) and ṽ (fixed point) to joint stationarity
+		vOld := v
+		a := S * math.Exp(2*w)
+		v = 0.5 * math.Log(a/M) // minimiser without the vague prior, then Newton with it
+		for range 4 {
+			e := a * math.Exp(-2*v)
+			v -= (M - e + hyperPrec*v) / (2*e + hyperPrec)
+		}
+		v = math.Max(v, -20) // notes §7.6
+		for range 4 {
+			w = 1 / (2*S*math.Exp(2*w-2*v) + hyperPrec)
+		}
+		if math.Abs(v-vOld) < 1e-15*math.Max(1, math.Abs(v)) {
+			break
+		}
+	}
+	*vm, *vv = v, w
+}
+
+// State returns a copy of every posterior parameter except the means (rcg.Stateful).
+func (m *Model) State() []float64 {
+	var s []float64
+	for _, v := range m.stateParts() {
+		s = append(s, v...)
+	}
+	return s
+}
+
+// SetState restores what State returned (rcg.Stateful).
+func (m *Model) SetState(s []float64) error {
+	n := 0
+	for _, v := range m.stateParts() {
+		n += len(v)
+	}
+	if len(s) != n {
+		return ErrBadInput
+	}
+	for _, v := range m.stateParts() {
+		copy(v, s)
+		s = s[len(v):]
+	}
+	return nil
+}
+
+func (m *Model) stateParts() [][]float64 {
+	return slices.DeleteFunc([][]float64{m.SVar, m.Ring, m.Breve, m.WVarF, m.WVarG, m.VnMean, m.VnVar, m.VmMean, m.VmVar},
+		func(v []float64) bool { return v == nil })
+}

@@ -15,12 +15,12 @@ import (
 
 	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/datasets"
-	common "github.com/geovb/geovb/examples/lrvga-common"
+	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
-	fl := common.Register(common.Flags{D: 100, N: 10000, P: 10, Inner: 3, Seed: 1})
+	fl := lrvgacli.Register(lrvgacli.Flags{D: 100, N: 10000, P: 10, Inner: 3, Seed: 1})
 	libsvm := flag.String("libsvm", "", "read the inputs from a LIBSVM file")
 	madelon := flag.String("madelon", "", "read the inputs from a counted dense table (Madelon)")
 	batch := flag.Int("batch", 10, "batch EM iterations (0: none)")
@@ -38,7 +38,7 @@ func main() {
 		o = fl.LoadData()
 	}
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	if o != nil {
 		fl.D, fl.N, x = o.D, o.N, o.X
@@ -49,7 +49,7 @@ func main() {
 		x = glm.FactorInputs(fl.D, fl.P, fl.N, fl.Seed)
 	}
 	d, n, p := fl.D, fl.N, fl.P
-	b := common.Open(fl.Backend)
+	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
 	ldS := 0.0
 	if n >= d && d <= 2000 {
@@ -60,23 +60,23 @@ func main() {
 	cfg := lrvga.FAConfig{D: d, P: p, Inner: fl.Inner, Seed: fl.Seed, PseudoCount: *pseudo}
 	rec, err := lrvga.NewRecursiveFA(b, cfg)
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	defer rec.Close()
 	cfg.Inner = 1
 	onl, err := lrvga.NewOnlineFA(b, cfg, 500)
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	defer onl.Close()
 	next := 1
 	for t := 0; t < n; t++ {
 		row := x[t*d : (t+1)*d]
 		if err := rec.Update(row); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		if err := onl.Update(row); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		if t+1 == next || t+1 == n {
 			for _, m := range []struct {
@@ -88,9 +88,9 @@ func main() {
 			} {
 				kl, err := m.kl()
 				if err != nil {
-					common.Fatal(err)
+					lrvgacli.Fatal(err)
 				}
-				common.Emit(map[string]any{"t": t + 1, "method": m.name, "kl": kl - 0.5*ldS})
+				lrvgacli.Emit(map[string]any{"t": t + 1, "method": m.name, "kl": kl - 0.5*ldS})
 			}
 			next = int(math.Ceil(float64(next) * 1.5))
 		}
@@ -99,17 +99,17 @@ func main() {
 		w, _ := b.Alloc(rec.W.Shape())
 		psi, _ := b.Alloc(rec.Psi.Shape())
 		if err := lrvga.InitFactors(b, w, psi, math.Sqrt(float64(d)), 1e-8, 0, fl.Seed); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		for it := 1; it <= *batch; it++ {
 			if _, err := lrvga.BatchFA(b, w, psi, x, n, 1, 0); err != nil {
-				common.Fatal(err)
+				lrvgacli.Fatal(err)
 			}
 			kl, err := lrvga.FAKL(b, w, psi, x, n)
 			if err != nil {
-				common.Fatal(err)
+				lrvgacli.Fatal(err)
 			}
-			common.Emit(map[string]any{"iter": it, "method": "batch-em", "kl": kl - 0.5*ldS})
+			lrvgacli.Emit(map[string]any{"iter": it, "method": "batch-em", "kl": kl - 0.5*ldS})
 		}
 	}
 }

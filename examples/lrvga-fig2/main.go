@@ -10,12 +10,12 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/algos/lrvga"
-	common "github.com/geovb/geovb/examples/lrvga-common"
+	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
-	fl := common.Register(common.Flags{D: 100, N: 1000, P: 10, Inner: 3, Seed: 1})
+	fl := lrvgacli.Register(lrvgacli.Flags{D: 100, N: 1000, P: 10, Inner: 3, Seed: 1})
 	kalman := flag.Bool("kalman", true, "also run the dense Kalman filter (d ≤ 2000)")
 	cond := flag.Float64("c", 1, "condition exponent c (condition number d^c)")
 	flag.Parse()
@@ -27,15 +27,15 @@ func main() {
 		x, y = data.X, data.Y
 	}
 	d, n := fl.D, fl.N
-	b := common.Open(fl.Backend)
+	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
 	post, err := lrvga.NewLinearPosterior(x, y, d, 1, 1)
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	f, err := lrvga.New(b, lrvga.Config{D: d, P: fl.P, Inner: fl.Inner, Seed: fl.Seed})
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
 	var kf *lrvga.Dense
@@ -46,18 +46,18 @@ func main() {
 	report := func(t int) {
 		kl, err := post.KL(f)
 		if err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
-		common.Emit(map[string]any{"t": t, "method": "lrvga", "p": fl.P, "inner": fl.Inner, "kl": kl})
+		lrvgacli.Emit(map[string]any{"t": t, "method": "lrvga", "p": fl.P, "inner": fl.Inner, "kl": kl})
 		if kf != nil {
-			common.Emit(map[string]any{"t": t, "method": "kalman", "kl": post.KLDense(kf)})
+			lrvgacli.Emit(map[string]any{"t": t, "method": "kalman", "kl": post.KLDense(kf)})
 		}
 	}
 	report(0)
 	for t := 0; t < n; t++ {
 		row := x[t*d : (t+1)*d]
 		if err := f.Update(row, y[t]); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		if kf != nil {
 			kf.KalmanUpdate(row, y[t], 1)

@@ -11,12 +11,12 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/algos/lrvga"
-	common "github.com/geovb/geovb/examples/lrvga-common"
+	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
-	fl := common.Register(common.Flags{D: 200, N: 1000, P: 10, Inner: 1, Seed: 1})
+	fl := lrvgacli.Register(lrvgacli.Flags{D: 200, N: 1000, P: 10, Inner: 1, Seed: 1})
 	sigma0 := flag.Float64("sigma0", 4, "prior standard deviation σ₀")
 	coefS := flag.Float64("coefs", 0.2, "class separation exponent: s = 1/d^coefs")
 	nkl := flag.Int("nkl", 5, "Monte Carlo draws for KL̃")
@@ -30,12 +30,12 @@ func main() {
 		x, y = data.X, data.Y
 	}
 	d, n := fl.D, fl.N
-	b := common.Open(fl.Backend)
+	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
 	f, err := lrvga.New(b, lrvga.Config{D: d, P: fl.P, Inner: fl.Inner, Seed: fl.Seed, Scheme: lrvga.SchemeLogistic,
 		Sigma0: *sigma0, InitStd: 1e-3})
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
 	obj := &lrvga.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
@@ -47,7 +47,7 @@ func main() {
 	for t := 0; t < n; t++ {
 		row := x[t*d : (t+1)*d]
 		if err := f.Update(row, y[t]); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		if q != nil {
 			q.RVGALogisticUpdate(row, y[t])
@@ -55,15 +55,15 @@ func main() {
 		if t+1 == next || t+1 == n {
 			kl, err := obj.KL(f)
 			if err != nil {
-				common.Fatal(err)
+				lrvgacli.Fatal(err)
 			}
-			common.Emit(map[string]any{"t": t + 1, "method": "lrvga", "p": fl.P, "kl": kl, "psi_clamped": f.Clamped()})
+			lrvgacli.Emit(map[string]any{"t": t + 1, "method": "lrvga", "p": fl.P, "kl": kl, "psi_clamped": f.Clamped()})
 			if q != nil {
 				kd, err := obj.KLDense(q.Mu.RawVector().Data, q.P)
 				if err != nil {
-					common.Fatal(err)
+					lrvgacli.Fatal(err)
 				}
-				common.Emit(map[string]any{"t": t + 1, "method": "rvga-dense", "kl": kd})
+				lrvgacli.Emit(map[string]any{"t": t + 1, "method": "rvga-dense", "kl": kd})
 			}
 			next = int(math.Ceil(float64(next) * 1.5))
 		}

@@ -11,12 +11,12 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/algos/lrvga"
-	common "github.com/geovb/geovb/examples/lrvga-common"
+	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
-	fl := common.Register(common.Flags{D: 1000, N: 1000, P: 10, Inner: 1, Seed: 1})
+	fl := lrvgacli.Register(lrvgacli.Flags{D: 1000, N: 1000, P: 10, Inner: 1, Seed: 1})
 	sigma0 := flag.Float64("sigma0", 1, "prior standard deviation σ₀")
 	coefS := flag.Float64("coefs", 0.15, "class separation exponent: s = 1/d^coefs")
 	k := flag.Int("k", 10, "ensemble draws K per expectation")
@@ -31,26 +31,26 @@ func main() {
 		x, y = data.X, data.Y
 	}
 	d, n := fl.D, fl.N
-	b := common.Open(fl.Backend)
+	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
 	f, err := lrvga.New(b, lrvga.Config{D: d, P: fl.P, Inner: fl.Inner, Seed: fl.Seed, Scheme: *scheme,
 		Model: glm.Logistic{}, Samples: *k, Sigma0: *sigma0, InitStd: 1e-2})
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
 	obj := &lrvga.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
 	next := 1
 	for t := 0; t < n; t++ {
 		if err := f.Update(x[t*d:(t+1)*d], y[t]); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		if t+1 == next || t+1 == n {
 			kl, err := obj.KL(f)
 			if err != nil {
-				common.Fatal(err)
+				lrvgacli.Fatal(err)
 			}
-			common.Emit(map[string]any{"t": t + 1, "scheme": *scheme, "k": *k, "kl": kl})
+			lrvgacli.Emit(map[string]any{"t": t + 1, "scheme": *scheme, "k": *k, "kl": kl})
 			next = int(math.Ceil(float64(next) * 1.5))
 		}
 	}

@@ -17,15 +17,15 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/geovb/geovb/algos/lrvga"
-	common "github.com/geovb/geovb/examples/lrvga-common"
+	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/tensor"
 )
 
 func main() {
-	fl := common.Register(common.Flags{D: 1000000, N: 2, P: 100, Inner: 3, Seed: 1})
+	fl := lrvgacli.Register(lrvgacli.Flags{D: 1000000, N: 2, P: 100, Inner: 3, Seed: 1})
 	flag.Parse()
 	d, p := fl.D, fl.P
-	b := common.Open(fl.Backend)
+	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
 	r := rand.New(rand.NewPCG(fl.Seed, 1))
 	x := make([]float64, d)
@@ -35,29 +35,29 @@ func main() {
 	// GEMM floor: the Gram matrix Wᵀ W of a d×p factor, dp² multiply-adds.
 	w, err := b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: p})
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	g, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: p, Cols: p})
 	_ = b.Fill(w, 0.5)
 	start := time.Now()
 	if err := b.Gemm(blas.Trans, blas.NoTrans, 1, w, w, 0, g); err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	_ = b.Sync()
 	rate := float64(d) * float64(p) * float64(p) / time.Since(start).Seconds() // multiply-adds per second
 	b.Free(w)
 	b.Free(g)
-	common.Emit(map[string]any{"gemm_gmacs": rate / 1e9})
+	lrvgacli.Emit(map[string]any{"gemm_gmacs": rate / 1e9})
 
 	// Table 1: one recursive-EM step (covariance mode, 1 inner iteration): state W, ψ.
 	fa, err := lrvga.NewRecursiveFA(b, lrvga.FAConfig{D: d, P: p, Inner: 1, Seed: fl.Seed})
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	for t := 0; t < fl.N; t++ {
 		start := time.Now()
 		if err := fa.Update(x); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		_ = b.Sync()
 		emit("recursive-em", 1, t, time.Since(start).Seconds(), rate, d, p, 8*int64(d)*int64(p+1), b.MemInUse())
@@ -66,12 +66,12 @@ func main() {
 	// Table 2: one L-RVGA linear-regression step with -inner iterations: state μ, W, ψ = 8d(p+2) bytes.
 	f, err := lrvga.New(b, lrvga.Config{D: d, P: p, Inner: fl.Inner, Seed: fl.Seed})
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	for t := 0; t < fl.N; t++ {
 		start := time.Now()
 		if err := f.Update(x, 1); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		_ = b.Sync()
 		emit("lrvga-linear", fl.Inner, t, time.Since(start).Seconds(), rate, d, p, f.StateBytes(), b.MemInUse())
@@ -85,7 +85,7 @@ func emit(method string, inner, t int, sec, rate float64, d, p int, state, inUse
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	floor := float64(6*inner+1) * float64(d) * float64(p) * float64(p) / rate
-	common.Emit(map[string]any{"method": method, "d": d, "p": p, "inner": inner, "step": t + 1,
+	lrvgacli.Emit(map[string]any{"method": method, "d": d, "p": p, "inner": inner, "step": t + 1,
 		"seconds": sec, "gemm_floor_seconds": floor, "ratio_to_floor": sec / floor,
 		"state_bytes": state, "backend_bytes_in_use": inUse, "go_heap_sys_bytes": ms.HeapSys})
 }

@@ -12,17 +12,17 @@ import (
 
 	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/backend"
-	common "github.com/geovb/geovb/examples/lrvga-common"
+	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
 func main() {
-	fl := common.Register(common.Flags{D: 10000, N: 1, P: 10, Inner: 1, Seed: 1})
+	fl := lrvgacli.Register(lrvgacli.Flags{D: 10000, N: 1, P: 10, Inner: 1, Seed: 1})
 	k := flag.Int("k", 10, "ensemble draws K")
 	flag.Parse()
 	d, p := fl.D, fl.P
-	b := common.Open(fl.Backend)
+	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
 	c := rng.Counter{Seed: fl.Seed, Stream: 5}
 	host := func(n int, f func(i int, u float64) float64) []float64 {
@@ -37,11 +37,11 @@ func main() {
 	up := func(v []float64, r, cols int) *tensor.Tensor {
 		t, err := b.Alloc(tensor.Shape{Batch: 1, Rows: r, Cols: cols})
 		if err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		h, _ := tensor.FromSlice(v, 1, r, cols)
 		if err := b.Upload(t, h); err != nil {
-			common.Fatal(err)
+			lrvgacli.Fatal(err)
 		}
 		return t
 	}
@@ -52,13 +52,13 @@ func main() {
 	x := up(xH, d, 1)
 	lr, err := backend.NewLowRank(b, w, psi)
 	if err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	defer lr.Close()
 	tr, _ := lr.Trace()
 	px, _ := b.Alloc(x.Shape())
 	if err := lr.Solve(px, x); err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	pxH := make([]float64, d)
 	h, _ := tensor.FromSlice(pxH, 1, d, 1)
@@ -70,7 +70,7 @@ func main() {
 	}
 	th, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: *k})
 	if err := lr.Sample(th, nil, rng.Counter{Seed: fl.Seed, Stream: 6}); err != nil {
-		common.Fatal(err)
+		lrvgacli.Fatal(err)
 	}
 	xs := make([]float64, d**k)
 	hs, _ := tensor.FromSlice(xs, 1, d, *k)
@@ -85,6 +85,6 @@ func main() {
 		}
 		ens += lrvga.Sigmoid(a)
 	}
-	common.Emit(map[string]any{"d": d, "p": p, "k": *k, "trace_P": tr, "ensemble_mean_sq_norm": sq / float64(*k),
+	lrvgacli.Emit(map[string]any{"d": d, "p": p, "k": *k, "trace_P": tr, "ensemble_mean_sq_norm": sq / float64(*k),
 		"baseline_probit": lrvga.Sigmoid(lrvga.ProbitK(nu) * xmu), "ensemble_E_sigmoid": ens / float64(*k), "nu": nu})
 }

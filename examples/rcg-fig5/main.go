@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
-	rcgplot "github.com/geovb/geovb/examples/rcg-common"
+	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/models/mog"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	rcgplot "github.com/geovb/geovb/examples/rcg-common"
+	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"log"
 	"time"
 
-	"github.com/geovb/geovb/examples/rcg-nssm/compare"
+	"github.com/geovb/geovb/examples/internal/nfacompare"
 )
 
 func main() {
@@ -20,7 +20,7 @@ func main() {
 	gh := flag.Bool("gh", false, "Gauss–Hermite moments instead of Taylor")
 	svg := flag.String("svg", "rcg-nfa.svg", "SVG output")
 	flag.Parse()
-	if err := compare.Main(false, *grid, *seeds, *rcgCap, *capF, *gh, *svg); err != nil {
+	if err := nfacompare.Main(false, *grid, *seeds, *rcgCap, *capF, *gh, *svg); err != nil {
 		log.Fatal(err)
 	}
 }

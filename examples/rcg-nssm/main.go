@@ -9,7 +9,7 @@ import (
 	"log"
 	"time"
 
-	"github.com/geovb/geovb/examples/rcg-nssm/compare"
+	"github.com/geovb/geovb/examples/internal/nfacompare"
 )
 
 func main() {
@@ -20,7 +20,7 @@ func main() {
 	gh := flag.Bool("gh", false, "Gauss–Hermite moments instead of Taylor")
 	svg := flag.String("svg", "rcg-nssm.svg", "SVG output")
 	flag.Parse()
-	if err := compare.Main(true, *grid, *seeds, *rcgCap, *capF, *gh, *svg); err != nil {
+	if err := nfacompare.Main(true, *grid, *seeds, *rcgCap, *capF, *gh, *svg); err != nil {
 		log.Fatal(err)
 	}
 }

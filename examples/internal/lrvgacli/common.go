@@ -1,6 +1,6 @@
 // Package common holds the flags and output helpers shared by the L-RVGA example programs (examples/lrvga-*): every
 // program takes -d, -n, -p, -inner, -seed, -backend and -data, and prints its metrics as JSON lines on stdout.
-package common
+package lrvgacli
 
 import (
 	"encoding/json"

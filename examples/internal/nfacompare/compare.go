@@ -1,5 +1,5 @@
-// Package compare is the size sweep shared by examples/rcg-nssm and examples/rcg-nfa.
-package compare
+// Package nfacompare is the size sweep shared by examples/rcg-nssm and examples/rcg-nfa.
+package nfacompare
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
-	rcgplot "github.com/geovb/geovb/examples/rcg-common"
+	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/models/nfa"
 )
 

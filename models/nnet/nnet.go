@@ -1,0 +1,163 @@
+// Package nnet is the Bayesian neural-network classifier of paper 000's NNVB experiment (§5.3, Fig. 7; notes
+// 4.3.1), in the deepGLM style of Tran et al. (2019): a Bernoulli likelihood whose logit is a feed-forward network
+// with two hidden layers of 10 units.
+//
+// Choices the paper leaves open (notes 4.3.1, 9.6), documented here:
+//   - layout, d = 10p + 10·11 + 11 (= 361 for German credit's p = 24 columns without an intercept column): layer 1
+//     maps the p inputs to 10 units with no bias (deepGLM's count: its first layer has none); layer 2 maps 10 → 10
+//     with a bias; the output is one logit from 10 units plus a bias;
+//   - θ order: W₁ (10×p, row-major), W₂ (10×10, row-major), b₂ (10), w₃ (10), b₃;
+//   - activation tanh (deepGLM uses ReLU; tanh keeps log p smooth so gradients are checked by finite differences);
+//   - prior θ ~ N(0, σ₀² I) with σ₀² = PriorVar (1 by default; the paper states no prior).
+package nnet
+
+import (
+	"errors"
+	"math"
+
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/tensor"
+)
+
+// Hidden is the width of both hidden layers.
+const Hidden = 10
+
+// Model is the classifier with its data: X (n×p row-major) and labels Y ∈ {0, 1}.
+type Model struct {
+	X, Y     []float64
+	N, P     int
+	PriorVar float64
+}
+
+// New returns the model with prior variance 1; x is n×p row-major, y has n labels in {0, 1}.
+func New(x, y []float64, n, p int) (*Model, error) {
+	if n < 1 || p < 1 || len(x) != n*p || len(y) != n {
+		return nil, errors.New("nnet: data shapes disagree")
+	}
+	for _, v := range y {
+		if v != 0 && v != 1 {
+			return nil, errors.New("nnet: labels must be 0 or 1")
+		}
+	}
+	return &Model{X: x, Y: y, N: n, P: p, PriorVar: 1}, nil
+}
+
+// Dim is 10p + 121.
+func (m *Model) Dim() int { return Hidden*m.P + Hidden*Hidden + 2*Hidden + 1 }
+
+func softplus(x float64) float64 {
+	if x > 0 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// LogPostGradHost returns log p(θ) + log p(y|θ) and, when grad is not nil, writes its gradient (backpropagation).
+func (m *Model) LogPostGradHost(theta, grad []float64) float64 {
+	p, H := m.P, Hidden
+	w1 := theta[:H*p]
+	w2 := theta[H*p : H*p+H*H]
+	b2 := theta[H*p+H*H : H*p+H*H+H]
+	w3 := theta[H*p+H*H+H : H*p+H*H+2*H]
+	b3 := theta[H*p+H*H+2*H]
+	lp := -0.5 * float64(len(theta)) * math.Log(2*math.Pi*m.PriorVar)
+	for _, t := range theta {
+		lp -= t * t / (2 * m.PriorVar)
+	}
+	if grad != nil {
+		for i, t := range theta {
+			grad[i] = -t / m.PriorVar
+		}
+	}
+	var h1, h2, d1, d2 [Hidden]float64
+	for i := 0; i < m.N; i++ {
+		x := m.X[i*p : (i+1)*p]
+		for j := 0; j < H; j++ {
+			s := 0.0
+			for k, v := range x {
+				s += w1[j*p+k] * v
+			}
+			h1[j] = math.Tanh(s)
+		}
+		eta := b3
+		for j := 0; j < H; j++ {
+			s := b2[j]
+			for k := 0; k < H; k++ {
+				s += w2[j*H+k] * h1[k]
+			}
+			h2[j] = math.Tanh(s)
+			eta += w3[j] * h2[j]
+		}
+		lp += m.Y[i]*eta - softplus(eta)
+		if grad == nil {
+			continue
+		}
+		r := m.Y[i] - sigmoid(eta) // ∂/∂η
+		g3 := grad[H*p+H*H+H:]
+		for j := 0; j < H; j++ {
+			g3[j] += r * h2[j]
+			d2[j] = r * w3[j] * (1 - h2[j]*h2[j])
+		}
+		grad[H*p+H*H+2*H] += r
+		for j := 0; j < H; j++ {
+			grad[H*p+H*H+j] += d2[j]
+			for k := 0; k < H; k++ {
+				grad[H*p+j*H+k] += d2[j] * h1[k]
+			}
+		}
+		for k := 0; k < H; k++ {
+			s := 0.0
+			for j := 0; j < H; j++ {
+				s += d2[j] * w2[j*H+k]
+			}
+			d1[k] = s * (1 - h1[k]*h1[k])
+		}
+		for j := 0; j < H; j++ {
+			if d1[j] == 0 {
+				continue
+			}
+			for k, v := range x {
+				grad[j*p+k] += d1[j] * v
+			}
+		}
+	}
+	return lp
+}
+
+// LogPostGrad evaluates every column of theta (batch×d×S) on the host, writing lp (batch×1×S) and grad.
+func (m *Model) LogPostGrad(b backend.Backend, lp, grad, theta *tensor.Tensor) error {
+	s := theta.Shape()
+	d := m.Dim()
+	if s.Rows != d {
+		return backend.Errorf("nnet", "theta", backend.ErrShape, "theta is %v, want batch×%d×S", s, d)
+	}
+	th := tensor.NewHost(s.Batch, d, s.Cols)
+	if err := b.Download(th, theta); err != nil {
+		return err
+	}
+	hl, hg := tensor.NewHost(s.Batch, 1, s.Cols), tensor.NewHost(s.Batch, d, s.Cols)
+	x, g := make([]float64, d), make([]float64, d)
+	for k := 0; k < s.Batch; k++ {
+		for c := 0; c < s.Cols; c++ {
+			for i := range x {
+				x[i] = th.At(k, i, c)
+			}
+			hl.Set(k, 0, c, m.LogPostGradHost(x, g))
+			for i := range g {
+				hg.Set(k, i, c, g[i])
+			}
+		}
+	}
+	if err := b.Upload(lp, hl); err != nil {
+		return err
+	}
+	return b.Upload(grad, hg)
+}

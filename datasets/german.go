@@ -30,7 +30,7 @@ func ReadGermanFile(path string) (*German, error) {
 
 // ReadGerman reads the whitespace-separated numeric German credit table: one row per line of 24 finite numeric
 // covariates and a class in the last column. The class is coded either as in UCI's german.data-numeric (1 = good,
-// 2 = bad, the file in ../shared/data) or already recoded as 1 = good, 0 = bad (VBLab's GermanCredit.mat); both are
+// 2 = bad, the file in ../shared/data) or already recoded as 1 = good, 0 = bad; both are
 // returned as y ∈ {1, 0}, the recoding of paper 000's code (notes 4.1.1). Blank lines and CRLF endings are allowed.
 // A missing or extra field, a non-numeric or non-finite value, a label outside the two codings, or a file that
 // mixes them (a 0 and a 2) is a *ParseError naming file, line and column (1-based, in bytes).

@@ -201,7 +201,7 @@ func TestScoreGradMatchesExplicit(t *testing.T) {
 				t.Fatalf("batch %d coordinate %d: %v, explicit %v", batch, i, got[i], want[i])
 			}
 		}
-		// c for the next batch: Cov(g h, g)/Var(g) with the MATLAB cov convention.
+		// c for the next batch: Cov(g h, g)/Var(g), both with the unbiased (S − 1) normalisation.
 		for i := 0; i < nc; i++ {
 			var sg, sgh, sgg, sggh float64
 			for s := 0; s < S; s++ {

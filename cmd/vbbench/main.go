@@ -6,7 +6,8 @@
 // retraction, SPD retraction and transport, Kronecker solve, the low-rank capacitance, Woodbury solve, ensemble
 // sampling and recursive-EM step, the sphere geodesic flow) is first checked against its reference implementation
 // on a small instance, then timed: warm-up, repeated samples, median and spread, operands rotated over enough
-// buffers that caches do not flatter small sizes. The report gives time, GFLOP/s, GB/s and the percentage of the
+// buffers that caches do not flatter small sizes. With -algos, one iteration of each method named (algos.go) is
+// timed the same way, checked for determinism instead of against a reference. The report gives time, GFLOP/s, GB/s and the percentage of the
 // workload's floor reached: max(flops / GEMM rate, bytes / bandwidth) / time.
 //
 // Usage:
@@ -20,6 +21,7 @@
 //	go run ./cmd/vbbench -quick                         # a few seconds (CI)
 //	go run ./cmd/vbbench -sizes large -ops lowrank      # d = 1e6, p = 100
 //	go run ./cmd/vbbench -d 1000000 -p 100 -k 10        # explicit dimensions (the workloads using d, p and k)
+//	go run ./cmd/vbbench -algos all                     # one iteration of each method (algo.*) instead of the hot ops
 //	go run ./cmd/vbbench -backend cpu,cuda              # side by side, with ratios
 //	go run ./cmd/vbbench -json new.json -compare old.json
 //
@@ -103,7 +105,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("vbbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	backends := fs.String("backend", "", "backends to run, comma-separated (e.g. cpu,cuda); auto is the best that starts (default $GEOVB_BACKEND, else auto)")
-	ops := fs.String("ops", "all", "workloads to run, comma-separated names or groups (qr, spd, kron, lowrank, sphere), or all; see -list")
+	ops := fs.String("ops", "all", "hot-operation workloads to run, comma-separated names or groups (qr, spd, kron, lowrank, sphere), or all; see -list (default all, or none when -algos is given)")
+	algos := fs.String("algos", "", "method steps to run, comma-separated method names (mgvb, lrvga, sggmc, cholng, rcg) or all: the algo.* workloads (default none)")
 	sizes := fs.String("sizes", "small,medium", "size classes, comma-separated: small, medium, large, quick, or all")
 	fs.Var(intFlag{&cfg.custom.Batch}, "batch", "explicit dimension `N`: batch count (qr.batch, spd.*, kron.solve, sphere.flow)")
 	fs.Var(intFlag{&cfg.custom.M}, "m", "explicit dimension `N`: rows of G (kron.solve), spheres per state (sphere.flow)")
@@ -203,16 +206,56 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 
-	// Workloads: names or groups; with explicit dims, "all" means the workloads that use every dim given.
+	// Workloads: names or groups; with explicit dims, "all" means the workloads that use every dim given. -ops
+	// selects the hot operations, -algos the method steps; without -ops, -algos runs the methods alone.
+	opsSet := false
+	fs.Visit(func(f *flag.Flag) { opsSet = opsSet || f.Name == "ops" })
+	if !opsSet && *algos != "" {
+		*ops = ""
+	}
+	if err := cfg.selectWorkloads(*ops, false); err != nil {
+		return nil, err
+	}
+	if err := cfg.selectWorkloads(*algos, true); err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.ops {
+		for _, name := range cfg.customSet {
+			if !slices.Contains(w.uses, name) {
+				return nil, usagef("workload %s has no dimension -%s (it uses %s)", w.name, name, strings.Join(w.uses, ", "))
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// selectWorkloads adds to cfg.ops the workloads a -ops list (algo false: hot operations, by name or group) or an
+// -algos list (algo true: method steps, by method name or full name) names.
+func (cfg *config) selectWorkloads(list string, algo bool) error {
+	if strings.TrimSpace(list) == "" {
+		return nil
+	}
 	var names []string
 	for _, w := range workloads {
-		names = append(names, w.name)
+		if isAlgo(w) == algo {
+			names = append(names, w.name)
+		}
 	}
-	for _, o := range strings.Split(*ops, ",") {
+	flagName := "-ops"
+	if algo {
+		flagName = "-algos"
+	}
+	for _, o := range strings.Split(list, ",") {
 		o = strings.TrimSpace(o)
 		var matched []*workload
 		for _, w := range workloads {
-			group, _, _ := strings.Cut(w.name, ".")
+			if isAlgo(w) != algo {
+				continue
+			}
+			group, method, _ := strings.Cut(w.name, ".")
+			if algo {
+				group = method // -algos takes the method name: "mgvb" for algo.mgvb
+			}
 			switch {
 			case o == "all" && len(cfg.customSet) > 0:
 				if usesAll(w, cfg.customSet) {
@@ -224,9 +267,13 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		if len(matched) == 0 {
 			if o == "all" {
-				return nil, usagef("no workload uses all of -%s", strings.Join(cfg.customSet, ", -"))
+				return usagef("no %s workload uses all of -%s", flagName, strings.Join(cfg.customSet, ", -"))
 			}
-			return nil, usagef("unknown workload %q (have %s; or a group before the dot, or all)", o, strings.Join(names, ", "))
+			hint := "or a group before the dot, or all"
+			if algo {
+				hint = "or the method name after the dot, or all"
+			}
+			return usagef("%s: unknown workload %q (have %s; %s)", flagName, o, strings.Join(names, ", "), hint)
 		}
 		for _, w := range matched {
 			if !slices.Contains(cfg.ops, w) {
@@ -234,14 +281,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 			}
 		}
 	}
-	for _, w := range cfg.ops {
-		for _, name := range cfg.customSet {
-			if !slices.Contains(w.uses, name) {
-				return nil, usagef("workload %s has no dimension -%s (it uses %s)", w.name, name, strings.Join(w.uses, ", "))
-			}
-		}
-	}
-	return cfg, nil
+	return nil
 }
 
 func usesAll(w *workload, names []string) bool {
@@ -502,6 +542,12 @@ func benchmark(cfg *config, stdout, stderr io.Writer) (*report, int) {
 		}
 	}
 	printTable(stdout, rep)
+	for _, r := range rep.Records {
+		if r.Check == checkDeterminism {
+			fmt.Fprintln(stdout, "algo.*: method steps have no reference implementation; each is checked for determinism instead (two runs from the same seed agree, no NaN)")
+			break
+		}
+	}
 	for _, o := range bes {
 		if len(o.floors.Runs) > 1 {
 			printFloors(stdout, o.b.Name()+" floors used:", o.floors)
@@ -530,6 +576,10 @@ func runCase(o *opened, c benchCase, cfg *config, progress func(string)) record 
 	relErr, err := checkKernel(b, c.w, c.d, cfg.seed+1000)
 	rec.CheckRelErr = relErr
 	rec.CheckDims = c.w.check(c.d).label(c.w.uses)
+	rec.Check = checkReference
+	if c.w.checkKind != "" {
+		rec.Check = c.w.checkKind
+	}
 	if err != nil {
 		rec.Status, rec.Error = statusError, err.Error()
 		if errors.Is(err, errWrong) {

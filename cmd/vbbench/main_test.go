@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -114,12 +115,13 @@ func TestQuickJSON(t *testing.T) {
 	if !finitePositive(fl.BandGBps) || !finitePositive(fl.GemmGFLOPS) || fl.GemmN < 64 {
 		t.Errorf("floors %+v", fl)
 	}
-	if len(rep.Records) != len(workloads) {
-		t.Errorf("%d records, want one per workload (%d)", len(rep.Records), len(workloads))
+	hot := hotWorkloads()
+	if len(rep.Records) != len(hot) {
+		t.Errorf("%d records, want one per hot-operation workload (%d)", len(rep.Records), len(hot))
 	}
 	for i, r := range rep.Records {
-		if i < len(workloads) && r.Workload != workloads[i].name {
-			t.Errorf("record %d is %s, want %s", i, r.Workload, workloads[i].name)
+		if i < len(hot) && r.Workload != hot[i].name {
+			t.Errorf("record %d is %s, want %s", i, r.Workload, hot[i].name)
 		}
 		if r.Status != statusOK {
 			t.Errorf("%s: status %s: %s", r.Workload, r.Status, r.Error)
@@ -156,7 +158,7 @@ func TestQuickJSON(t *testing.T) {
 				r.BackendMemBytes)
 		}
 	}
-	for _, w := range workloads {
+	for _, w := range hot {
 		if !strings.Contains(quick.out, w.name) {
 			t.Errorf("table has no row for %s", w.name)
 		}
@@ -177,8 +179,8 @@ func TestQuickCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != len(workloads)+1 || !slices.Equal(rows[0], csvHeader) {
-		t.Fatalf("%d CSV rows (want %d) with header %v", len(rows), len(workloads)+1, rows[0])
+	if len(rows) != len(hotWorkloads())+1 || !slices.Equal(rows[0], csvHeader) {
+		t.Fatalf("%d CSV rows (want %d) with header %v", len(rows), len(hotWorkloads())+1, rows[0])
 	}
 }
 
@@ -293,6 +295,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-backend", "nosuch"}, "unknown backend"},
 		{[]string{"-backend", "cpu,cpu"}, "twice"},
 		{[]string{"-ops", "nosuch"}, "unknown workload"},
+		{[]string{"-algos", "nosuch"}, "-algos: unknown workload"},
+		{[]string{"-ops", "algo.mgvb"}, "-ops: unknown workload"},
 		{[]string{"-sizes", "huge"}, "unknown size"},
 		{[]string{"-quick", "-sizes", "small"}, "-quick"},
 		{[]string{"-d", "1000", "-sizes", "small"}, "replace -sizes"},
@@ -392,5 +396,70 @@ func TestWrongKernel(t *testing.T) {
 				t.Errorf("sphere.flow: %s %s", r.Status, r.Error)
 			}
 		}
+	}
+}
+
+// hotWorkloads are the workloads of the default run: the hot operations, no method step.
+func hotWorkloads() []*workload {
+	var out []*workload
+	for _, w := range workloads {
+		if !isAlgo(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// TestQuickAlgos: -quick -algos all runs every method step (and no hot operation), each checked for
+// determinism, with a complete JSON record.
+func TestQuickAlgos(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "algos.json")
+	code, out, errs := runMain(t, "-quick", "-backend", "cpu", "-algos", "all", "-json", path)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	rep, err := readReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, w := range workloads {
+		if isAlgo(w) {
+			want = append(want, w.name)
+		}
+	}
+	if len(want) != 5 {
+		t.Errorf("method workloads %v, want five", want)
+	}
+	if len(rep.Records) != len(want) {
+		t.Fatalf("%d records, want %d (%v)", len(rep.Records), len(want), want)
+	}
+	for i, r := range rep.Records {
+		if r.Workload != want[i] || r.Status != statusOK || r.Check != checkDeterminism || r.CheckRelErr != 0 {
+			t.Errorf("record %d: %s status %s check %s (%v): %s", i, r.Workload, r.Status, r.Check, r.CheckRelErr, r.Error)
+		}
+		for name, v := range map[string]float64{"median": r.Median, "flops": r.Flops, "bytes": r.Bytes, "percent": r.PercentOfFloor} {
+			if !finitePositive(v) {
+				t.Errorf("%s: %s = %v, want finite and > 0", r.Workload, name, v)
+			}
+		}
+		if !strings.Contains(out, r.Workload) {
+			t.Errorf("table has no row for %s", r.Workload)
+		}
+	}
+	if !strings.Contains(out, "determinism") {
+		t.Errorf("no note on the determinism check:\n%s", out)
+	}
+	// -ops and -algos together: both; -algos by full name.
+	cfg, err := parseArgs([]string{"-ops", "qr.batch", "-algos", "algo.rcg,mgvb"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range cfg.ops {
+		got = append(got, w.name)
+	}
+	if strings.Join(got, ",") != "qr.batch,algo.rcg,algo.mgvb" {
+		t.Errorf("-ops qr.batch -algos algo.rcg,mgvb selected %v", got)
 	}
 }

@@ -70,6 +70,7 @@ type record struct {
 	Kernel          string  `json:"kernel"`
 	Status          string  `json:"status"`
 	Error           string  `json:"error,omitempty"`
+	Check           string  `json:"check"` // "reference", or "determinism" for a method step (no reference)
 	CheckDims       string  `json:"check_dims"`
 	CheckRelErr     float64 `json:"check_rel_err"`
 	Buffers         int     `json:"buffers"`

@@ -85,6 +85,9 @@ type workload struct {
 	// setup allocates nbuf sets of random operands at dims and returns an instance whose run calls the kernel
 	// selected for the shape at sel, or the reference when ref is set.
 	setup func(b backend.Backend, d, sel dims, ref bool, nbuf int, f *filler) (*instance, error)
+	// checkKind is how the check before timing works: "" or checkReference compares with the reference;
+	// checkDeterminism (the method workloads, algos.go) compares two runs from the same seed.
+	checkKind string
 }
 
 // instance is a prepared workload: nbuf rotated operand sets and the call to time.

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/geovb/geovb/algos/cholng"
+	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/algos/mgvb"
+	"github.com/geovb/geovb/algos/rcg"
+	algorun "github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/algos/sggmc"
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/models/mog"
+	"github.com/geovb/geovb/models/vmf"
+	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
+)
+
+// algoGroup is the group of the method workloads: one iteration or step of each method, selected with -algos (by
+// method name, e.g. "mgvb", or "all") and never by -ops, so that the default run stays the hot operations.
+//
+// A method has no separate reference implementation: its setup ignores ref, and the check before timing runs the
+// step twice from the same seed on the check dims and compares the results (determinism, no NaN), reported as
+// check "determinism" in the record. The flop counts are the dominant terms of each method's step, approximate
+// (stated next to each workload and in docs/benchmarks.md); the byte counts are the state the step reads and
+// writes once.
+const algoGroup = "algo"
+
+// isAlgo reports whether w is a method workload.
+func isAlgo(w *workload) bool { return w.checkKind == checkDeterminism }
+
+// Check kinds, recorded with each workload.
+const (
+	checkReference   = "reference"
+	checkDeterminism = "determinism"
+)
+
+// algoInstance returns an instance of one operand set whose outputs are the host values out() returns, uploaded
+// to a backend tensor (so that the check downloads them like any kernel output).
+func algoInstance(b backend.Backend, step func() error, out func() ([]float64, error), closer func()) *instance {
+	in := &instance{nbuf: 1, be: b}
+	if closer != nil {
+		in.closers = append(in.closers, closer)
+	}
+	in.run = func(int) error { return step() }
+	in.outputs = func(int) []*T {
+		v, err := out()
+		if err != nil {
+			v = []float64{math.NaN()}
+		}
+		t, err := in.alloc(1, 1, max(len(v), 1))
+		if err != nil {
+			return nil
+		}
+		h := tensor.NewHost(1, 1, max(len(v), 1))
+		copy(h.Storage().Host(), v)
+		if err := b.Upload(t, h); err != nil {
+			return nil
+		}
+		return []*T{t}
+	}
+	return in
+}
+
+// download returns the values of a backend tensor.
+func download(b backend.Backend, t *T) ([]float64, error) {
+	h := tensor.NewHost(t.Batch(), t.Rows(), t.Cols())
+	if err := b.Download(h, t); err != nil {
+		return nil, err
+	}
+	return h.Storage().Host(), nil
+}
+
+// ---- MGVB ----
+
+// isoNormal is the standard normal log posterior −½‖θ‖² (up to a constant) on every column of θ: O(dS) work, so
+// the step's own cost dominates.
+type isoNormal struct{ d int }
+
+func (m isoNormal) Dim() int { return m.d }
+
+func (m isoNormal) LogPost(b backend.Backend, lp, theta *T) error {
+	if err := b.Reduce(lp, backend.ReduceSumSq, backend.AxisRows, theta); err != nil {
+		return err
+	}
+	return b.Axpby(lp, -0.5, lp, 0, nil)
+}
+
+func setupMGVB(b backend.Backend, d dims, f *filler) (*instance, error) {
+	mu0 := tensor.NewHost(d.Batch, d.D, 1)
+	c := rng.Counter{Seed: f.seed, Stream: 1}
+	c.FillNormal(mu0.Storage().Host())
+	s0 := tensor.NewHost(d.Batch, d.D, d.D)
+	for k := 0; k < d.Batch; k++ {
+		for i := 0; i < d.D; i++ {
+			s0.Set(k, i, i, 0.04)
+		}
+	}
+	cfg := mgvb.DefaultConfig()
+	cfg.S, cfg.Patience, cfg.Seed = d.K, 0, f.seed
+	var res *mgvb.Result
+	step := func() error {
+		r, err := mgvb.Fit(b, isoNormal{d.D}, mu0, s0, cfg, algorun.Control{MaxIter: 1})
+		res = r
+		return err
+	}
+	out := func() ([]float64, error) {
+		if res == nil {
+			return nil, fmt.Errorf("no fit")
+		}
+		return append(append([]float64(nil), res.LastMu.Storage().Host()...), res.LastSigma.Storage().Host()...), nil
+	}
+	return algoInstance(b, step, out, nil), nil
+}
+
+// ---- L-RVGA ----
+
+// lrvgaInner is n_in, the recursive-EM iterations per observation of the timed step.
+const lrvgaInner = 3
+
+func setupLRVGA(b backend.Backend, d dims, f *filler) (*instance, error) {
+	flt, err := lrvga.New(b, lrvga.Config{D: d.D, P: d.P, Inner: lrvgaInner, Seed: f.seed})
+	if err != nil {
+		return nil, err
+	}
+	x := make([]float64, d.D)
+	rc := rng.Counter{Seed: f.seed, Stream: 2}
+	rc.FillNormal(x)
+	for i := range x {
+		x[i] /= math.Sqrt(float64(d.D))
+	}
+	n := 0
+	step := func() error {
+		n++
+		return flt.Update(x, float64(n%2))
+	}
+	out := func() ([]float64, error) { return download(b, flt.Mean()) }
+	return algoInstance(b, step, out, flt.Close), nil
+}
+
+// ---- gSGNHT ----
+
+func setupSGGMC(b backend.Backend, d dims, f *filler) (*instance, error) {
+	mu := make([]float64, d.N)
+	mu[0] = 1
+	tgt, err := vmf.NewMixture([]float64{1}, []float64{5}, [][]float64{mu})
+	if err != nil {
+		return nil, err
+	}
+	x0 := tensor.NewHost(d.Batch, 1, d.N)
+	xs := x0.Storage().Host()
+	rc := rng.Counter{Seed: f.seed, Stream: 3}
+	rc.FillNormal(xs)
+	for r := 0; r < d.Batch; r++ {
+		row := xs[r*d.N : (r+1)*d.N]
+		s := 0.0
+		for _, v := range row {
+			s += v * v
+		}
+		s = math.Sqrt(s)
+		for i := range row {
+			row[i] /= s
+		}
+	}
+	s, err := sggmc.New(b, tgt, x0, sggmc.Config{Method: sggmc.GSGNHT, Step: 0.05, Friction: 1, Seed: f.seed})
+	if err != nil {
+		return nil, err
+	}
+	out := func() ([]float64, error) { return download(b, s.X()) }
+	return algoInstance(b, s.Sample, out, s.Close), nil
+}
+
+// ---- Cholesky natural gradient ----
+
+// isoGauss is N(m, I): an O(d) log joint, so that the family's O(d²) work dominates.
+type isoGauss struct{ m []float64 }
+
+func (g *isoGauss) Dim() int { return len(g.m) }
+
+func (g *isoGauss) LogJoint(th, grad []float64) float64 {
+	s := 0.0
+	for i := range th {
+		grad[i] = g.m[i] - th[i]
+		s -= 0.5 * grad[i] * grad[i]
+	}
+	return s
+}
+
+func setupCholNG(b backend.Backend, d dims, f *filler) (*instance, error) {
+	fam, err := cholng.NewDense(b, d.D, cholng.Covariance, nil, nil, 1)
+	if err != nil {
+		return nil, err
+	}
+	tg := &isoGauss{m: make([]float64, d.D)}
+	rc := rng.Counter{Seed: f.seed, Stream: 4}
+	rc.FillNormal(tg.m)
+	it := uint64(0)
+	step := func() error {
+		it++
+		if err := fam.Sample(rng.Counter{Seed: f.seed, Stream: 5 + it}); err != nil {
+			return err
+		}
+		_, _, err := fam.Gradient(tg, cholng.Natural)
+		return err
+	}
+	out := func() ([]float64, error) {
+		gm, err := fam.GradMu()
+		if err != nil {
+			return nil, err
+		}
+		gl, err := fam.GradL()
+		return append(append([]float64(nil), gm...), gl...), err
+	}
+	return algoInstance(b, step, out, fam.Close), nil
+}
+
+// ---- RCG on the mixture of Gaussians ----
+
+// rcgDim is D, the data dimension of the synthetic mixture of §6.2.
+const rcgDim = 2
+
+func setupRCG(b backend.Backend, d dims, f *filler) (*instance, error) {
+	m, err := mog.New(mog.Synthetic(0.3, d.N, 0.03, f.seed), d.N, rcgDim, d.K, mog.DefaultPrior(rcgDim), mog.Options{})
+	if err != nil {
+		return nil, err
+	}
+	x0, err := mog.Init(m, f.seed)
+	if err != nil {
+		return nil, err
+	}
+	obj := mog.NewCollapsed(m)
+	var res *rcg.Result
+	step := func() error {
+		r, err := rcg.Minimize(obj, x0, rcg.Settings{RestartEvery: rcg.SqrtN}, algorun.Control{MaxIter: 1})
+		res = r
+		return err
+	}
+	out := func() ([]float64, error) {
+		if res == nil {
+			return nil, fmt.Errorf("no iteration")
+		}
+		return res.X, nil
+	}
+	return algoInstance(b, step, out, nil), nil
+}
+
+// algoWorkload fills the fields every method workload shares: the determinism check on the quick dims, one
+// operand set, the kernel named after the package.
+func algoWorkload(w *workload, pkg string, setup func(b backend.Backend, d dims, f *filler) (*instance, error)) *workload {
+	w.checkKind = checkDeterminism
+	w.op = pkg
+	quick := w.sizes["quick"]
+	w.check = func(dims) dims { return quick }
+	w.kernel = func(backend.Backend, dims) string { return pkg }
+	w.setup = func(b backend.Backend, d, _ dims, _ bool, _ int, f *filler) (*instance, error) {
+		return setup(b, d, f)
+	}
+	return w
+}
+
+// algoWorkloads are the method workloads, appended to the workloads table.
+var algoWorkloads = []*workload{
+	algoWorkload(&workload{
+		name: "algo.mgvb",
+		desc: "one MGVB iteration (Fit with MaxIter 1: draws, score-function gradient, SPD retraction and transport) of batch fits of dimension d with k draws, N(0, I) target",
+		uses: []string{"batch", "d", "k"},
+		sizes: map[string]dims{
+			"quick": {Batch: 2, D: 10, K: 20}, "small": {Batch: 10, D: 25, K: 100},
+			"medium": {Batch: 1, D: 200, K: 100},
+		},
+		// Per fit: draws L z (d²S), the weighted SYRKs of the gradient (2d²S), Cholesky and the preconditioning,
+		// retraction and transport (≈ 12d³): ≈ B·(3d²S + 12d³). Bytes: Σ, the momentum and the gradient (d² each,
+		// read and written) and the d×S draws: 8·B·(6d² + 2dS).
+		cost: func(d dims) (float64, float64) {
+			b, n, s := float64(d.Batch), float64(d.D), float64(d.K)
+			return b * (3*n*n*s + 12*n*n*n), 8 * b * (6*n*n + 2*n*s)
+		},
+		setBytes:  func(d dims) float64 { return 8 * float64(d.Batch) * (8*f64(d.D, d.D) + 4*f64(d.D, d.K)) },
+		tempBytes: func(d dims) float64 { return 8 * float64(d.Batch) * (4*f64(d.D, d.D) + 4*f64(d.D, d.K)) },
+	}, "algos/mgvb", setupMGVB),
+	algoWorkload(&workload{
+		name: "algo.lrvga",
+		desc: "one L-RVGA linear-regression step (Filter.Update, n_in = 3 recursive-EM iterations) at dimension d, rank p",
+		uses: []string{"d", "p"},
+		sizes: map[string]dims{
+			"quick": {D: 2000, P: 5}, "small": {D: 100000, P: 10},
+			"medium": {D: 1000000, P: 10}, "large": {D: 1000000, P: 100},
+		},
+		// (6·n_in + 1)·d·p² multiply-adds (the FA step and the Woodbury mean): 2·19·d·p² flops. Bytes: W (d×p) read
+		// twice per inner iteration and written once, plus ψ, x and the mean: 8·(d·p·(2·n_in + 1) + 4d).
+		cost: func(d dims) (float64, float64) {
+			n, p := float64(d.D), float64(d.P)
+			return 2 * (6*lrvgaInner + 1) * n * p * p, 8 * (n*p*(2*lrvgaInner+1) + 4*n)
+		},
+		setBytes:  func(d dims) float64 { return 8 * (3*f64(d.D, d.P) + 6*float64(d.D)) },
+		tempBytes: func(d dims) float64 { return 8 * 3 * f64(d.D, d.P) },
+	}, "algos/lrvga", setupLRVGA),
+	algoWorkload(&workload{
+		name: "algo.sggmc",
+		desc: "one gSGNHT sample (Sampler.Sample, L = 1) of batch chains on the sphere S^(n−1), vMF target (κ = 5)",
+		uses: []string{"batch", "n"},
+		sizes: map[string]dims{
+			"quick": {Batch: 256, N: 3}, "small": {Batch: 10000, N: 3},
+			"medium": {Batch: 10000, N: 50},
+		},
+		// Gradient, projections, the two half-steps of the geodesic flow and the O and B parts: ≈ 40 flops per
+		// coordinate. Bytes: x, v, the gradient and the noise read and written: 8·8·batch·n.
+		cost: func(d dims) (float64, float64) {
+			e := f64(d.Batch, d.N)
+			return 40 * e, 8 * 8 * e
+		},
+		setBytes:  func(d dims) float64 { return 8 * 6 * f64(d.Batch, d.N) },
+		tempBytes: func(d dims) float64 { return 8 * 4 * f64(d.Batch, d.N) },
+	}, "algos/sggmc", setupSGGMC),
+	algoWorkload(&workload{
+		name: "algo.cholng",
+		desc: "one dense Cholesky natural-gradient iteration (draw z, Gradient(Natural) of the Covariance family: 2 TRMV + the scan, Snngm norm) at dimension d, N(m, I) target",
+		uses: []string{"d"},
+		sizes: map[string]dims{
+			"quick": {D: 20}, "small": {D: 200},
+			"medium": {D: 1000},
+		},
+		// Two triangular matrix-vector products (2d² flops) and the O(d²) scan forming the gradient of L and its
+		// norm (≈ 2d²): ≈ 4d². Bytes: L read twice and its gradient written: 8·3·d².
+		cost: func(d dims) (float64, float64) {
+			n := float64(d.D)
+			return 4 * n * n, 8 * 3 * n * n
+		},
+		setBytes:  func(d dims) float64 { return 8 * 3 * f64(d.D, d.D) },
+		tempBytes: func(d dims) float64 { return 8 * 2 * f64(d.D, d.D) },
+	}, "algos/cholng", setupCholNG),
+	algoWorkload(&workload{
+		name: "algo.rcg",
+		desc: "one RCG iteration (Minimize with MaxIter 1: VB-EM update, gradient, natural gradient, line search) on the collapsed mixture of k Gaussians, n 2-D points",
+		uses: []string{"n", "k"},
+		sizes: map[string]dims{
+			"quick": {N: 1000, K: 8}, "small": {N: 10000, K: 8},
+			"medium": {N: 100000, K: 8},
+		},
+		// Host Go: each evaluation of F or its gradient visits every (point, component) pair with O(D²) work (≈ 25
+		// flops at D = 2); the start's evaluations, the update, the gradient and a few line-search trials make about
+		// 8 per iteration: ≈ 200·n·k. Bytes: the n×k responsibilities read and written per evaluation, the data read:
+		// 8·8·(2nk + nD).
+		cost: func(d dims) (float64, float64) {
+			n, k := float64(d.N), float64(d.K)
+			return 200 * n * k, 8 * 8 * (2*n*k + n*rcgDim)
+		},
+		setBytes:  func(d dims) float64 { return 8 * (3*f64(d.N, d.K) + f64(d.N, rcgDim)) },
+		tempBytes: func(d dims) float64 { return 8 * 4 * f64(d.N, d.K) },
+	}, "algos/rcg", setupRCG),
+}
+
+func init() { workloads = append(workloads, algoWorkloads...) }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/geovb/geovb/internal/testbackend"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -12,7 +13,7 @@ import (
 // of 1b and 2b with a cheap isotropic Gaussian target, at d = 50, 200, 1000: the time should grow about 16× from
 // 200 to 1000 if the step is O(d²) (25× for d² exactly; 125× would reveal d³ work).
 func BenchmarkIteration(b *testing.B) {
-	be := openCPU(b)
+	be := testbackend.Open(b)
 	for _, d := range []int{50, 200, 1000} {
 		r := rand.New(rand.NewPCG(1, uint64(d)))
 		p := mat.NewSymDense(d, nil)

@@ -9,19 +9,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
-	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/tensor"
 )
-
-func openCPU(t testing.TB) backend.Backend {
-	t.Helper()
-	b, err := backend.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // gauss is the target N(m, P⁻¹): log p = −½(θ−m)ᵀP(θ−m) + const.
 type gauss struct {
@@ -164,7 +155,7 @@ func relErr(a, b []float64) float64 {
 // independently) solved against the implemented Euclidean gradient, for both parametrisations, d = 1..7, mixed-sign
 // diagonals; the Snngm norms equal ‖g̃‖₂ and ⟨ĝ, g̃⟩.
 func TestNaturalEqualsFisherSolve(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(3, 1))
 	worst, worstN := 0.0, 0.0
 	for d := 1; d <= 7; d++ {
@@ -220,7 +211,7 @@ func TestNaturalEqualsFisherSolve(t *testing.T) {
 // Acceptance test 5: the Euclidean gradient equals central finite differences of λ ↦ θ(λ; z) contracted with g
 // (the STL gradient ∇_θ h at fixed λ, recomputed independently), h = 1e-6, abs ≤ 1e-7.
 func TestEuclideanFiniteDifferences(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(5, 2))
 	const d = 5
 	for _, p := range []Param{Covariance, Precision} {
@@ -295,7 +286,7 @@ func TestEuclideanFiniteDifferences(t *testing.T) {
 
 // Acceptance test 11: at the exact optimum of a Gaussian target every single-draw gradient (STL) vanishes.
 func TestSTLZeroVarianceAtOptimum(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(7, 3))
 	const d = 10
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
@@ -374,7 +365,7 @@ func kl(t *testing.T, res *Result, p Param, tg *gauss) float64 {
 // Acceptance test 13: Snngm from μ = 0, C = 0.1I (T = 10I), 20 000 iterations without stopping, d = 20:
 // KL(q‖p) < 0.02 for 1b and 2b.
 func TestSnngmConvergesGaussian(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(11, 4))
 	const d = 20
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
@@ -394,7 +385,7 @@ func TestSnngmConvergesGaussian(t *testing.T) {
 // Acceptance test 14: with the Euclidean norm every Snngm update has ‖Δλ‖₂ ≤ α(1 + 1e-12), and the first update is
 // α·g̃₁/‖g̃₁‖.
 func TestSnngmStepBound(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(13, 5))
 	const d = 6
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
@@ -445,7 +436,7 @@ func TestSnngmStepBound(t *testing.T) {
 
 // Acceptance test 15: Adam against a hand-computed 3-step trace on a 1×1×1 parameter.
 func TestAdamTrace(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	p, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: 1})
 	g, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: 1})
 	cfg := Config{Optimizer: Adam, Kind: Euclidean}
@@ -499,7 +490,7 @@ func TestStopRule(t *testing.T) {
 
 // Bad input: a factor with entries above the diagonal, or a zero or NaN diagonal, is refused before any iteration.
 func TestBadFactor(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	up := []float64{1, 0.5, 0, 1}
 	if _, err := NewDense(b, 2, Covariance, nil, up, 1); err == nil {
 		t.Fatal("upper-triangular entry accepted")
@@ -516,7 +507,7 @@ func TestBadFactor(t *testing.T) {
 
 // A run checkpointed at 300 iterations and resumed to 600 equals an uninterrupted 600-iteration run bit for bit.
 func TestCheckpointResume(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(17, 6))
 	tg := &gauss{m: randVec(r, 4), p: randSPD(r, 4)}
 	for _, opt := range []Optimizer{Snngm, Adam} {

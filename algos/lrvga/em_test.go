@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 	"github.com/geovb/geovb/tensor"
 )
@@ -13,7 +14,7 @@ import (
 // iters batch-EM iterations on the inputs, and returns the final KLs (M1, notes §4.1), the batch EM's after 10
 // iterations (the code's setting) and after iters.
 func fig1(t *testing.T, x []float64, n, d, p, inner, iters int, pseudo bool) (rec, onl, bat10, bat float64) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	ldS, err := DenseLogDetS(x, n, d)
 	if err != nil {
 		t.Fatal(err)

@@ -5,13 +5,14 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 )
 
 // fig2 runs the Fig. 2 recipe (notes §4.4: d = 100, N = 1000, c = 1, σ₀ = σ_w = 1, App. D init with ε = 1e-8) and
 // returns KL(q_N ‖ posterior) of L-RVGA for each (p, n_in) and of the exact Kalman filter.
 func fig2(t *testing.T, runs [][2]int) (kls []float64, kalman float64) {
 	const d, n = 100, 1000
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	data := linearData(d, n, 1)
 	post, err := NewLinearPosterior(data.X, data.Y, d, 1, 1)
 	if err != nil {

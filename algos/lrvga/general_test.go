@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 )
 
@@ -80,7 +81,7 @@ func denseGaussStep(scheme string, x []float64, y, sigma0 float64, rounds int) (
 // deterministic): measured errors are ≤ 0.7% in μ and ≤ 0.3% in xᵀPx; the schemes differ from each other by more
 // (extragrad vs mirror-prox: 1% in xᵀPx, 1% in μ; explicit vs extragrad: 70% in μ).
 func TestGeneralSchemes(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	x := []float64{0.54, -0.24, 0.66, 0.12, -0.48, 0.3, 0.78, -0.36} // ‖x‖² ≈ 1.9: the implicit fixed point contracts
 	const d, y, sigma0 = 8, 1.0, 1.5
 	for _, scheme := range []string{SchemeExplicit, SchemeExtragrad, SchemeMirrorProx, SchemeImplicit} {
@@ -122,7 +123,7 @@ func (generalLogistic) ConstantJacobian() bool { return false }
 // The general GGN factor (K columns c_i = x √σ'(xᵀθ_i)/√K) and the one-column GLM factor give the same X Xᵀ, so
 // with the same draws the two paths must agree to rounding.
 func TestGeneralFactorPaths(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	const d = 30
 	data := glm.LogisticMixture(glm.NewDesign(d, 1, 3), 40, 0.2, 3)
 	var mus [2][]float64

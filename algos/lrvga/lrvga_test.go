@@ -16,13 +16,14 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 )
 
 // T8 (the filter's part): App. D never gives W₀ = 0 and Tr(W₀W₀ᵀ + Ψ₀) = d/σ₀² to 1e-12; the logistic init has
 // ψ₀ = 1/σ₀² and W₀ of the requested scale.
 func TestInitAppD(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	for _, c := range []Config{{D: 300, P: 7, Sigma0: 2}, {D: 50, P: 1, Sigma0: 0.5, Eps: 1e-3}} {
 		f, err := New(b, c)
 		if err != nil {
@@ -72,7 +73,7 @@ func linearData(d, n int, seed uint64) *glm.Data {
 // (WWᵀ+Ψ)⁻¹, and the Kalman filter's own KL is ≤ 1e-8 at t = N.
 func TestLinearVsKalman(t *testing.T) {
 	const d, p, n = 30, 12, 10
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	data := linearData(d, n, 5)
 	post, err := NewLinearPosterior(data.X, data.Y, d, 1, 1)
 	if err != nil {
@@ -150,7 +151,7 @@ func denseKL(mu []float64, p *mat.SymDense, data *glm.Data, d int, sigma0, sigma
 
 // Bad input: an error naming the problem, and the state left bit for bit as before the failing update.
 func TestBadInput(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	for _, c := range []struct {
 		cfg  Config
 		want string
@@ -217,7 +218,7 @@ func TestBadInput(t *testing.T) {
 // The streaming API: progress callback, cancellation through the context, the iteration cap, checkpoint and
 // resume bit for bit (RNG position included: the extragrad scheme draws samples at every step), one pass.
 func TestStreamCheckpointResume(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	const d, p, n = 40, 4, 30
 	data := glm.LogisticMixture(glm.NewDesign(d, 1, 2), n, 0.2, 2)
 	for _, c := range []Config{
@@ -280,7 +281,7 @@ func TestStreamCheckpointResume(t *testing.T) {
 // T20: the filter's memory does not depend on t or N: the backend's bytes in use are the same after 1 and after
 // 200 observations, and the persistent state is 8d(p+2) bytes.
 func TestStreamingMemory(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	const d, p = 200, 5
 	data := linearData(d, 200, 1)
 	f, _ := New(b, Config{D: d, P: p})
@@ -354,7 +355,7 @@ func TestImplicitSolver(t *testing.T) {
 // (dense evaluation of both, common random numbers) and μ within 10%.
 func TestLogisticVsDenseRVGA(t *testing.T) {
 	const d = 20
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	data := glm.LogisticMixture(glm.NewDesign(d, 1, 4), 200, 0.2, 4)
 	for _, c := range []struct {
 		n, inner int

@@ -8,6 +8,7 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -66,7 +67,7 @@ func table3Setup(d, p, k int) (w, psi, mu, x, z, eps []float64) {
 func TestReproTable3(t *testing.T) {
 	repro.Require(t)
 	const d, p, k = 10000, 10, 10
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	w, psi, mu, x, z, eps := table3Setup(d, p, k)
 	wt := upload(t, b, w, d, p)
 	pt := upload(t, b, psi, d, 1)
@@ -204,14 +205,4 @@ func download(t testing.TB, b backend.Backend, x *tensor.Tensor) []float64 {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func openCPU(t testing.TB) backend.Backend {
-	t.Helper()
-	b, err := backend.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
 }

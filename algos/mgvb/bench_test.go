@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -12,7 +13,7 @@ import (
 // d = 25, 100, 400 and batches of independent fits; b.N counts iterations of the whole batch. Report
 // fits×iterations per second from ns/op and the batch size in the name.
 func BenchmarkMGVB(bm *testing.B) {
-	be := openCPU(bm)
+	be := testbackend.Open(bm)
 	for _, c := range []struct{ d, batch int }{{25, 1}, {25, 100}, {100, 1}, {400, 1}} {
 		bm.Run(fmt.Sprintf("d=%d/fits=%d", c.d, c.batch), func(bm *testing.B) {
 			m := newLin(bm, be, 200, c.d, 1)

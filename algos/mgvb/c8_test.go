@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/testbackend"
 )
 
 // TestC8Determinism is acceptance test C8 on the CPU: a fixed seed reproduces the lower-bound trace and the output
 // bit for bit (score-function and plain variants), and another seed changes it.
 func TestC8Determinism(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	const d = 4
 	m := newLin(t, b, 100, d, 2)
 	trace := func(seed uint64, plain bool) ([]float64, []float64) {

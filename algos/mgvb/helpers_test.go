@@ -15,15 +15,6 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-func openCPU(t testing.TB) backend.Backend {
-	t.Helper()
-	b, err := backend.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func germanModel(t testing.TB, b backend.Backend, intercept bool) *logistic.Model {
 	t.Helper()
 	m, err := logistic.NewGerman(b, datasets.Require(t, "german-credit", "germancredit_numeric.txt"), intercept)

@@ -11,13 +11,14 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
 // TestBadInput: a non-SPD or asymmetric Σ₀, ε₀ ≤ 0 and S < 2 are errors before any iteration (issue 6).
 func TestBadInput(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := newLin(t, b, 20, 3, 1)
 	mu := make([]float64, 3)
 	good := DefaultConfig()
@@ -161,7 +162,7 @@ func newTestWork(t *testing.T, b backend.Backend, m Model, mu []float64, sigma *
 // the explicit S×(d+d²) computation of the code (notes 2.1.1), over two consecutive batches so that the second
 // uses the control variates of the first.
 func TestScoreGradMatchesExplicit(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	const d, S = 3, 7
 	m := newLin(t, b, 30, d, 2)
 	mu := []float64{0.2, 0.1, -0.1}
@@ -240,7 +241,7 @@ func elboGradLin(m *linModel, mu []float64, sigma *mat.SymDense) []float64 {
 // 4 standard errors of the closed form coordinate-wise (R = 200 replications of S = 500, 1e5 draws), and the
 // control variates (from the previous, independent batch) reduce the average variance.
 func TestB2Unbiased(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	const d, S, R = 3, 500, 200
 	m := newLin(t, b, 50, d, 3)
 	mu := []float64{0.3, 0.1, 0.5}
@@ -292,7 +293,7 @@ func TestB2Unbiased(t *testing.T) {
 // TestB3Natural: ΣGΣ equals vec⁻¹((Σ⊗Σ) vec G) and Σg at d = 4; 2ΣGΣ solves the exact Fisher system
 // ½(Σ⁻¹⊗Σ⁻¹) vec X = vec G on symmetric G (notes 2.1.2: the paper's form is half the exact natural gradient).
 func TestB3Natural(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	const d = 4
 	m := newLin(t, b, 10, d, 4)
 	a := mat.NewDense(d, d, nil)
@@ -377,7 +378,7 @@ func TestB3Natural(t *testing.T) {
 // exact posterior (‖μ − μ_post‖∞ ≤ 0.05 posterior sd, ‖Σ − Σ_post‖_F ≤ 0.05 ‖Σ_post‖_F) and its smoothed LB comes
 // within 0.2 nats of log p(y) (notes C1), for both gradient estimators. C3: no retraction safeguard fired.
 func TestC1Conjugate(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	const d = 5
 	m := newLin(t, b, 200, d, 6)
 	for _, grad := range []Gradient{ScoreFunction, Reparameterisation} {
@@ -408,7 +409,7 @@ func TestC1Conjugate(t *testing.T) {
 // TestRunControl: checkpoint and resume continue bit for bit; a cancelled context stops the run with Cancelled;
 // patience stops a run with Patience and returns the best iterate.
 func TestRunControl(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := newLin(t, b, 50, 3, 8)
 	cfg := DefaultConfig()
 	cfg.Seed = 4

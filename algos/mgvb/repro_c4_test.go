@@ -6,6 +6,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 )
 
 // c4Run is one German-credit fit of C4: the raw and smoothed lower bound of every iteration.
@@ -18,7 +19,7 @@ type c4Run struct {
 
 func c4Fit(t *testing.T, m Model, plain bool, S int, step float64, iters int) c4Run {
 	t.Helper()
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	cfg := DefaultConfig()
 	cfg.S, cfg.Step, cfg.Plain, cfg.Patience, cfg.Seed = S, step, plain, 0, 4
 	var mem run.Memory
@@ -60,7 +61,7 @@ func c4Fit(t *testing.T, m Model, plain bool, S int, step float64, iters int) c4
 // 3·10⁻³, gave smoothed LBs of −1080 and −1791 at S = 1,000: worse, so the grid brackets the plain optimum.)
 func TestReproGermanC4(t *testing.T) {
 	repro.Require(t)
-	m := germanModel(t, openCPU(t), true)
+	m := germanModel(t, testbackend.Open(t), true)
 	const iters = 500
 	best := func(plain bool, S int, steps []float64) (c4Run, []c4Run) {
 		var out c4Run

@@ -8,6 +8,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/garch"
 )
 
@@ -31,7 +32,7 @@ func TestReproGarchC6(t *testing.T) {
 	gm, gs := garch.NaturalMoments(gold.Theta, gold.N)
 	cfg := DefaultConfig()
 	cfg.Step, cfg.Patience, cfg.Seed = 0.05, 0, 3
-	res, err := FitOne(openCPU(t), m, make([]float64, 3), eye(3, 0.04), cfg, run.Control{MaxIter: 2000})
+	res, err := FitOne(testbackend.Open(t), m, make([]float64, 3), eye(3, 0.04), cfg, run.Control{MaxIter: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}

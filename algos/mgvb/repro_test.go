@@ -6,6 +6,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -19,7 +20,7 @@ const elboStar = -566.2902
 // ‖μ − μ*‖∞ ≤ 0.05, and the retraction safeguard never fires.
 func TestReproGermanC2(t *testing.T) {
 	repro.Require(t)
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := germanModel(t, b, true)
 	muStar, _, star, err := m.Optimum()
 	if err != nil {
@@ -56,7 +57,7 @@ func TestReproGermanC2(t *testing.T) {
 // 0.03). Settings of notes 4.1.5: MGVB ε₀ = 0.05, τ = 400, 800 iterations; NAGVAC ε₀ = 0.01, ω = 0.4, 800 iterations.
 func TestReproGermanC5(t *testing.T) {
 	repro.Require(t)
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := germanModel(t, b, true)
 	const R, d, iters = 10, 25, 800
 	cfg := DefaultConfig()

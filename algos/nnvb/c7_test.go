@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/testbackend"
 )
 
 // c7 fits the 2-D correlated Gaussian target of acceptance test C7 (means (0.3, −0.2), variances 0.03, covariance
@@ -13,7 +14,7 @@ import (
 // b = 0) and seed.
 func c7(t *testing.T, plain bool, step float64, iters int) *Result {
 	t.Helper()
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := newGauss([]float64{0.3, -0.2}, []float64{0.03, 0.01, 0.01, 0.03})
 	p, err := RandomInit(b, 2, 5, nil)
 	if err != nil {

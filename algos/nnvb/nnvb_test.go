@@ -10,17 +10,9 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/tensor"
 )
-
-func openCPU(t testing.TB) backend.Backend {
-	t.Helper()
-	b, err := backend.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // gauss is the normalised target N(m, C) given by its precision P (log normaliser 0, so ELBO = −KL(q‖p)).
 type gauss struct {
@@ -90,7 +82,7 @@ func lbAt(t *testing.T, b backend.Backend, m Model, p Params, cfg Config) (float
 // gradFDErr is the largest relative error (|a − fd|/max(1, |fd|)) of the analytic gradient against central finite
 // differences (h = 1e-5) of the fixed-draw MC lower bound over every ambient coordinate of the four blocks.
 func gradFDErr(t *testing.T, literal bool) float64 {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := toy3()
 	p, err := RandomInit(b, 3, 7, []float64{0.1, 0.2, -0.3})
 	if err != nil {
@@ -136,7 +128,7 @@ func TestB4GradientFD(t *testing.T) {
 // TestB5InversePath checks the inverse of the flow: from θ = W₂h(W₁ε + b₁) + b₂, z = W₂ᵀ(θ − b₂), a = logit z and
 // ε' = W₁ᵀ(a − b₁) return ε to 1e-10.
 func TestB5InversePath(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	p, err := RandomInit(b, 3, 9, []float64{1, 2, 3})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +169,7 @@ func TestB5InversePath(t *testing.T) {
 // Fisher (C_δ + γ_δI) ⊗ (W₂C_zW₂ᵀ + γ_zI) on column-major vec at d = 3 (1e-10); the b₂ block equals the dense
 // (W₂C_δW₂ᵀ + γ_δI)⁻¹ g; and with S < d and no damping the fit refuses to start (singular factors).
 func TestB6KFAC(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	p, err := RandomInit(b, 3, 11, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +240,7 @@ func TestB6KFAC(t *testing.T) {
 
 // TestBadInput: bad settings and a non-orthogonal start are errors before any iteration.
 func TestBadInput(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	p, err := RandomInit(b, 3, 1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +271,7 @@ func TestBadInput(t *testing.T) {
 
 // TestC8Determinism: a fixed seed reproduces the NNVB lower-bound trace and final W₂ bit for bit on the CPU.
 func TestC8Determinism(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	p, err := RandomInit(b, 3, 4, nil)
 	if err != nil {
 		t.Fatal(err)

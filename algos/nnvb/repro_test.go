@@ -7,6 +7,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/nnet"
 )
 
@@ -27,7 +28,7 @@ func TestReproNNVBGerman(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	p0, err := RandomInit(b, m.Dim(), 1, nil)
 	if err != nil {
 		t.Fatal(err)

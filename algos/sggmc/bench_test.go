@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/sam"
 )
 
 // BenchmarkSamplerStep: gSGNHT steps of 1e4 chains on S² (vMF target, host gradient), reported as chain-steps/s.
 func BenchmarkSamplerStep(b *testing.B) {
-	be := openCPU(b)
+	be := testbackend.Open(b)
 	tgt, _ := vmfTarget(b, 3, 5, 0)
 	const chains = 10000
 	s, err := New(be, tgt, randomPoints(chains, 1, 3, 1), Config{Method: GSGNHT, Step: 0.05, Friction: 1})
@@ -30,7 +31,7 @@ func BenchmarkSamplerStep(b *testing.B) {
 // the θ phase and ten Gram-trick gradients and ABOBA steps), reported as iterations/s (the authors' code: ≈ 1/s
 // on 2 cores, notes/issue 7).
 func BenchmarkSAMIteration(b *testing.B) {
-	be := openCPU(b)
+	be := testbackend.Open(b)
 	train, err := datasets.ReadNews20File(datasets.Require(b, "20news-diff", "diff.train.tfidf1.data"))
 	if err != nil {
 		b.Fatal(err)

@@ -11,15 +11,6 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-func openCPU(t testing.TB) backend.Backend {
-	t.Helper()
-	b, err := backend.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // randomPoints returns batch×K×n uniform points (normalised Gaussians) from stream seed.
 func randomPoints(batch, K, n int, seed uint64) *T {
 	h := tensor.NewHost(batch, K, n)

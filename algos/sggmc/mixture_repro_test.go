@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -26,7 +27,7 @@ func gridCell(a float64) int { return GridCell(a, mixGrid) }
 // histograms of the kept samples' angles, the fraction with θ₂ > 0, the angles' correlation and the kinetic
 // temperature ‖v‖²/m averaged over the kept samples.
 func mixtureRun(t *testing.T, m *TwoVMF, cfg Config, chains, burn, keep int) (h1, h2 []float64, upper, cor, kin float64) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	x0 := tensor.NewHost(chains, 2, 2)
 	init := rand.New(rng.NewSource(cfg.Seed, 8))
 	for c := 0; c < chains; c++ {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/vmf"
 )
 
@@ -14,7 +15,7 @@ import (
 // tempered target π^{1/T}, T = (2Cε + 1000ε²)/(2Cε) = 1.5. Independent batched chains give the standard errors.
 func TestReproToyCircle(t *testing.T) {
 	repro.Require(t)
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	exact := circleTarget(t, 0)
 	ex, ey, pu := circleMoments(exact, 1)
 	if math.Abs(ex-0.446692) > 1e-6 || math.Abs(ey+0.257897) > 1e-6 || math.Abs(pu-0.338483) > 1e-6 {
@@ -77,7 +78,7 @@ func TestReproToyCircle(t *testing.T) {
 // vmfRun runs chains on vMF(e₁, 20) in d = 10 from x₀ ⊥ μ and returns E[μᵀx], its SE, mean ‖v‖²/m, mean ξ and the
 // mean resultant vector of all kept samples.
 func vmfRun(t *testing.T, cfg Config, noise float64, chains, burn, keep int) (m, se, kin, xi float64, mean []float64) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	tgt, mu := vmfTarget(t, 10, 20, noise)
 	x0 := make([]float64, 10)
 	x0[1] = 1

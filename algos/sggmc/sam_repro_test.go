@@ -8,6 +8,7 @@ import (
 
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 )
 
 func news20(t *testing.T) (train, test *datasets.Corpus) {
@@ -25,7 +26,7 @@ func news20(t *testing.T) (train, test *datasets.Corpus) {
 // γ = α_a = 1e-2) and checks that the log-perplexity does not rise between evaluations and that θ-GMC accepts
 // > 95 % (notes §9 test 14).
 func samRepro(t *testing.T, meth string) SAMPoint {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	train, test := news20(t)
 	var pts []SAMPoint
 	err := RunSAM(context.Background(), b, train, test, SAMConfig{Method: meth, Seed: 2, MaxIter: 1000,

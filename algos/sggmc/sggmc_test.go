@@ -8,6 +8,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/vmf"
 	"github.com/geovb/geovb/tensor"
 )
@@ -27,7 +28,7 @@ func vmfTarget(t testing.TB, d int, kappa, noise float64) (*vmf.Mixture, []float
 }
 
 func TestBadInput(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 3, 1, 0)
 	x := randomPoints(2, 1, 3, 1)
 	for name, cfg := range map[string]Config{
@@ -54,7 +55,7 @@ func TestBadInput(t *testing.T) {
 
 // After many steps with large angles the chains stay on the product of spheres with tangent velocities.
 func TestInvariants(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 7, 3, 4)
 	for _, m := range []Method{SGGMC, GSGNHT} {
 		x := randomPoints(3, 4, 7, 2)
@@ -97,7 +98,7 @@ func (r rowTarget) GradU(b backend.Backend, g, x *T, step uint64) error {
 
 // Run with a checkpoint, resume from it, and land on the same state bit for bit.
 func TestCheckpointResume(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 4, 5, 1)
 	cfg := Config{Method: GSGNHT, Step: 0.1, Friction: 1, L: 3, Seed: 9}
 	x := randomPoints(5, 1, 4, 3)
@@ -144,7 +145,7 @@ func TestCheckpointResume(t *testing.T) {
 // SGGMC and gSGNHT on vMF(μ, 20) in d = 10 (notes §9 test 6), a short run with many batched chains: E[μᵀx] = A₁₀(20)
 // within 5 SE (plus the O(ε²) bias the notes measured, 3e-4), ‖v‖²/m ≈ 1.
 func TestVMFTargetShort(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	a, _ := vmf.A(10, 20)
 	// gSGNHT's splitting bias is larger than SGGMC's: measured E[μᵀx] − A = 0.0074, 0.0019, 0.00025 at ε = 0.1,
 	// 0.05, 0.025 (O(ε²)); it is run at ε = 0.025.
@@ -180,7 +181,7 @@ func TestVMFTargetShort(t *testing.T) {
 
 // GMC on the same vMF target: exact up to Monte Carlo error (MH-corrected), with a high acceptance rate.
 func TestGMCvMF(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	tgt, mu := vmfTarget(t, 10, 20, 0)
 	a, _ := vmf.A(10, 20)
 	g, err := NewGMC(b, tgt, randomPoints(200, 1, 10, 4), 0.1, 10, 1, 0)
@@ -203,7 +204,7 @@ func TestGMCvMF(t *testing.T) {
 // Chains in one batch advance independently: running 3 chains together gives the same law as running them alone,
 // and the first chain of a batch run with one chain is the same as the batched chain 0 (same noise stream layout).
 func TestBatchLayout(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 3, 2, 0)
 	x := randomPoints(3, 1, 3, 8)
 	s3, _ := New(b, tgt, x, Config{Step: 0.1, Friction: 1, L: 2, Seed: 4})

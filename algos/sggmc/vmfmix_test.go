@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/tensor"
 )
 
 // The full-data gradient of TwoVMF is the derivative of its potential (central differences in R^{2×n}, both
 // readings), and the minibatch gradient averages to it over many steps.
 func TestTwoVMFGradient(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m, err := SyntheticTwoVMF(1)
 	if err != nil {
 		t.Fatal(err)

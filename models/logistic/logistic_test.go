@@ -9,18 +9,10 @@ import (
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
-
-func openCPU(t testing.TB) backend.Backend {
-	t.Helper()
-	b, err := backend.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // synthetic returns a small random logistic data set.
 func synthetic(t testing.TB, b backend.Backend, n, d int, seed uint64) *Model {
@@ -59,7 +51,7 @@ func german(t testing.TB, b backend.Backend) *Model {
 // TestGradientFD checks the host gradient against central differences and the batched backend values and
 // gradients against the host reference.
 func TestGradientFD(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := synthetic(t, b, 60, 5, 1)
 	const B, S = 2, 3
 	h := tensor.NewHost(B, m.D, S)
@@ -118,7 +110,7 @@ func TestGradientFD(t *testing.T) {
 // TestExactELBOvsMC compares the quadrature ELBO with a large-sample Monte Carlo estimate (S = 2e5, 5 standard
 // errors) at a non-optimal (μ, Σ).
 func TestExactELBOvsMC(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := synthetic(t, b, 40, 3, 2)
 	mu := []float64{0.3, -0.2, 0.5}
 	a := mat.NewDense(3, 3, []float64{0.4, 0, 0, 0.1, 0.3, 0, -0.05, 0.2, 0.5})
@@ -163,7 +155,7 @@ func TestExactELBOvsMC(t *testing.T) {
 // TestGermanOptimum reproduces the notes' exact optimum (4.1.4): ELBO* = −566.2902, log det Σ* = −98.8117,
 // ‖μ*‖ = 3.3397 for d = 25, and that the fixed point is a stationary point of ExactELBO (finite differences in μ).
 func TestGermanOptimum(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	m := german(t, b)
 	mu, sigma, elbo, err := m.Optimum()
 	if err != nil {
@@ -189,7 +181,7 @@ func TestGermanOptimum(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	b := openCPU(t)
+	b := testbackend.Open(t)
 	if _, err := New(b, []float64{1, 2}, []float64{2}, 1, 2, 50); err == nil {
 		t.Fatal("label 2 accepted")
 	}

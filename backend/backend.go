@@ -118,7 +118,7 @@ type Backend interface {
 	// With beta = 0, C is not read (NaN in C does not propagate).
 	Gemm(tA, tB blas.Transpose, alpha float64, a, b *T, beta float64, c *T) error
 	// Syrk computes C = alpha·A·Aᵀ + beta·C (blas.NoTrans) or C = alpha·Aᵀ·A + beta·C (blas.Trans), writing both
-	// triangles of the symmetric result. A may have batch 1.
+	// triangles of the symmetric result. A may have batch 1. With beta = 0, C is not read.
 	Syrk(tA blas.Transpose, alpha float64, a *T, beta float64, c *T) error
 	// Trsm solves op(A)·X = alpha·B (blas.Left) or X·op(A) = alpha·B (blas.Right) in place in B, A triangular.
 	// A may have batch 1.

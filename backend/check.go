@@ -225,6 +225,31 @@ func CheckReduce(dst *T, axis Axis, x *T) error {
 	return CheckSame(op, "dst", dst, want)
 }
 
+// CheckRowDots checks the operands of RowDots: x and y of one matrix shape (batch 1 or dst's), dst rows × 1.
+func CheckRowDots(dst, x, y *T) error {
+	const op = "row_dots"
+	if err := CheckNotNil(op, []string{"dst", "x", "y"}, dst, x, y); err != nil {
+		return err
+	}
+	if err := CheckMatrix(op, "dst", dst, -1, x.Rows(), 1); err != nil {
+		return err
+	}
+	if err := CheckMatrix(op, "x", x, dst.Batch(), x.Rows(), x.Cols()); err != nil {
+		return err
+	}
+	return CheckMatrix(op, "y", y, dst.Batch(), x.Rows(), x.Cols())
+}
+
+// CheckScaleVector checks the vector v of ScaleRows (byCol false: v is batch×rows×1) or ScaleCols (byCol true: v
+// is batch×1×cols) against dst.
+func CheckScaleVector(op string, dst, v *T, byCol bool) error {
+	rows, cols := dst.Rows(), 1
+	if byCol {
+		rows, cols = 1, dst.Cols()
+	}
+	return CheckMatrix(op, "v", v, dst.Batch(), rows, cols)
+}
+
 // CheckFinite scans host tensors for NaN and infinities, naming the first offender. Call it where user data enters.
 func CheckFinite(op string, names []string, ts ...*T) error {
 	for i, t := range ts {

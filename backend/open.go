@@ -54,8 +54,23 @@ const EnvVar = "GEOVB_BACKEND"
 // Open starts the backend called name: "cpu", "cuda", or "auto" for the best that starts (CUDA when a device and
 // its libraries load, else the CPU). An empty name reads GEOVB_BACKEND, defaulting to "auto". Asking for a
 // specific backend that cannot start returns an error wrapping ErrNoDevice that says why; there is no silent
-// fallback.
+// fallback. OpenReport also says which backends "auto" passed over and why.
 func Open(name string) (Backend, error) {
+	b, _, err := OpenReport(name)
+	return b, err
+}
+
+// Skip is a backend that Open("auto") tried and passed over, with the reason it did not start.
+type Skip struct {
+	Name string
+	Err  error
+}
+
+func (s Skip) String() string { return s.Name + ": " + s.Err.Error() }
+
+// OpenReport is Open that also returns, for "auto", the better backends that could not start (a CUDA build on a
+// machine without a GPU lists "cuda" with its reason), so that programs can say why they run on the CPU.
+func OpenReport(name string) (Backend, []Skip, error) {
 	if name == "" {
 		name = os.Getenv(EnvVar)
 	}
@@ -67,19 +82,28 @@ func Open(name string) (Backend, error) {
 	fs := append([]factoryEntry(nil), factories...)
 	factoriesMu.Unlock()
 	if len(fs) == 0 {
-		return nil, fmt.Errorf("geovb: no backend compiled in (import _ \"github.com/geovb/geovb/backend/all\"): %w", ErrNoDevice)
+		return nil, nil, fmt.Errorf("geovb: no backend compiled in (import _ \"github.com/geovb/geovb/backend/all\"): %w", ErrNoDevice)
 	}
 	if name == "auto" {
-		var reasons []string
+		var skipped []Skip
 		for _, e := range fs {
 			b, err := e.f()
 			if err == nil {
-				return b, nil
+				return b, skipped, nil
 			}
-			reasons = append(reasons, e.name+": "+err.Error())
+			skipped = append(skipped, Skip{e.name, err})
 		}
-		return nil, fmt.Errorf("geovb: no backend could start (%s): %w", strings.Join(reasons, "; "), ErrNoDevice)
+		reasons := make([]string, len(skipped))
+		for i, s := range skipped {
+			reasons[i] = s.String()
+		}
+		return nil, skipped, fmt.Errorf("geovb: no backend could start (%s): %w", strings.Join(reasons, "; "), ErrNoDevice)
 	}
+	b, err := openNamed(fs, name)
+	return b, nil, err
+}
+
+func openNamed(fs []factoryEntry, name string) (Backend, error) {
 	for _, e := range fs {
 		if e.name == name {
 			b, err := e.f()

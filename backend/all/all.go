@@ -8,4 +8,5 @@ package all
 
 import (
 	_ "github.com/geovb/geovb/backend/cpu"
+	_ "github.com/geovb/geovb/backend/cuda"
 )

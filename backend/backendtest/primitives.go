@@ -243,6 +243,26 @@ func testSyrk(t *testing.T, b backend.Backend) {
 			b.Free(dc)
 		}
 	}
+	// beta = 0: C is not read, so a NaN in it does not survive.
+	for _, tr := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+		ha := randHost(r, 2, 5, 5)
+		hc := tensor.NewHost(2, 5, 5)
+		for i := range hc.Storage().Host() {
+			hc.Storage().Host()[i] = math.NaN()
+		}
+		da, dc := upload(t, b, ha), upload(t, b, hc)
+		if err := b.Syrk(tr, 1, da, 0, dc); err != nil {
+			t.Fatal(err)
+		}
+		tB := blas.Trans
+		if tr != blas.NoTrans {
+			tB = blas.NoTrans
+		}
+		ref, scale := gemmRef(tr, tB, 1, ha, ha, 0, tensor.NewHost(2, 5, 5))
+		near(t, fmt.Sprintf("syrk beta 0 over NaN %c", tr), download(t, b, dc), ref, 1e-14*6, scale)
+		b.Free(da)
+		b.Free(dc)
+	}
 	if err := b.Syrk(blas.NoTrans, 1, upload(t, b, randHost(r, 1, 4, 3)), 0, upload(t, b, randHost(r, 1, 3, 3))); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("syrk with a 4×3 factor into 3×3: err = %v, want ErrShape", err)
 	}

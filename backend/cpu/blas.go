@@ -204,6 +204,11 @@ func (b *Backend) Syrk(tA blas.Transpose, alpha float64, a *tensor.Tensor, beta 
 				}
 			}
 		} else {
+			if beta == 0 { // gonum scales C by 0 here, which keeps a NaN; the contract says C is not read
+				for r := 0; r < n; r++ {
+					clear(C.Data[r*C.Stride : r*C.Stride+r+1])
+				}
+			}
 			blas64.Syrk(tA, alpha, A, beta, blas64.Symmetric{N: n, Stride: C.Stride, Data: C.Data, Uplo: blas.Lower})
 		}
 		mirrorLower(C)

@@ -177,7 +177,7 @@ func (b *Backend) ScaleRows(dst, x, v *tensor.Tensor) error {
 	if err := b.prepElementwise(op, dst, []string{"x"}, x); err != nil {
 		return err
 	}
-	if err := backend.CheckMatrix(op, "v", v, dst.Batch(), dst.Rows(), 1); err != nil {
+	if err := backend.CheckScaleVector(op, dst, v, false); err != nil {
 		return err
 	}
 	if err := checkHost(op, []string{"v"}, v); err != nil {
@@ -201,7 +201,7 @@ func (b *Backend) ScaleCols(dst, x, v *tensor.Tensor) error {
 	if err := b.prepElementwise(op, dst, []string{"x"}, x); err != nil {
 		return err
 	}
-	if err := backend.CheckMatrix(op, "v", v, dst.Batch(), 1, dst.Cols()); err != nil {
+	if err := backend.CheckScaleVector(op, dst, v, true); err != nil {
 		return err
 	}
 	if err := checkHost(op, []string{"v"}, v); err != nil {
@@ -219,19 +219,8 @@ func (b *Backend) ScaleCols(dst, x, v *tensor.Tensor) error {
 // RowDots computes dst[b,i] = Σ_j x[b,i,j]·y[b,i,j].
 func (b *Backend) RowDots(dst, x, y *tensor.Tensor) error {
 	const op = "row_dots"
-	if err := backend.CheckNotNil(op, []string{"dst", "x", "y"}, dst, x, y); err != nil {
+	if err := backend.CheckRowDots(dst, x, y); err != nil {
 		return err
-	}
-	if err := backend.CheckMatrix(op, "dst", dst, -1, x.Rows(), 1); err != nil {
-		return err
-	}
-	for _, o := range []struct {
-		n string
-		t *tensor.Tensor
-	}{{"x", x}, {"y", y}} {
-		if err := backend.CheckMatrix(op, o.n, o.t, dst.Batch(), x.Rows(), x.Cols()); err != nil {
-			return err
-		}
 	}
 	if err := checkHost(op, []string{"dst", "x", "y"}, dst, x, y); err != nil {
 		return err

@@ -459,10 +459,13 @@ func benchmark(cfg *config, stdout, stderr io.Writer) (*report, int) {
 		}
 	}()
 	for _, name := range cfg.backends {
-		b, err := backend.Open(name)
+		b, skipped, err := backend.OpenReport(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "vbbench: %v\n", err)
 			return nil, 2
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(stdout, "note: backend %s is not available (%v); %s runs on %s\n", s.Name, s.Err, name, b.Name())
 		}
 		for _, o := range bes {
 			if o.b.Name() == b.Name() {

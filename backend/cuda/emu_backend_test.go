@@ -1,0 +1,390 @@
+package cuda
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack"
+	"gonum.org/v1/gonum/lapack/lapack64"
+
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/backend/backendtest"
+	"github.com/geovb/geovb/backend/cuda/internal/cu"
+	"github.com/geovb/geovb/tensor"
+)
+
+// The whole CUDA backend on an emulated device: the Backend methods, the hot-operation kernels and their Go
+// launch code run unchanged; device memory is host memory, each CUDA kernel is its thread-by-thread emulation
+// (emuKernels, launch arguments checked against the .cu parameter lists) and cuBLAS/cuSOLVER are column-major
+// host routines that read only what the libraries read. The conformance suite then checks the row-major to
+// column-major mappings, the strides, the scratch bookkeeping and every kernel's algorithm without a GPU. What it
+// cannot check is the CUDA C itself (compiled, not run, by TestKernelsCompile) and the driver.
+
+// emuGPU adds to emuDev what the backend core uses: allocation with reuse, host copies and the batched and
+// LAPACK-level library calls.
+type emuGPU struct {
+	*emuDev
+	free  map[int][]cu.DevPtr // freed blocks by size in words
+	sizes map[cu.DevPtr]int
+}
+
+// emuWords is the emulated device memory (float64 words; host pages are only touched when allocated).
+const emuWords = 1 << 27
+
+func newEmuBackend(t testing.TB) *Backend {
+	g := &emuGPU{emuDev: newEmuDev(t, emuWords), free: map[int][]cu.DevPtr{}, sizes: map[cu.DevPtr]int{}}
+	b := &Backend{gpu: g, run: func(f func() error) error { return f() }, live: map[*storage]struct{}{}}
+	b.info = backend.Info{Name: Name, Library: "emulated cuBLAS/cuSOLVER", Device: "emulated GPU", Cores: 4,
+		Features: []string{"sm_90"}, Memory: 8 * emuWords, Extra: map[string]string{}}
+	return b
+}
+
+func (g *emuGPU) MemAlloc(bytes int64) (cu.DevPtr, error) {
+	n := int((bytes + 7) / 8)
+	if l := g.free[n]; len(l) > 0 {
+		p := l[len(l)-1]
+		g.free[n] = l[:len(l)-1]
+		for i := 0; i < n; i++ {
+			*g.f(p, i) = math.NaN()
+		}
+		return p, nil
+	}
+	if g.used+n+2 > len(g.mem) {
+		return 0, &cu.Error{Lib: "cuda", Call: "cuMemAlloc_v2", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY", Msg: "out of memory"}
+	}
+	p := g.alloc(n)
+	g.sizes[p] = n
+	return p, nil
+}
+
+func (g *emuGPU) MemFree(p cu.DevPtr) error {
+	n, ok := g.sizes[p]
+	if !ok {
+		g.t.Fatalf("MemFree of %#x, not an allocation", uint64(p))
+	}
+	g.free[n] = append(g.free[n], p)
+	return nil
+}
+
+func (g *emuGPU) MemGetInfo() (int64, int64, error) {
+	return 8 * int64(len(g.mem)-g.used), 8 * int64(len(g.mem)), nil
+}
+
+// bytesAt is the emulated device memory [p, p+bytes) as a byte slice, checked to lie in allocated memory.
+func (g *emuGPU) bytesAt(p cu.DevPtr, bytes int64) []byte {
+	if p < emuBase || int64(p-emuBase)+bytes > 8*int64(g.used) {
+		g.t.Fatalf("device range %#x + %d outside allocated memory", uint64(p), bytes)
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(&g.mem[0]), uintptr(p-emuBase))), bytes)
+}
+
+func (g *emuGPU) HtoD(dst cu.DevPtr, src unsafe.Pointer, bytes int64) error {
+	copy(g.bytesAt(dst, bytes), unsafe.Slice((*byte)(src), bytes))
+	return nil
+}
+
+func (g *emuGPU) DtoD(dst, src cu.DevPtr, bytes int64) error {
+	copy(g.bytesAt(dst, bytes), g.bytesAt(src, bytes))
+	return nil
+}
+
+func (g *emuGPU) Sync() error { return nil }
+
+// Dgemm is the column-major product C = alpha·op(A)·op(B) + beta·C computed by gonum on the row-major views of
+// the same memory (a column-major r×c block read row-major is its c×r transpose): Cᵀ = op(B)ᵀ·op(A)ᵀ. It is the
+// same function as emuDev's loop, fast enough for the suite's d = 2e5 cases. C is not read when beta = 0.
+func (g *emuGPU) Dgemm(ta, tb cu.Op, m, n, k int, alpha float64, a cu.DevPtr, lda int, b cu.DevPtr, ldb int,
+	beta float64, c cu.DevPtr, ldc int) error {
+	ar, ac := k, m // row-major view of A's memory
+	if ta == cu.OpT {
+		ar, ac = m, k
+	}
+	br, bc := n, k
+	if tb == cu.OpT {
+		br, bc = k, n
+	}
+	for _, err := range []error{g.checkLD("Dgemm A", lda, ac), g.checkLD("Dgemm B", ldb, bc), g.checkLD("Dgemm C", ldc, m)} {
+		if err != nil {
+			return err
+		}
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	view := func(p cu.DevPtr, rows, cols, ld int) blas64.General {
+		if rows == 0 || cols == 0 {
+			return blas64.General{Rows: rows, Cols: cols, Stride: max(ld, 1), Data: []float64{}}
+		}
+		i := g.index(p)
+		return blas64.General{Rows: rows, Cols: cols, Stride: ld, Data: g.mem[i : i+(rows-1)*ld+cols]}
+	}
+	tr := func(o cu.Op) blas.Transpose {
+		if o == cu.OpN {
+			return blas.NoTrans
+		}
+		return blas.Trans
+	}
+	cv := view(c, n, m, ldc)
+	if beta == 0 {
+		for r := 0; r < n; r++ {
+			clear(cv.Data[r*ldc : r*ldc+m])
+		}
+	}
+	if k == 0 {
+		for r := 0; r < n; r++ {
+			for j := 0; j < m; j++ {
+				cv.Data[r*ldc+j] *= beta
+			}
+		}
+		return nil
+	}
+	blas64.Gemm(tr(tb), tr(ta), alpha, view(b, br, bc, ldb), view(a, ar, ac, lda), beta, cv)
+	return nil
+}
+
+func (g *emuGPU) DgemmStridedBatched(ta, tb cu.Op, m, n, k int, alpha float64, a cu.DevPtr, lda int, sa int64,
+	b cu.DevPtr, ldb int, sb int64, beta float64, c cu.DevPtr, ldc int, sc int64, batch int) error {
+	for i := 0; i < batch; i++ {
+		if err := g.Dgemm(ta, tb, m, n, k, alpha, a+cu.DevPtr(8*sa*int64(i)), lda, b+cu.DevPtr(8*sb*int64(i)), ldb,
+			beta, c+cu.DevPtr(8*sc*int64(i)), ldc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ptrAt reads entry i of a device array of device pointers.
+func (g *emuGPU) ptrAt(arr cu.DevPtr, i int) cu.DevPtr {
+	return cu.DevPtr(math.Float64bits(*g.f(arr, i)))
+}
+
+func (g *emuGPU) DtrsmBatched(side cu.Side, uplo cu.Fill, trans cu.Op, diag cu.Diag, m, n int, alpha float64,
+	aArray cu.DevPtr, lda int, bArray cu.DevPtr, ldb int, batch int) error {
+	for i := 0; i < batch; i++ {
+		if err := g.Dtrsm(side, uplo, trans, diag, m, n, alpha, g.ptrAt(aArray, i), lda, g.ptrAt(bArray, i), ldb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Dtrmm is C = alpha·op(A)·B (Left) or alpha·B·op(A) (Right) with A triangular, C separate from B.
+func (g *emuGPU) Dtrmm(side cu.Side, uplo cu.Fill, trans cu.Op, diag cu.Diag, m, n int, alpha float64,
+	a cu.DevPtr, lda int, b cu.DevPtr, ldb int, c cu.DevPtr, ldc int) error {
+	r := m
+	if side == cu.Right {
+		r = n
+	}
+	if err := g.checkLD("Dtrmm A", lda, r); err != nil {
+		return err
+	}
+	t := g.tri(uplo, trans, diag, r, a, lda) // row-major op(A)
+	out := make([]float64, m*n)
+	for j := 0; j < n; j++ {
+		for i := 0; i < m; i++ {
+			var s float64
+			if side == cu.Left {
+				for l := 0; l < m; l++ {
+					s += t[i*m+l] * *g.m(b, ldb, l, j)
+				}
+			} else {
+				for l := 0; l < n; l++ {
+					s += *g.m(b, ldb, i, l) * t[l*n+j]
+				}
+			}
+			out[i+j*m] = alpha * s
+		}
+	}
+	for j := 0; j < n; j++ {
+		for i := 0; i < m; i++ {
+			*g.m(c, ldc, i, j) = out[i+j*m]
+		}
+	}
+	return nil
+}
+
+// Dgeam is C = alpha·op(A) + beta·op(B); B is not read when beta = 0.
+func (g *emuGPU) Dgeam(ta, tb cu.Op, m, n int, alpha float64, a cu.DevPtr, lda int, beta float64, b cu.DevPtr,
+	ldb int, c cu.DevPtr, ldc int) error {
+	out := make([]float64, m*n)
+	for j := 0; j < n; j++ {
+		for i := 0; i < m; i++ {
+			av := *g.m(a, lda, i, j)
+			if ta == cu.OpT {
+				av = *g.m(a, lda, j, i)
+			}
+			v := alpha * av
+			if beta != 0 {
+				bv := *g.m(b, ldb, i, j)
+				if tb == cu.OpT {
+					bv = *g.m(b, ldb, j, i)
+				}
+				v += beta * bv
+			}
+			out[i+j*m] = v
+		}
+	}
+	for j := 0; j < n; j++ {
+		for i := 0; i < m; i++ {
+			*g.m(c, ldc, i, j) = out[i+j*m]
+		}
+	}
+	return nil
+}
+
+func (g *emuGPU) DpotrfBatched(uplo cu.Fill, n int, aArray cu.DevPtr, lda int, info cu.DevPtr, batch int) error {
+	for i := 0; i < batch; i++ {
+		if err := g.Dpotrf(uplo, n, g.ptrAt(aArray, i), lda, info+cu.DevPtr(4*i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// general copies the column-major m×n block at a into a row-major gonum matrix.
+func (g *emuGPU) general(m, n int, a cu.DevPtr, lda int) blas64.General {
+	out := blas64.General{Rows: m, Cols: n, Stride: max(n, 1), Data: make([]float64, m*max(n, 1))}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			out.Data[i*out.Stride+j] = *g.m(a, lda, i, j)
+		}
+	}
+	return out
+}
+
+func (g *emuGPU) store(x blas64.General, a cu.DevPtr, lda int) {
+	for i := 0; i < x.Rows; i++ {
+		for j := 0; j < x.Cols; j++ {
+			*g.m(a, lda, i, j) = x.Data[i*x.Stride+j]
+		}
+	}
+}
+
+// Dgeqrf and Dorgqr are LAPACK's Householder QR and explicit Q (gonum on a row-major copy of the same matrix;
+// the reflectors and tau mean the same in either storage, so the pair is consistent).
+func (g *emuGPU) Dgeqrf(m, n int, a cu.DevPtr, lda int, tau cu.DevPtr, info cu.DevPtr) error {
+	if err := g.checkLD("Dgeqrf", lda, m); err != nil {
+		return err
+	}
+	x := g.general(m, n, a, lda)
+	t := make([]float64, min(m, n))
+	work := make([]float64, max(1, n)*64)
+	lapack64.Geqrf(x, t, work, len(work))
+	g.store(x, a, lda)
+	for i, v := range t {
+		*g.f(tau, i) = v
+	}
+	*g.i32(info) = 0
+	return nil
+}
+
+func (g *emuGPU) Dorgqr(m, n, k int, a cu.DevPtr, lda int, tau cu.DevPtr, info cu.DevPtr) error {
+	if err := g.checkLD("Dorgqr", lda, m); err != nil {
+		return err
+	}
+	x := g.general(m, n, a, lda)
+	t := make([]float64, k)
+	for i := range t {
+		t[i] = *g.f(tau, i)
+	}
+	work := make([]float64, max(1, n)*64)
+	lapack64.Orgqr(x, t, work, len(work))
+	g.store(x, a, lda)
+	*g.i32(info) = 0
+	return nil
+}
+
+// syev solves one symmetric eigenproblem from the named triangle of the column-major block at a, leaving the
+// eigenvectors (columns) in a when vectors is set and the ascending eigenvalues in w.
+func (g *emuGPU) syev(vectors bool, uplo cu.Fill, n int, a cu.DevPtr, lda int, w cu.DevPtr, info cu.DevPtr) {
+	s := blas64.Symmetric{N: n, Stride: n, Uplo: blas.Lower, Data: make([]float64, n*n)}
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			v := *g.m(a, lda, i, j) // column-major lower
+			if uplo == cu.Upper {
+				v = *g.m(a, lda, j, i)
+			}
+			s.Data[i*n+j] = v
+		}
+	}
+	jobz := lapack.EVNone
+	if vectors {
+		jobz = lapack.EVCompute
+	}
+	wv := make([]float64, n)
+	q := make([]float64, 1)
+	lapack64.Syev(jobz, s, wv, q, -1)
+	work := make([]float64, int(q[0]))
+	ok := lapack64.Syev(jobz, s, wv, work, len(work))
+	*g.i32(info) = 0
+	if !ok {
+		*g.i32(info) = 1
+	}
+	for i, v := range wv {
+		*g.f(w, i) = v
+	}
+	if vectors {
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				*g.m(a, lda, i, k) = s.Data[i*n+k]
+			}
+		}
+	}
+}
+
+func (g *emuGPU) Dsyevd(vectors bool, uplo cu.Fill, n int, a cu.DevPtr, lda int, w cu.DevPtr, info cu.DevPtr) error {
+	g.syev(vectors, uplo, n, a, lda, w, info)
+	return nil
+}
+
+func (g *emuGPU) DsyevjBatched(vectors bool, uplo cu.Fill, n int, a cu.DevPtr, lda int, w cu.DevPtr,
+	info cu.DevPtr, batch int) error {
+	if n > 32 {
+		g.t.Fatalf("DsyevjBatched of order %d (cuSOLVER accepts at most 32)", n)
+	}
+	for i := 0; i < batch; i++ {
+		g.syev(vectors, uplo, n, a+cu.DevPtr(8*i*lda*n), lda, w+cu.DevPtr(8*i*n), info+cu.DevPtr(4*i))
+	}
+	return nil
+}
+
+// TestEmulatedConformance runs the conformance suite on the emulated device.
+func TestEmulatedConformance(t *testing.T) {
+	backendtest.Run(t, newEmuBackend(t))
+}
+
+// TestEmulatedErrors checks the errors a user meets first: a request larger than the device names its size and the
+// free memory; a host tensor handed to a device operation is ErrForeign; nothing is counted as allocated after
+// either.
+func TestEmulatedErrors(t *testing.T) {
+	b := newEmuBackend(t)
+	_, err := b.Alloc(tensor.Shape{Batch: 4, Rows: 1 << 20, Cols: 1 << 10}) // 32 GiB
+	if !errors.Is(err, backend.ErrOutOfMemory) || !strings.Contains(err.Error(), "32.00 GiB requested") ||
+		!strings.Contains(err.Error(), "free of") {
+		t.Fatalf("Alloc of 32 GiB: %v", err)
+	}
+	if n := b.MemInUse(); n != 0 {
+		t.Fatalf("MemInUse %d after a failed Alloc", n)
+	}
+	host := tensor.NewHost(1, 2, 2)
+	dev, err := b.Alloc(tensor.Shape{Batch: 1, Rows: 2, Cols: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Axpby(dev, 1, host, 0, nil); !errors.Is(err, backend.ErrForeign) {
+		t.Fatalf("Axpby with a host operand: %v, want ErrForeign", err)
+	}
+	if err := b.Upload(host, host); !errors.Is(err, backend.ErrForeign) {
+		t.Fatalf("Upload into a host tensor: %v, want ErrForeign", err)
+	}
+	b.Free(dev)
+	b.Free(dev) // twice is harmless
+	if n := b.MemInUse(); n != 0 {
+		t.Fatalf("MemInUse %d after Free", n)
+	}
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# GPU runs from a machine without Go, in two steps.
+#
+# 1. Here (any machine with Go; no CUDA needed):
+#      scripts/gpu-check.sh build [DIR]     # default DIR=.gpu (git-ignored)
+#    builds every test binary and vbbench with CGO_ENABLED=0 into DIR and copies this script beside them.
+# 2. On the GPU machine (NVIDIA driver and the CUDA 12/13 libraries; no Go):
+#      DIR/gpu-check.sh run [OUTDIR]        # default OUTDIR=DIR/results
+#    runs the CUDA conformance suite with GEOVB_REQUIRE_GPU=1 (a missing GPU fails instead of skipping), the
+#    binding-layer tests, the CUDA benchmarks and vbbench on cpu and cuda side by side, and writes logs, JSON and a
+#    summary into OUTDIR.
+set -euo pipefail
+
+cmd=${1:-}
+case "$cmd" in
+build)
+	cd "$(dirname "$0")/.."
+	out=${2:-.gpu}
+	scripts/build-gpu-tests.sh "$out" >/dev/null
+	cp scripts/gpu-check.sh scripts/torch-qr-baseline.py "$out/"
+	echo "built into $out: $(ls "$out" | wc -l) files; on the GPU machine run: $out/gpu-check.sh run"
+	;;
+run)
+	here=$(cd "$(dirname "$0")" && pwd)
+	out=${2:-$here/results}
+	mkdir -p "$out"
+	export GEOVB_REQUIRE_GPU=1 GEOVB_REQUIRE_NVRTC=1
+	nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv >"$out/device.csv" 2>&1 || true
+	status=0
+	run() { # name, then the command; output to OUTDIR/name.log, a line in the summary
+		local name=$1; shift
+		if "$@" >"$out/$name.log" 2>&1; then r=ok; else r="FAILED ($?)"; status=1; fi
+		printf '%-28s %s\n' "$name" "$r" | tee -a "$out/summary.txt"
+	}
+	: >"$out/summary.txt"
+	run cu-binding "$here/backend_cuda_internal_cu.test" -test.v -test.count=1
+	run cuda-conformance "$here/backend_cuda.test" -test.v -test.count=1 -test.timeout=30m
+	run cuda-bench "$here/backend_cuda.test" -test.run '^$' -test.bench Conformance -test.benchtime 10x -test.timeout=30m
+	# Every method and model test on the GPU (internal/testbackend opens $GEOVB_BACKEND), short mode.
+	for bin in "$here"/algos_*.test "$here"/models_*.test "$here"/manifold.test; do
+		[ -e "$bin" ] || continue
+		name=$(basename "$bin" .test)
+		run "cuda-$name" env GEOVB_BACKEND=cuda "$bin" -test.short -test.count=1 -test.timeout=20m
+	done
+	if python3 -c 'import torch' 2>/dev/null; then
+		run torch-qr "python3" "$here/torch-qr-baseline.py" 100000 64 8
+	fi
+	run vbbench "$here/vbbench" -backend cpu,cuda -sizes small,medium -json "$out/vbbench.json"
+	# The issue's GPU targets, at their exact sizes.
+	run vb-lowrank-large "$here/vbbench" -backend cuda -ops lowrank -sizes large -json "$out/vb-lowrank.json"
+	run vb-qr-64x8 "$here/vbbench" -backend cuda -ops qr.batch -batch 100000 -n 64 -p 8 -json "$out/vb-qr.json"
+	run vb-sphere-1e7x3 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000000 -n 3 -json "$out/vb-sphere1.json"
+	run vb-sphere-1e4x5000 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000 -n 5000 -json "$out/vb-sphere2.json"
+	tail -n 5 "$out"/*.log | tail -n 60
+	cat "$out/summary.txt"
+	exit $status
+	;;
+*)
+	sed -n '2,12p' "$0" >&2
+	exit 2
+	;;
+esac

@@ -14,6 +14,7 @@ package backend
 
 import (
 	"math"
+	"reflect"
 
 	"gonum.org/v1/gonum/blas"
 
@@ -265,76 +266,137 @@ type EMStats struct {
 // approximation W Wᵀ + Ψ ≈_FA S_t = α (W Wᵀ + Ψ) + β X Xᵀ (28), with opt.Inner iterations of the fixed point
 // (20)–(21), warm-started at the old (W, ψ), in the SPD (M+B) form and with the first-iteration shortcut.
 // w is 1×d×p, psi 1×d×1 (ψ > 0), x 1×d×K_c or nil. α, β ≥ 0, not both 0. With more than one inner iteration
-// it keeps a copy of the old W (one d×p buffer).
+// it keeps a copy of the old W and ψ (one d×p and one d buffer), since S_t stays fixed over the inner loop; a caller
+// that keeps (W_{t-1}, ψ_{t-1}) anyway saves that copy with RecursiveEMFrom.
 func RecursiveEM(b Backend, w, psi, x *T, alpha, beta float64, opt EMOptions) (EMStats, error) {
 	const op = "lowrank.em"
 	var st EMStats
-	d, _, err := checkFactors(op, w, psi)
+	if err := checkEM(b, op, w, psi, x, alpha, beta, opt); err != nil {
+		return st, err
+	}
+	if opt.Inner <= 1 {
+		return emLoop(b, w, psi, nil, nil, x, alpha, beta, opt)
+	}
+	// Keep (W_{t-1}, ψ_{t-1}): S_t stays fixed over the inner loop.
+	var s scratch
+	defer s.free(b)
+	w0, err := s.get(b, w.Rows(), w.Cols())
 	if err != nil {
 		return st, err
 	}
+	psi0, err := s.get(b, psi.Rows(), 1)
+	if err != nil {
+		return st, err
+	}
+	if err := b.Copy(w0, w); err != nil {
+		return st, err
+	}
+	if err := b.Copy(psi0, psi); err != nil {
+		return st, err
+	}
+	return emLoop(b, w, psi, w0, psi0, x, alpha, beta, opt)
+}
+
+// RecursiveEMFrom is RecursiveEM with the old factors kept apart: it writes into (w, psi) the factor-analysis
+// approximation W Wᵀ + Ψ ≈_FA S_t = α (W₀ W₀ᵀ + Ψ₀) + β X Xᵀ (28) after opt.Inner iterations of (20)–(21)
+// warm-started at (W₀, ψ₀) = (w0, psi0), and leaves w0 and psi0 unchanged. The iterates, and so the result, are
+// bit for bit those of RecursiveEM on a copy of (w0, psi0): the first iteration runs on w = w0 with the shortcut of
+// notes §2.4, the later ones read S_t from (w0, psi0) in place of RecursiveEM's private copy. A caller that keeps
+// (W_{t-1}, ψ_{t-1}) anyway (to leave its state unchanged when an update fails) thus needs no d×p buffer beyond w.
+// w0, psi0 have the shapes of w, psi and must not share storage with them; checks are made before anything is
+// written.
+func RecursiveEMFrom(b Backend, w, psi, w0, psi0, x *T, alpha, beta float64, opt EMOptions) (EMStats, error) {
+	const op = "lowrank.em"
+	var st EMStats
+	if err := CheckNotNil(op, []string{"w0", "psi0"}, w0, psi0); err != nil {
+		return st, err
+	}
+	if _, _, err := checkFactors(op, w, psi); err != nil {
+		return st, err
+	}
+	if err := CheckSame(op, "w0", w0, w.Shape()); err != nil {
+		return st, err
+	}
+	if err := CheckSame(op, "psi0", psi0, psi.Shape()); err != nil {
+		return st, err
+	}
+	for _, pr := range []struct {
+		name   string
+		a, out *T
+	}{{"w0", w0, w}, {"w0", w0, psi}, {"psi0", psi0, w}, {"psi0", psi0, psi}} {
+		if sameStorage(pr.a, pr.out) {
+			return st, shapeErr(op, pr.name, "shares storage with w or psi, which the call overwrites")
+		}
+	}
+	if err := checkEM(b, op, w0, psi0, x, alpha, beta, opt); err != nil {
+		return st, err
+	}
+	if err := b.Copy(w, w0); err != nil {
+		return st, err
+	}
+	if err := b.Copy(psi, psi0); err != nil {
+		return st, err
+	}
+	return emLoop(b, w, psi, w0, psi0, x, alpha, beta, opt)
+}
+
+// sameStorage reports whether a and b are views of one storage (false when the storage type cannot be compared).
+func sameStorage(a, b *T) bool {
+	sa, sb := a.Storage(), b.Storage()
+	ta := reflect.TypeOf(sa)
+	if ta == nil || ta != reflect.TypeOf(sb) || !ta.Comparable() {
+		return false
+	}
+	return sa == sb
+}
+
+// checkEM checks the operands of RecursiveEM and that ψ is finite and > 0.
+func checkEM(b Backend, op string, w, psi, x *T, alpha, beta float64, opt EMOptions) error {
+	d, _, err := checkFactors(op, w, psi)
+	if err != nil {
+		return err
+	}
 	if x != nil {
 		if x.Batch() != 1 || x.Rows() != d || x.Cols() < 1 {
-			return st, shapeErr(op, "x", "shape %v, want 1×%d×K_c", x.Shape(), d)
+			return shapeErr(op, "x", "shape %v, want 1×%d×K_c", x.Shape(), d)
 		}
 	}
 	if !(alpha >= 0) || math.IsInf(alpha, 0) {
-		return st, Errorf(op, "alpha", ErrDomain, "α = %v, want finite α ≥ 0", alpha)
+		return Errorf(op, "alpha", ErrDomain, "α = %v, want finite α ≥ 0", alpha)
 	}
 	if !(beta >= 0) || math.IsInf(beta, 0) {
-		return st, Errorf(op, "beta", ErrDomain, "β = %v, want finite β ≥ 0", beta)
+		return Errorf(op, "beta", ErrDomain, "β = %v, want finite β ≥ 0", beta)
 	}
 	if alpha == 0 && (beta == 0 || x == nil) {
-		return st, Errorf(op, "alpha", ErrDomain, "S_t = 0 (α = 0 and no β X Xᵀ term)")
+		return Errorf(op, "alpha", ErrDomain, "S_t = 0 (α = 0 and no β X Xᵀ term)")
 	}
 	if opt.Inner < 0 {
-		return st, Errorf(op, "inner", ErrDomain, "%d inner iterations", opt.Inner)
+		return Errorf(op, "inner", ErrDomain, "%d inner iterations", opt.Inner)
 	}
 	if !(opt.PsiFloor >= 0) || math.IsInf(opt.PsiFloor, 0) {
-		return st, Errorf(op, "floor", ErrDomain, "ψ floor %v, want finite ≥ 0", opt.PsiFloor)
+		return Errorf(op, "floor", ErrDomain, "ψ floor %v, want finite ≥ 0", opt.PsiFloor)
 	}
-	if err := checkPsiPositive(b, op, psi); err != nil {
-		return st, err
-	}
-	inner := opt.Inner
-	if inner == 0 {
-		inner = 1
-	}
+	return checkPsiPositive(b, op, psi)
+}
+
+// emLoop runs max(opt.Inner, 1) inner iterations of Algorithm 1 on the iterate (w, psi), which holds
+// (W_{t-1}, ψ_{t-1}) on entry; (w0, psi0) is a second copy of them, read by the iterations after the first (nil
+// when there is one iteration only).
+func emLoop(b Backend, w, psi, w0, psi0, x *T, alpha, beta float64, opt EMOptions) (EMStats, error) {
+	var st EMStats
 	step, _ := EMStepOp.Select(b, w.Shape())
 	a := EMStepArgs{W: w, Psi: psi, X: x, Alpha: alpha, Beta: beta, Floor: opt.PsiFloor}
-	if inner > 1 {
-		// Keep (W_{t-1}, ψ_{t-1}): S_t stays fixed over the inner loop.
-		var s scratch
-		defer s.free(b)
-		w0, err := s.get(b, w.Rows(), w.Cols())
+	for it := 0; it < max(opt.Inner, 1); it++ {
+		if it > 0 {
+			a.W0, a.Psi0 = w0, psi0
+		}
+		n, err := step(b, a)
+		st.Clamped += n
 		if err != nil {
 			return st, err
 		}
-		psi0, err := s.get(b, d, 1)
-		if err != nil {
-			return st, err
-		}
-		if err := b.Copy(w0, w); err != nil {
-			return st, err
-		}
-		if err := b.Copy(psi0, psi); err != nil {
-			return st, err
-		}
-		for it := 0; it < inner; it++ {
-			if it > 0 {
-				a.W0, a.Psi0 = w0, psi0
-			}
-			n, err := step(b, a)
-			st.Clamped += n
-			if err != nil {
-				return st, err
-			}
-		}
-		return st, nil
 	}
-	n, err := step(b, a)
-	st.Clamped += n
-	return st, err
+	return st, nil
 }
 
 // ---- shared helpers ----

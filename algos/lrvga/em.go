@@ -158,8 +158,9 @@ func BatchFA(b backend.Backend, w, psi *tensor.Tensor, x []float64, n, iters int
 //	E:  e = M⁻¹WᵀΨ⁻¹v,  S1 ← (1−γ)S1 + γ v∘v,  S2ᵀ ← (1−γ)S2ᵀ + γ v eᵀ,  S3 ← (1−γ)S3 + γ(M⁻¹ + e eᵀ)
 //	M:  W = S2ᵀ S3⁻¹,  ψ = S1 − rowdot(W, S2ᵀ)
 //
-// with Polyak–Ruppert averaging of (W, ψ) after AverageFrom steps (the code's 500; 0: none). Memory ≈ 2dp (W and
-// S2), plus 2dp for the averages.
+// with Polyak–Ruppert averaging of (W, ψ) after AverageFrom steps (the code's 500; 0: none). Memory: 8d(2p+2) bytes
+// (W, S2ᵀ, ψ, S1; Table 1's 1.6 GB at d = 1e6, p = 100), plus 8d(p+1) for the averages, allocated when averaging
+// starts.
 type OnlineFA struct {
 	Cfg         FAConfig
 	AverageFrom int
@@ -194,9 +195,6 @@ func NewOnlineFA(b backend.Backend, c FAConfig, averageFrom int) (*OnlineFA, err
 	d, p := c.D, c.P
 	o.w, o.psi, o.s1, o.s2t, o.x, o.e = get(d, p), get(d, 1), get(d, 1), get(d, p), get(d, 1), get(p, 1)
 	o.tmp, o.tmpd = get(p, p), get(d, 1)
-	if averageFrom > 0 {
-		o.wAvg, o.psiAvg = get(d, p), get(d, 1)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +206,17 @@ func NewOnlineFA(b backend.Backend, c FAConfig, averageFrom int) (*OnlineFA, err
 	}
 	o.W, o.Psi = o.w, o.psi
 	return o, nil
+}
+
+// StateBytes is the size of the online EM's state in float64: W, S2ᵀ (d×p each), ψ and S1 (d each), 8d(2p+2)
+// bytes (Table 1's 1.6 GB at d = 1e6, p = 100, notes §2.13), plus 8d(p+1) for the averages once averaging runs.
+func (o *OnlineFA) StateBytes() int64 {
+	d, p := int64(o.Cfg.D), int64(o.Cfg.P)
+	n := 8 * d * (2*p + 2)
+	if o.wAvg != nil {
+		n += 8 * d * (p + 1)
+	}
+	return n
 }
 
 // Update consumes one input v (length d).
@@ -222,6 +231,18 @@ func (o *OnlineFA) Update(v []float64) error {
 		return err
 	}
 	t := o.T + 1
+	if o.AverageFrom > 0 && t > o.AverageFrom && o.wAvg == nil {
+		// The averages are made when averaging starts (zeroed; the first average is the iterate itself).
+		var err error
+		if o.wAvg, err = b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: p}); err != nil {
+			return err
+		}
+		if o.psiAvg, err = b.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: 1}); err != nil {
+			b.Free(o.wAvg)
+			o.wAvg = nil
+			return err
+		}
+	}
 	g := math.Pow(float64(t), -0.6)
 	// E-step with the current (W, ψ): e = M⁻¹ Wᵀ Ψ⁻¹ v.
 	if err := b.Div(o.tmpd, o.x, o.psi); err != nil {
@@ -315,22 +336,27 @@ func (o *OnlineFA) Update(v []float64) error {
 	return nil
 }
 
-// floorPsi raises ψ to max(floor, 1e-12·max s) (host pass; O(d)).
+// floorPsi raises ψ to max(floor, 1e-12·max s) (notes §5.2b). The common case, nothing below the floor, costs two
+// reductions; otherwise ψ goes through the host (O(d)).
 func floorPsi(b backend.Backend, psi, s *tensor.Tensor, floor float64) error {
 	d := psi.Rows()
-	ph, sh := tensor.NewHost(1, d, 1), tensor.NewHost(1, d, 1)
-	if err := b.Download(ph, psi); err != nil {
-		return err
-	}
-	if err := b.Download(sh, s); err != nil {
-		return err
-	}
 	if floor <= 0 {
-		mx := 0.0
-		for i := 0; i < d; i++ {
-			mx = math.Max(mx, sh.At(0, i, 0))
+		mx, err := reduce(b, backend.ReduceMax, s)
+		if err != nil {
+			return err
 		}
 		floor = math.Max(0x1p-1022, backend.RelPsiFloor*mx)
+	}
+	mn, err := reduce(b, backend.ReduceMin, psi)
+	if err != nil {
+		return err
+	}
+	if mn >= floor {
+		return nil
+	}
+	ph := tensor.NewHost(1, d, 1)
+	if err := b.Download(ph, psi); err != nil {
+		return err
 	}
 	for i := 0; i < d; i++ {
 		if !(ph.At(0, i, 0) >= floor) {
@@ -338,6 +364,23 @@ func floorPsi(b backend.Backend, psi, s *tensor.Tensor, floor float64) error {
 		}
 	}
 	return b.Upload(psi, ph)
+}
+
+// reduce returns the reduction of all of x to a host scalar.
+func reduce(b backend.Backend, op backend.ReduceOp, x *tensor.Tensor) (float64, error) {
+	r, err := b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: 1})
+	if err != nil {
+		return 0, err
+	}
+	defer b.Free(r)
+	if err := b.Reduce(r, op, backend.AxisAll, x); err != nil {
+		return 0, err
+	}
+	h := tensor.NewHost(1, 1, 1)
+	if err := b.Download(h, r); err != nil {
+		return 0, err
+	}
+	return h.At(0, 0, 0), nil
 }
 
 // Close frees the buffers.

@@ -10,6 +10,8 @@
 //   - "linear": Bayesian linear regression y = xᵀθ + N(0, σ_w²), eq. (25)–(27), notes §2.5.
 //   - "logistic": logistic regression, the implicit closed-form step with the probit approximation, (52)–(54),
 //     notes §2.1 and §2.6, with the scalar system solved to machine precision (SolveImplicit).
+//   - "logistic-extragrad": logistic regression by the partial mirror prox (143)–(145) with the probit closed-form
+//     expectations (50)–(52) in place of sampling: the analytic "baseline" of Fig. 4 (notes §2.7, §4.7).
 //   - "explicit", "implicit", "extragrad", "mirror-prox": the general nonlinear L-RVGA of Sec. 4.2 (notes §2.7) for
 //     a Model supplying ∂h/∂θ and Cov(y|θ), with K ensemble draws (Prop. 1, corrected) per expectation.
 //
@@ -31,16 +33,18 @@ import (
 
 // Scheme names accepted by Config.Scheme.
 const (
-	SchemeLinear     = "linear"
-	SchemeLogistic   = "logistic"
-	SchemeExplicit   = "explicit"
-	SchemeImplicit   = "implicit"
-	SchemeExtragrad  = "extragrad"
-	SchemeMirrorProx = "mirror-prox"
+	SchemeLinear            = "linear"
+	SchemeLogistic          = "logistic"
+	SchemeLogisticExtragrad = "logistic-extragrad"
+	SchemeExplicit          = "explicit"
+	SchemeImplicit          = "implicit"
+	SchemeExtragrad         = "extragrad"
+	SchemeMirrorProx        = "mirror-prox"
 )
 
 // Schemes lists the valid scheme names.
-var Schemes = []string{SchemeLinear, SchemeLogistic, SchemeExplicit, SchemeImplicit, SchemeExtragrad, SchemeMirrorProx}
+var Schemes = []string{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExplicit, SchemeImplicit,
+	SchemeExtragrad, SchemeMirrorProx}
 
 // ErrConfig is the cause of every error about a Config or an observation handed to a Filter.
 var ErrConfig = errors.New("lrvga: invalid input")
@@ -154,7 +158,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	switch c.Scheme {
-	case SchemeLinear, SchemeLogistic:
+	case SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad:
 	default:
 		if c.Model == nil {
 			return bad("scheme %q needs a Model", c.Scheme)
@@ -170,7 +174,10 @@ type factors struct {
 }
 
 // Filter is the streaming L-RVGA state. Its persistent state is μ, W, ψ (8d(p+2) bytes), the step count and the
-// position of its random stream; a second set of the same buffers holds the update in progress.
+// position of its random stream; a second set of the same buffers holds the update in progress, so the backend
+// memory of a filter is 2·8d(p+2) bytes plus three d-vectors (d = 1e6, p = 100: 1.66 GB). An update adds no d×p
+// buffer on the CPU backend, whose kernels work in row blocks; a backend running the reference EM step adds its two
+// d×p temporaries (C and V of notes §2.4), and the nonlinear schemes a d×K block of draws and the GGN factor.
 type Filter struct {
 	cfg      Config
 	b        backend.Backend
@@ -389,7 +396,7 @@ func (f *Filter) checkObs(x []float64, y float64) error {
 			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", ErrConfig, f.t, i, v)
 		}
 	}
-	if f.cfg.Scheme == SchemeLogistic && y != 0 && y != 1 {
+	if (f.cfg.Scheme == SchemeLogistic || f.cfg.Scheme == SchemeLogisticExtragrad) && y != 0 && y != 1 {
 		return fmt.Errorf("%w: observation %d: logistic label y = %v, want 0 or 1", ErrConfig, f.t, y)
 	}
 	return nil
@@ -411,6 +418,8 @@ func (f *Filter) Update(x []float64, y float64) error {
 		err = f.stepLinear(y)
 	case SchemeLogistic:
 		err = f.stepLogistic(y)
+	case SchemeLogisticExtragrad:
+		err = f.stepLogisticExtragrad(y)
 	default:
 		err = f.stepModel(y)
 	}
@@ -424,15 +433,11 @@ func (f *Filter) Update(x []float64, y float64) error {
 }
 
 // fit runs Algorithm 1 on the next factors, warm-started from (W_from, ψ_from):
-// W Wᵀ + Ψ ≈_FA W_from W_fromᵀ + Ψ_from + X Xᵀ (α = β = 1, precision mode), then refactors.
+// W Wᵀ + Ψ ≈_FA W_from W_fromᵀ + Ψ_from + X Xᵀ (α = β = 1, precision mode), then refactors. The old factors stay
+// where they are and serve both as the fixed target S_t of the inner loop and as the state to keep when the update
+// fails (backend.RecursiveEMFrom): no third W is made.
 func (f *Filter) fit(from *factors, x *tensor.Tensor) error {
-	if err := f.b.Copy(f.nxt.w, from.w); err != nil {
-		return err
-	}
-	if err := f.b.Copy(f.nxt.psi, from.psi); err != nil {
-		return err
-	}
-	st, err := backend.RecursiveEM(f.b, f.nxt.w, f.nxt.psi, x, 1, 1,
+	st, err := backend.RecursiveEMFrom(f.b, f.nxt.w, f.nxt.psi, from.w, from.psi, x, 1, 1,
 		backend.EMOptions{Inner: f.cfg.Inner, PsiFloor: f.cfg.PsiFloor})
 	if err != nil {
 		return err
@@ -487,4 +492,55 @@ func (f *Filter) stepLogistic(y float64) error {
 		return err
 	}
 	return f.fit(&f.cur, f.g2)
+}
+
+// probitMoments returns, for θ ~ N(μ, P) with ν = xᵀPx and a = xᵀμ, the probit approximations of E[σ(xᵀθ)] and
+// E[σ'(xᵀθ)]: σ(k a) (50) and k σ'(k a) (51), k = k(ν) (52).
+func probitMoments(a, nu float64) (m, c float64) {
+	k := ProbitK(nu)
+	return Sigmoid(k * a), k * SigmoidPrime(k*a)
+}
+
+// stepLogisticExtragrad is the partial mirror prox (143)–(145) of notes §2.7 for logistic regression with the
+// expectations in closed form (the authors' LargeScaleRVGALogRegExplicit with extragrad, the "baseline" of Fig. 4):
+//
+//	(m, c) from (50)–(52) at q_{t-1}: a = xᵀμ_{t-1}, ν = xᵀP_{t-1}x
+//	(Ŵ, ψ̂): Algorithm 1 on W_{t-1}W_{t-1}ᵀ + Ψ_{t-1} + c x xᵀ (X_t = x √c)                       (143)
+//	ĝ = P̂ x (Woodbury with the new factors),  μ̂ = μ_{t-1} + ĝ (y − m)                            (144)
+//	m̂ from (50)–(52) at (μ̂, P̂): â = xᵀμ̂, ν̂ = xᵀĝ;  μ_t = μ_{t-1} + ĝ (y − m̂);  (W_t, ψ_t) = (Ŵ, ψ̂)   (145)
+func (f *Filter) stepLogisticExtragrad(y float64) error {
+	if err := f.cur.lr.Solve(f.g, f.x); err != nil {
+		return err
+	}
+	nu, err := f.dot(f.x, f.g)
+	if err != nil {
+		return err
+	}
+	a, err := f.dot(f.x, f.cur.mu)
+	if err != nil {
+		return err
+	}
+	m, c := probitMoments(a, nu)
+	if err := f.b.Axpby(f.g2, math.Sqrt(c), f.x, 0, nil); err != nil {
+		return err
+	}
+	if err := f.fit(&f.cur, f.g2); err != nil {
+		return err
+	}
+	if err := f.nxt.lr.Solve(f.g, f.x); err != nil {
+		return err
+	}
+	if err := f.b.Axpby(f.nxt.mu, 1, f.cur.mu, y-m, f.g); err != nil { // μ̂ (144)
+		return err
+	}
+	nuHat, err := f.dot(f.x, f.g)
+	if err != nil {
+		return err
+	}
+	aHat, err := f.dot(f.x, f.nxt.mu)
+	if err != nil {
+		return err
+	}
+	mHat, _ := probitMoments(aHat, nuHat)
+	return f.b.Axpby(f.nxt.mu, 1, f.cur.mu, y-mHat, f.g) // (145)
 }

@@ -169,7 +169,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("New(%+v): error %v, want one containing %q", c.cfg, err, c.want)
 		}
 	}
-	for _, scheme := range []string{SchemeLinear, SchemeLogistic, SchemeExtragrad} {
+	for _, scheme := range []string{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExtragrad} {
 		var model Model
 		if scheme == SchemeExtragrad {
 			model = glm.Logistic{}
@@ -202,7 +202,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("%s: Update error %v, want %q", scheme, err, c.want)
 			}
 		}
-		if scheme == SchemeLogistic {
+		if scheme == SchemeLogistic || scheme == SchemeLogisticExtragrad {
 			if err := f.Update(x, 0.5); err == nil || !strings.Contains(err.Error(), "want 0 or 1") {
 				t.Errorf("logistic label 0.5: %v", err)
 			}

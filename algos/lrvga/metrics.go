@@ -145,7 +145,7 @@ func sumQuad(b backend.Backend, lr *backend.LowRank, x []float64, n, d int) (flo
 			if err := b.Mul(sol, sol, xt); err != nil {
 				return 0, err
 			}
-			return sumAll(b, sol)
+			return reduce(b, backend.ReduceSum, sol)
 		}()
 		if err != nil {
 			return 0, err
@@ -153,23 +153,6 @@ func sumQuad(b backend.Backend, lr *backend.LowRank, x []float64, n, d int) (flo
 		total += s
 	}
 	return total, nil
-}
-
-// sumAll returns the sum of all elements of x.
-func sumAll(b backend.Backend, x *tensor.Tensor) (float64, error) {
-	r, err := b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: 1})
-	if err != nil {
-		return 0, err
-	}
-	defer b.Free(r)
-	if err := b.Reduce(r, backend.ReduceSum, backend.AxisAll, x); err != nil {
-		return 0, err
-	}
-	h := tensor.NewHost(1, 1, 1)
-	if err := b.Download(h, r); err != nil {
-		return 0, err
-	}
-	return h.At(0, 0, 0), nil
 }
 
 // LogisticKL estimates the unnormalised reverse KL of notes §4.1 (M3) for Bayesian logistic regression with

@@ -74,3 +74,10 @@ func Fatal(err error) {
 	fmt.Fprintln(os.Stderr, string(b))
 	os.Exit(1)
 }
+
+// Usage prints a usage error as a JSON line on stderr and exits with status 2.
+func Usage(format string, a ...any) {
+	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, a...)})
+	fmt.Fprintln(os.Stderr, string(b))
+	os.Exit(2)
+}

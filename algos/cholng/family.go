@@ -5,9 +5,11 @@
 // Precision), C and T dense lower triangular (Algs 1a/1b/2a/2b). One draw z ~ N(0, I) per iteration, the
 // reparameterisation gradient with the stick-the-landing form of ∇_θ h (notes §2.2: ∇log p − ∇log q at fixed λ),
 // first derivatives of log p only. Natural gradients use Lemma 1 / Theorem 2 in the fused O(d²) forms of notes
-// §3.6: no d³ work and no symmetrisation; the triangular kernel is backend.CholNGTri. The optimisers are Snngm
-// (Table 4 with the corrected √ norms of notes §5.1) and Adam on Euclidean or natural gradients, with the stopping
-// rule of notes §5.4.
+// §3.6: no d³ work and no symmetrisation; the triangular kernel is backend.CholNGTri. The sparse families — Block
+// (block-diagonal C, Alg 1c) and Arrow (the GLMM local–global sparse precision, Alg 2c, eq. (11)–(12)) — keep their
+// state in backend buffers and run on the batched block operations of backend/cholng_blocks.go (sparse.go). The
+// optimisers are Snngm (Table 4 with the corrected √ norms of notes §5.1) and Adam on Euclidean or natural
+// gradients, with the stopping rule of notes §5.4; their updates run on the backend too.
 package cholng
 
 import (

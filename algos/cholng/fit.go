@@ -114,16 +114,31 @@ func newOptimizer(b backend.Backend, cfg Config, pairs [][2]*T, nparams int) (*o
 	for _, pr := range pairs {
 		sh := pr[0].Shape()
 		st := optState{p: pr[0], g: pr[1]}
-		var err error
-		for _, t := range []**T{&st.m, &st.s, &st.tmp, &st.eps} {
+		o.st = append(o.st, st)
+		cur := &o.st[len(o.st)-1]
+		// Snngm keeps the momentum only; Adam also the second moment, a work buffer and ε as one broadcast matrix.
+		bufs := []**T{&cur.m}
+		if cfg.Optimizer == Adam {
+			bufs = append(bufs, &cur.s, &cur.tmp)
+		}
+		for _, t := range bufs {
+			var err error
 			if *t, err = b.Alloc(sh); err != nil {
+				o.close()
 				return nil, err
 			}
 		}
-		if err := b.Fill(st.eps, o.cfg.Eps); err != nil {
-			return nil, err
+		if cfg.Optimizer == Adam {
+			var err error
+			if cur.eps, err = b.Alloc(tensor.Shape{Batch: 1, Rows: sh.Rows, Cols: sh.Cols}); err != nil {
+				o.close()
+				return nil, err
+			}
+			if err := b.Fill(cur.eps, o.cfg.Eps); err != nil {
+				o.close()
+				return nil, err
+			}
 		}
-		o.st = append(o.st, st)
 	}
 	return o, nil
 }
@@ -131,7 +146,9 @@ func newOptimizer(b backend.Backend, cfg Config, pairs [][2]*T, nparams int) (*o
 func (o *optimizer) close() {
 	for _, st := range o.st {
 		for _, t := range []*T{st.m, st.s, st.tmp, st.eps} {
-			o.b.Free(t)
+			if t != nil {
+				o.b.Free(t)
+			}
 		}
 	}
 }
@@ -287,8 +304,10 @@ func Fit(b backend.Backend, m Model, cfg Config, ctl run.Control, resume bool) (
 			if err := upTo(b, st.m, cp.M[i]); err != nil {
 				return nil, err
 			}
-			if err := upTo(b, st.s, cp.S[i]); err != nil {
-				return nil, err
+			if st.s != nil {
+				if err := upTo(b, st.s, cp.S[i]); err != nil {
+					return nil, err
+				}
 			}
 		}
 		opt.t, done = cp.Iter, cp.Iter
@@ -383,9 +402,11 @@ func saveCheckpoint(b backend.Backend, f *Dense, o *optimizer, r *StopRule, iter
 		if err != nil {
 			return err
 		}
-		s, err := downAll(b, st.s)
-		if err != nil {
-			return err
+		var s []float64
+		if st.s != nil {
+			if s, err = downAll(b, st.s); err != nil {
+				return err
+			}
 		}
 		cp.M, cp.S = append(cp.M, m), append(cp.S, s)
 	}

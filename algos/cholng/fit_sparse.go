@@ -18,10 +18,11 @@ type SparseResult struct {
 	Time   time.Duration
 }
 
-// sparseCheckpoint is the resumable state of FitSparse (method "cholng-sparse", version 1).
+// sparseCheckpoint is the resumable state of FitSparse (method "cholng-sparse", version 2): the parameter
+// buffer and the optimiser moments in the family's flat layout (which depends only on the family's sizes).
 type sparseCheckpoint struct {
 	Iter          int
-	Lambda, M, S  []float64
+	P, M, S       []float64
 	Means         []float64
 	Sum           float64
 	N, Kind, Opt  int
@@ -29,10 +30,12 @@ type sparseCheckpoint struct {
 }
 
 // FitSparse runs Snngm or Adam (cfg.Optimizer, cfg.Kind; cfg.Param and cfg.Init0 are ignored: the family fixes
-// them) on a structured family from its current λ, with the stopping rule and run control of Fit. Draw t uses z
-// from stream 0 at offset t·d, the evaluation draws stream 1. Snngm uses α = 0.001√ℓ_λ with ℓ_λ the pattern's free
-// entries (notes §8.7) and the family's norm (Euclidean for Block, Riemannian for Arrow). With ctl.CheckpointEvery
-// the state is saved to ctl.CheckpointPath and resume = true continues from it bit for bit.
+// them) on a structured family from its current λ, with the stopping rule and run control of Fit. Every iteration
+// runs on the family's backend: draw, gradient, norm and the optimiser step; only θ, ∇log p and a few scalars cross
+// to the host (the model is evaluated there). Draw t uses z from stream 0 at offset t·d, the evaluation draws
+// stream 1. Snngm uses α = 0.001√ℓ_λ with ℓ_λ the pattern's free entries (notes §8.7) and the family's norm
+// (Euclidean for Block, Riemannian for Arrow). With ctl.CheckpointEvery the state is saved to ctl.CheckpointPath
+// and resume = true continues from it bit for bit.
 func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*SparseResult, error) {
 	if err := ctl.Validate(); err != nil {
 		return nil, err
@@ -44,26 +47,34 @@ func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*Sp
 	if m.Dim() != d {
 		return nil, fmt.Errorf("cholng: model dimension %d, family %d", m.Dim(), d)
 	}
-	lam := f.Lambda()
-	grad, mo, so := make([]float64, np), make([]float64, np), make([]float64, np)
-	alpha := cfg.Alpha
-	if alpha == 0 {
-		alpha = 0.001 * math.Sqrt(float64(np))
+	c := f.core()
+	b := c.b
+	opt, err := newOptimizer(b, cfg, [][2]*T{{c.pw, c.gw}}, np)
+	if err != nil {
+		return nil, err
 	}
+	defer opt.close()
+	st := opt.st[0]
 	rule := &StopRule{Block: cfg.Block, Tol: cfg.Tol}
-	done, t := 0, 0
+	done := 0
 	if resume {
 		var cp sparseCheckpoint
-		if err := run.LoadCheckpoint(ctl.CheckpointPath, "cholng-sparse", 1, &cp); err != nil {
+		if err := run.LoadCheckpoint(ctl.CheckpointPath, "cholng-sparse", 2, &cp); err != nil {
 			return nil, err
 		}
-		if cp.NumParams != np || cp.Dm != d || cp.Kind != int(cfg.Kind) || cp.Opt != int(cfg.Optimizer) || len(cp.Lambda) != np {
+		if cp.NumParams != np || cp.Dm != d || cp.Kind != int(cfg.Kind) || cp.Opt != int(cfg.Optimizer) ||
+			len(cp.P) != c.plen || len(cp.M) != c.plen || (st.s != nil && len(cp.S) != c.plen) {
 			return nil, fmt.Errorf("cholng: checkpoint %s is for another configuration", ctl.CheckpointPath)
 		}
-		copy(lam, cp.Lambda)
-		copy(mo, cp.M)
-		copy(so, cp.S)
-		t, done = cp.Iter, cp.Iter
+		if err := firstError(c.upFlat(c.pbuf, cp.P), c.upFlat(st.m, cp.M)); err != nil {
+			return nil, err
+		}
+		if st.s != nil {
+			if err := c.upFlat(st.s, cp.S); err != nil {
+				return nil, err
+			}
+		}
+		opt.t, done = cp.Iter, cp.Iter
 		rule.Means, rule.sum, rule.n = cp.Means, cp.Sum, cp.N
 	}
 	start := time.Now()
@@ -71,8 +82,11 @@ func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*Sp
 	ctr := rng.Counter{Seed: cfg.Seed}
 	for loop.Next() {
 		it := loop.Iter()
-		ctr.Advance(it * d).FillNormal(f.Z())
-		h, n2, err := f.Gradient(m, cfg.Kind, grad)
+		if err := f.Sample(ctr.Advance(it * d)); err != nil {
+			loop.Fail(err)
+			break
+		}
+		h, n2, err := f.Gradient(m, cfg.Kind)
 		if err != nil {
 			loop.Fail(err)
 			break
@@ -82,27 +96,11 @@ func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*Sp
 			loop.Finish(run.NotFinite)
 			break
 		}
-		t++
-		var sc float64
-		if cfg.Optimizer == Snngm {
-			// Table 4 with bias correction; ‖g̃‖ = 0 (exact STL optimum) gives a zero direction (notes §8.3).
-			inv := 0.0
-			if n2 > 0 {
-				inv = (1 - cfg.Beta) / math.Sqrt(n2)
-			}
-			sc = alpha / (1 - math.Pow(cfg.Beta, float64(t)))
-			for k, g := range grad {
-				mo[k] = cfg.Beta*mo[k] + inv*g
-				lam[k] += sc * mo[k]
-			}
-		} else {
-			bc1, bc2 := 1-math.Pow(cfg.Beta1, float64(t)), 1-math.Pow(cfg.Beta2, float64(t))
-			sc = cfg.LR
-			for k, g := range grad {
-				mo[k] = cfg.Beta1*mo[k] + (1-cfg.Beta1)*g
-				so[k] = cfg.Beta2*so[k] + (1-cfg.Beta2)*g*g
-				lam[k] += cfg.LR / bc1 * mo[k] / (math.Sqrt(so[k]/bc2) + cfg.Eps)
-			}
+		// Snngm: Table 4 with bias correction; ‖g̃‖ = 0 (exact STL optimum) gives a zero direction (notes §8.3).
+		sc, err := opt.step(math.Sqrt(n2))
+		if err != nil {
+			loop.Fail(err)
+			break
 		}
 		stop := rule.Add(h)
 		sm := math.NaN()
@@ -114,9 +112,7 @@ func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*Sp
 			loop.Finish(run.Converged)
 		}
 		if loop.CheckpointDue() {
-			cp := sparseCheckpoint{Iter: loop.Iter(), Lambda: lam, M: mo, S: so, Means: rule.Means, Sum: rule.sum,
-				N: rule.n, Kind: int(cfg.Kind), Opt: int(cfg.Optimizer), NumParams: np, Dm: d}
-			if err := run.SaveCheckpoint(ctl.CheckpointPath, "cholng-sparse", 1, cp); err != nil {
+			if err := saveSparseCheckpoint(c, opt, rule, loop.Iter(), ctl.CheckpointPath, cfg); err != nil {
 				loop.Fail(err)
 			}
 		}
@@ -128,7 +124,9 @@ func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*Sp
 	ev := rng.Counter{Seed: cfg.Seed, Stream: 1}
 	sum := 0.0
 	for s := 0; s < cfg.EvalDraws; s++ {
-		ev.Advance(s * d).FillNormal(f.Z())
+		if err := f.Sample(ev.Advance(s * d)); err != nil {
+			return res, err
+		}
 		h, err := f.Eval(m)
 		if err != nil {
 			return res, err
@@ -136,7 +134,30 @@ func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*Sp
 		sum += h
 	}
 	res.LHat = sum / float64(cfg.EvalDraws)
-	res.Lambda = append([]float64(nil), lam...)
+	if res.Lambda, err = f.Lambda(); err != nil {
+		return res, err
+	}
 	res.Time = time.Since(start)
 	return res, nil
+}
+
+func saveSparseCheckpoint(c *sparseCore, o *optimizer, r *StopRule, iter int, path string, cfg Config) error {
+	st := o.st[0]
+	p, err := c.downFlat(c.pbuf, c.plen)
+	if err != nil {
+		return err
+	}
+	mo, err := c.downFlat(st.m, c.plen)
+	if err != nil {
+		return err
+	}
+	var so []float64
+	if st.s != nil {
+		if so, err = c.downFlat(st.s, c.plen); err != nil {
+			return err
+		}
+	}
+	cp := sparseCheckpoint{Iter: iter, P: p, M: mo, S: so, Means: r.Means, Sum: r.sum, N: r.n, Kind: int(cfg.Kind),
+		Opt: int(cfg.Optimizer), NumParams: c.np, Dm: c.d}
+	return run.SaveCheckpoint(path, "cholng-sparse", 2, cp)
 }

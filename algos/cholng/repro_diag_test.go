@@ -8,6 +8,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/cholnglr"
 )
 
@@ -39,6 +40,7 @@ func diagModel(t *testing.T, name string) *cholnglr.Model {
 // no-coma coding. The Adam rows are printed for comparison.
 func TestReproTable5Diagonal(t *testing.T) {
 	repro.Require(t)
+	be := testbackend.Open(t)
 	for _, c := range []struct {
 		name      string
 		want, tol float64
@@ -55,11 +57,12 @@ func TestReproTable5Diagonal(t *testing.T) {
 		}{{"euclidean-adam", cholng.Adam, cholng.Euclidean}, {"natural-adam", cholng.Adam, cholng.Natural}, {"natural-snngm", cholng.Snngm, cholng.Natural}} {
 			sum := 0.0
 			for seed := uint64(1); seed <= 3; seed++ {
-				f, err := cholng.NewBlock(ones, 0.1, false)
+				f, err := cholng.NewBlock(be, ones, 0.1, false)
 				if err != nil {
 					t.Fatal(err)
 				}
 				res, err := cholng.FitSparse(f, m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed}, run.Control{}, false)
+				f.Close()
 				if err != nil {
 					t.Fatal(err)
 				}

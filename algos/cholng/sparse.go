@@ -3,27 +3,49 @@ package cholng
 import (
 	"fmt"
 	"math"
+
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
 )
 
-// Sparse is a Gaussian family with a structured Cholesky factor whose parameters live in one flat host vector
-// λ = (μ, factor entries of the sparsity pattern). Block (Alg 1c) and Arrow (Alg 2c) implement it; FitSparse
-// drives them with Snngm or Adam. Gradients are exact natural gradients of the *restricted* family (Fisher of the
-// pattern entries solved, notes §4.1): masking the dense formula is wrong (≈ 30 % error) and is not done.
+// Sparse is a Gaussian family with a structured Cholesky factor held on a backend: Block (Alg 1c) and Arrow
+// (Alg 2c). FitSparse drives them with Snngm or Adam. Gradients are exact natural gradients of the *restricted*
+// family (Fisher of the pattern entries solved, notes §4.1): masking the dense formula is wrong (≈ 30 % error) and
+// is not done.
+//
+// The parameters live in one flat backend buffer (μ, then the blocks of each run of equal-size groups, then the
+// global block; padded), with the gradient in a second buffer of the same layout, so that the optimiser updates all
+// of λ with a few element-wise passes. Lambda and SetLambda convert to the paper's order λ = (μ, factor entries of
+// the pattern) on the host.
 type Sparse interface {
 	Dim() int
 	// NumParams is ℓ_λ counting only the free entries of the pattern (notes §8.7).
 	NumParams() int
-	// Lambda is the live parameter vector.
-	Lambda() []float64
-	// Z is the live draw buffer (length Dim()).
-	Z() []float64
-	// Gradient evaluates h(θ) at the current z and writes the single-draw gradient of the requested kind into
-	// grad (length NumParams()). norm2 is the Snngm norm²: Euclidean for C families, Riemannian ⟨ĝ, g̃⟩ for T
-	// families (notes §5.1, corrected); for the Euclidean kind it is ‖ĝ‖².
-	Gradient(m Model, kind Kind, grad []float64) (h, norm2 float64, err error)
+	Param() Param
+	Backend() backend.Backend
+	// Sample draws z from stream c: coordinate k of θ gets draw c.Offset + k (the numbers a host
+	// c.FillNormal(z[:Dim()]) gives).
+	Sample(c rng.Counter) error
+	// SetZ sets the draw z explicitly (length Dim()).
+	SetZ(z []float64) error
+	// Gradient evaluates h(θ) at the current z and leaves the single-draw gradient of the requested kind in the
+	// family's gradient buffer (GradLambda reads it). norm2 is the Snngm norm²: Euclidean for C families,
+	// Riemannian ⟨ĝ, g̃⟩ for T families (notes §5.1, corrected); for the Euclidean kind it is ‖ĝ‖².
+	Gradient(m Model, kind Kind) (h, norm2 float64, err error)
 	// Eval returns h(θ) at the current z.
 	Eval(m Model) (float64, error)
-	Param() Param
+	// Lambda returns λ in the paper's order (see the family's doc); SetLambda sets it.
+	Lambda() ([]float64, error)
+	SetLambda(lam []float64) error
+	// GradLambda returns the last gradient in the order of λ.
+	GradLambda() ([]float64, error)
+	// Close frees the backend buffers.
+	Close()
+
+	core() *sparseCore
 }
 
 const log2Pi = 1.8378770664093453
@@ -31,72 +53,398 @@ const log2Pi = 1.8378770664093453
 // lowIdx is the packed row-major position of (a, b), a ≥ b, inside a lower-triangular block.
 func lowIdx(a, b int) int { return a*(a+1)/2 + b }
 
-// Block is the block-diagonal covariance family Σ = blockdiag(C_1 … C_N)(·)ᵀ of Alg 1c (notes §4.2). λ = (μ,
-// packed lower C_1, …, packed lower C_N), each block row-major. With LogDiag the diagonal entries are stored as
-// log C_ii (notes §3.7: C′; C_ii > 0 always).
-type Block struct {
-	d, np   int
-	sizes   []int
-	zoff    []int // start of block k in θ
-	poff    []int // start of block k in λ
-	LogDiag bool
+// flatW is the row length of the wide views of flat buffers: element-wise passes, reductions and transfers work on
+// rows of flatW elements rather than on d rows of one.
+const flatW = 256
 
-	lam, z, th, gp, a []float64
+func padW(n int) int { return (n + flatW - 1) / flatW * flatW }
+
+// viewOf returns a view of the storage of base (offsets relative to base).
+func viewOf(base *T, off int, s tensor.Shape, bs, rs int) *T {
+	t, err := tensor.New(base.Storage(), base.Offset()+off, s, bs, rs)
+	if err != nil {
+		panic(err) // the layouts are computed here; a failure is a bug
+	}
+	return t
 }
 
-// NewBlock makes the family with blocks of the given sizes, μ = 0 and C = diag0·I (diag0 > 0 with LogDiag).
-func NewBlock(sizes []int, diag0 float64, logDiag bool) (*Block, error) {
-	f := &Block{sizes: append([]int(nil), sizes...), LogDiag: logDiag}
+// colView is n column vectors of length r starting at off, one after the other.
+func colView(base *T, off, n, r int) *T {
+	return viewOf(base, off, tensor.Shape{Batch: n, Rows: r, Cols: 1}, r, 1)
+}
+
+// wideView is the length elements at off (length a multiple of flatW) as 1 × length/flatW × flatW.
+func wideView(base *T, off, length int) *T {
+	return viewOf(base, off, tensor.Shape{Batch: 1, Rows: length / flatW, Cols: flatW}, length, flatW)
+}
+
+// blockView is n square r×r matrices at off.
+func blockView(base *T, off, n, r int) *T {
+	return viewOf(base, off, tensor.Shape{Batch: n, Rows: r, Cols: r}, r*r, r)
+}
+
+// diagOf is the diagonals of the square matrices of t as n × r × 1.
+func diagOf(t *T) *T {
+	return viewOf(t, 0, tensor.Shape{Batch: t.Batch(), Rows: t.Rows(), Cols: 1}, t.BatchStride(), t.RowStride()+1)
+}
+
+// bucket is a run of consecutive groups (blocks) of equal size r: its blocks form one batch of the block operations.
+type bucket struct {
+	n, r       int
+	zoff       int // first coordinate in θ
+	loff, moff int // offsets in the parameter buffer of the diagonal blocks (n·r²) and coupling blocks (n·q·r)
+	first      int // index of the first group
+
+	l, m, gl, gm          *T // parameter and gradient blocks (m, gm: Arrow only)
+	leff, diagL, diagLeff *T // Block with LogDiag: C with the diagonal exponentiated, and the diagonal views
+	diagGL                *T
+	z, w, v, a, gp, gm0   *T // n × r × 1 views of the d-vectors and of the μ part of the gradient
+}
+
+// sparseCore is the backend state shared by Block and Arrow.
+type sparseCore struct {
+	b     backend.Backend
+	d, np int
+	dpad  int // d padded to flatW
+	plen  int // padded length of the parameter buffer
+	tail  int // offset of the parameters after the runs (Arrow: T_G)
+	sizes []int
+	bk    []*bucket
+
+	pbuf, gbuf         *T // parameter and gradient buffers (1 × plen/flatW × flatW)
+	pw, gw             *T // the same as plen/flatW × 1 × flatW, for the optimiser
+	muW, gmuW          *T // their μ parts, wide
+	z, w, th, gp, v, a *T // d-vectors (1 × dpad/flatW × flatW, zero padding)
+	zFull, zTail       *T // the first ⌊d/flatW⌋ rows and the rest of z, for Sample
+	scal               *T // 1 × 1 × nscal scalar results
+	slots              []*T
+	extra              []*T
+
+	hth, hgp, hz, hscal []float64
+	hthT, hgpT, hzT     *T
+	hscalT              *T
+}
+
+func (c *sparseCore) core() *sparseCore        { return c }
+func (c *sparseCore) Dim() int                 { return c.d }
+func (c *sparseCore) NumParams() int           { return c.np }
+func (c *sparseCore) Backend() backend.Backend { return c.b }
+
+// slot is scalar result k (a 1×1×1 view of scal).
+func (c *sparseCore) slot(k int) *T { return c.slots[k] }
+
+// runs splits sizes into runs of consecutive equal sizes.
+func runs(sizes []int) [][2]int {
+	var out [][2]int // (first, count)
+	for i := 0; i < len(sizes); {
+		j := i
+		for j < len(sizes) && sizes[j] == sizes[i] {
+			j++
+		}
+		out = append(out, [2]int{i, j - i})
+		i = j
+	}
+	return out
+}
+
+// newCore lays out and allocates the buffers: μ (dpad), then per run the diagonal blocks and (coupling q > 0) the
+// coupling blocks, then tail more parameters (the global block of Arrow); nscal scalar slots.
+func newCore(b backend.Backend, sizes []int, q, tail, nscal int) (*sparseCore, error) {
+	c := &sparseCore{b: b, sizes: append([]int(nil), sizes...)}
+	for _, s := range sizes {
+		c.d += s
+	}
+	c.d += q
+	if c.d == 0 {
+		return nil, fmt.Errorf("cholng: empty family")
+	}
+	c.dpad = padW(c.d)
+	c.np = c.d
+	off := c.dpad
+	zoff := 0
+	for _, rn := range runs(sizes) {
+		r := sizes[rn[0]]
+		bk := &bucket{n: rn[1], r: r, zoff: zoff, first: rn[0], loff: off}
+		off += bk.n * r * r
+		c.np += bk.n * r * (r + 1) / 2
+		if q > 0 {
+			bk.moff = off
+			off += bk.n * q * r
+			c.np += bk.n * q * r
+		}
+		zoff += bk.n * r
+		c.bk = append(c.bk, bk)
+	}
+	c.tail = off
+	off += tail
+	c.plen = padW(off)
+	var err error
+	alloc := func(n int) *T {
+		if err != nil {
+			return nil
+		}
+		var t *T
+		t, err = b.Alloc(tensor.Shape{Batch: 1, Rows: n / flatW, Cols: flatW})
+		return t
+	}
+	c.pbuf, c.gbuf = alloc(c.plen), alloc(c.plen)
+	c.z, c.w, c.th, c.gp, c.v, c.a = alloc(c.dpad), alloc(c.dpad), alloc(c.dpad), alloc(c.dpad), alloc(c.dpad), alloc(c.dpad)
+	if err == nil {
+		c.scal, err = b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: nscal})
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	for k := 0; k < nscal; k++ {
+		c.slots = append(c.slots, c.scal.Slice(0, 1, k, k+1))
+	}
+	c.pw = viewOf(c.pbuf, 0, tensor.Shape{Batch: c.plen / flatW, Rows: 1, Cols: flatW}, flatW, flatW)
+	c.gw = viewOf(c.gbuf, 0, tensor.Shape{Batch: c.plen / flatW, Rows: 1, Cols: flatW}, flatW, flatW)
+	c.muW, c.gmuW = wideView(c.pbuf, 0, c.dpad), wideView(c.gbuf, 0, c.dpad)
+	if full := c.d / flatW * flatW; full > 0 {
+		c.zFull = wideView(c.z, 0, full)
+	}
+	if rem := c.d % flatW; rem > 0 {
+		c.zTail = viewOf(c.z, c.d/flatW*flatW, tensor.Shape{Batch: 1, Rows: 1, Cols: rem}, rem, rem)
+	}
+	for _, bk := range c.bk {
+		bk.l, bk.gl = blockView(c.pbuf, bk.loff, bk.n, bk.r), blockView(c.gbuf, bk.loff, bk.n, bk.r)
+		if q > 0 {
+			s := tensor.Shape{Batch: bk.n, Rows: q, Cols: bk.r}
+			bk.m = viewOf(c.pbuf, bk.moff, s, q*bk.r, bk.r)
+			bk.gm = viewOf(c.gbuf, bk.moff, s, q*bk.r, bk.r)
+		}
+		bk.z, bk.w, bk.v = colView(c.z, bk.zoff, bk.n, bk.r), colView(c.w, bk.zoff, bk.n, bk.r), colView(c.v, bk.zoff, bk.n, bk.r)
+		bk.a, bk.gp = colView(c.a, bk.zoff, bk.n, bk.r), colView(c.gp, bk.zoff, bk.n, bk.r)
+		bk.gm0 = colView(c.gbuf, bk.zoff, bk.n, bk.r)
+		bk.diagL, bk.diagGL = diagOf(bk.l), diagOf(bk.gl)
+	}
+	c.hth, c.hgp, c.hz, c.hscal = make([]float64, c.dpad), make([]float64, c.dpad), make([]float64, c.dpad), make([]float64, nscal)
+	c.hthT, _ = tensor.FromSlice(c.hth, 1, c.dpad/flatW, flatW)
+	c.hgpT, _ = tensor.FromSlice(c.hgp, 1, c.dpad/flatW, flatW)
+	c.hzT, _ = tensor.FromSlice(c.hz, 1, c.dpad/flatW, flatW)
+	c.hscalT, _ = tensor.FromSlice(c.hscal, 1, 1, nscal)
+	return c, nil
+}
+
+// Close frees the backend buffers; the family must not be used afterwards. A second Close does nothing.
+func (c *sparseCore) Close() {
+	for _, t := range []**T{&c.pbuf, &c.gbuf, &c.z, &c.w, &c.th, &c.gp, &c.v, &c.a, &c.scal} {
+		if *t != nil {
+			c.b.Free(*t)
+			*t = nil
+		}
+	}
+	for _, t := range c.extra {
+		c.b.Free(t)
+	}
+	c.extra = nil
+}
+
+// Sample draws z from stream c (draw c.Offset + k for coordinate k).
+func (c *sparseCore) Sample(ctr rng.Counter) error {
+	if c.zFull != nil {
+		if err := c.b.FillNormal(c.zFull, ctr); err != nil {
+			return err
+		}
+	}
+	if c.zTail != nil {
+		return c.b.FillNormal(c.zTail, ctr.Advance(c.d/flatW*flatW))
+	}
+	return nil
+}
+
+// SetZ sets z (length d).
+func (c *sparseCore) SetZ(z []float64) error {
+	if len(z) != c.d {
+		return fmt.Errorf("cholng: z has %d entries, want %d", len(z), c.d)
+	}
+	copy(c.hz, z) // the padding stays 0
+	return c.b.Upload(c.z, c.hzT)
+}
+
+// downFlat downloads a flat buffer of n (a multiple of flatW) elements.
+func (c *sparseCore) downFlat(t *T, n int) ([]float64, error) {
+	h := make([]float64, n)
+	ht, _ := tensor.FromSlice(h, 1, n/flatW, flatW)
+	return h, c.b.Download(ht, wideView(t, 0, n))
+}
+
+func (c *sparseCore) upFlat(t *T, h []float64) error {
+	ht, err := tensor.FromSlice(h, 1, len(h)/flatW, flatW)
+	if err != nil {
+		return err
+	}
+	return c.b.Upload(wideView(t, 0, len(h)), ht)
+}
+
+// finishDraw sets θ = μ + w and brings θ to the host.
+func (c *sparseCore) finishDraw() error {
+	if err := c.b.Axpby(c.th, 1, c.w, 1, c.muW); err != nil {
+		return err
+	}
+	return c.b.Download(c.hthT, c.th)
+}
+
+// logJoint evaluates the model at the host θ and uploads its gradient.
+func (c *sparseCore) logJoint(m Model) (float64, error) {
+	lp := m.LogJoint(c.hth[:c.d], c.hgp[:c.d])
+	return lp, c.b.Upload(c.gp, c.hgpT)
+}
+
+// scalars downloads the scalar results.
+func (c *sparseCore) scalars() ([]float64, error) {
+	return c.hscal, c.b.Download(c.hscalT, c.scal)
+}
+
+func firstError(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func checkLambda(lam []float64, np int) error {
+	if len(lam) != np {
+		return fmt.Errorf("cholng: λ has %d entries, want %d", len(lam), np)
+	}
+	for k, v := range lam {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("cholng: λ[%d] = %g is not finite", k, v)
+		}
+	}
+	return nil
+}
+
+// ---- Block (Alg 1c) ----
+
+// Block is the block-diagonal covariance family Σ = CCᵀ, C = blockdiag(C_1 … C_N) of Alg 1c (notes §4.2). λ = (μ,
+// packed lower C_1, …, packed lower C_N), each block row-major. With LogDiag the diagonal entries are stored as
+// log C_ii (notes §3.7: C′; C_ii > 0 always). Consecutive blocks of equal size are one batch of the backend's block
+// operations; put blocks of equal size next to each other for speed.
+type Block struct {
+	*sparseCore
+	LogDiag bool
+}
+
+// Block scalar slots: ‖z‖², ‖ĝ‖²/‖g̃‖², then Σ log|C_ii| per run.
+const (
+	bsZZ = iota
+	bsNorm
+	bsFixed
+)
+
+// NewBlock makes the family on b with blocks of the given sizes, μ = 0 and C = diag0·I (diag0 > 0 with LogDiag).
+func NewBlock(b backend.Backend, sizes []int, diag0 float64, logDiag bool) (*Block, error) {
 	for k, s := range sizes {
 		if s < 1 {
 			return nil, fmt.Errorf("cholng: block %d has size %d", k, s)
 		}
-		f.zoff = append(f.zoff, f.d)
-		f.d += s
 	}
-	if f.d == 0 {
+	if len(sizes) == 0 {
 		return nil, fmt.Errorf("cholng: no blocks")
 	}
 	if diag0 == 0 || math.IsNaN(diag0) || math.IsInf(diag0, 0) || (logDiag && diag0 < 0) {
 		return nil, fmt.Errorf("%w: initial diagonal %g", ErrFactor, diag0)
 	}
-	f.np = f.d
-	for _, s := range sizes {
-		f.poff = append(f.poff, f.np)
-		f.np += s * (s + 1) / 2
+	c, err := newCore(b, sizes, 0, 0, bsFixed+len(runs(sizes)))
+	if err != nil {
+		return nil, err
 	}
-	f.lam = make([]float64, f.np)
-	for k, s := range sizes {
-		for a := 0; a < s; a++ {
-			v := diag0
-			if logDiag {
-				v = math.Log(diag0)
+	f := &Block{sparseCore: c, LogDiag: logDiag}
+	for _, bk := range c.bk {
+		bk.leff, bk.diagLeff = bk.l, bk.diagL
+		if logDiag {
+			if bk.leff, err = b.Alloc(bk.l.Shape()); err != nil {
+				f.Close()
+				return nil, err
 			}
-			f.lam[f.poff[k]+lowIdx(a, a)] = v
+			c.extra = append(c.extra, bk.leff)
+			bk.diagLeff = diagOf(bk.leff)
 		}
 	}
-	f.z, f.th, f.gp, f.a = make([]float64, f.d), make([]float64, f.d), make([]float64, f.d), make([]float64, f.d)
+	v := diag0
+	if logDiag {
+		v = math.Log(diag0)
+	}
+	for _, bk := range c.bk {
+		if err := b.Fill(bk.diagL, v); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	return f, nil
 }
 
-func (f *Block) Dim() int          { return f.d }
-func (f *Block) NumParams() int    { return f.np }
-func (f *Block) Lambda() []float64 { return f.lam }
-func (f *Block) Z() []float64      { return f.z }
-func (f *Block) Param() Param      { return Covariance }
+// Param is Covariance.
+func (f *Block) Param() Param { return Covariance }
 
-// C returns C_ab of block k (the exponentiated diagonal under LogDiag).
-func (f *Block) c(k, a, b int) float64 {
-	v := f.lam[f.poff[k]+lowIdx(a, b)]
-	if a == b && f.LogDiag {
-		return math.Exp(v)
+// Sizes returns the block sizes.
+func (f *Block) Sizes() []int { return f.sizes }
+
+// Lambda returns λ = (μ, packed lower C_1, …) (log diagonal under LogDiag).
+func (f *Block) Lambda() ([]float64, error) { return f.toLambda(f.pbuf) }
+
+// GradLambda returns the last gradient in λ order.
+func (f *Block) GradLambda() ([]float64, error) { return f.toLambda(f.gbuf) }
+
+func (f *Block) toLambda(buf *T) ([]float64, error) {
+	h, err := f.downFlat(buf, f.plen)
+	if err != nil {
+		return nil, err
 	}
-	return v
+	out := make([]float64, 0, f.np)
+	out = append(out, h[:f.d]...)
+	for _, bk := range f.bk {
+		r := bk.r
+		for j := 0; j < bk.n; j++ {
+			blk := h[bk.loff+j*r*r:]
+			for a := 0; a < r; a++ {
+				out = append(out, blk[a*r:a*r+a+1]...)
+			}
+		}
+	}
+	return out, nil
+}
+
+// SetLambda sets λ (see Lambda). Without LogDiag a zero diagonal entry is an error.
+func (f *Block) SetLambda(lam []float64) error {
+	if err := checkLambda(lam, f.np); err != nil {
+		return err
+	}
+	h := make([]float64, f.plen)
+	copy(h, lam[:f.d])
+	k := f.d
+	for _, bk := range f.bk {
+		r := bk.r
+		for j := 0; j < bk.n; j++ {
+			blk := h[bk.loff+j*r*r:]
+			for a := 0; a < r; a++ {
+				copy(blk[a*r:a*r+a+1], lam[k:k+a+1])
+				k += a + 1
+				if !f.LogDiag && blk[a*r+a] == 0 {
+					return fmt.Errorf("%w: block %d diagonal %d is 0", ErrFactor, bk.first+j, a)
+				}
+			}
+		}
+	}
+	return f.upFlat(f.pbuf, h)
 }
 
 // SetBlock sets block k from an s×s row-major lower-triangular matrix (tests).
 func (f *Block) SetBlock(k int, c []float64) error {
 	s := f.sizes[k]
+	lam, err := f.Lambda()
+	if err != nil {
+		return err
+	}
+	o := f.d
+	for j := 0; j < k; j++ {
+		o += f.sizes[j] * (f.sizes[j] + 1) / 2
+	}
 	for a := 0; a < s; a++ {
 		for b := 0; b < s; b++ {
 			v := c[a*s+b]
@@ -114,212 +462,326 @@ func (f *Block) SetBlock(k int, c []float64) error {
 					v = math.Log(v)
 				}
 			}
-			f.lam[f.poff[k]+lowIdx(a, b)] = v
+			lam[o+lowIdx(a, b)] = v
 		}
 	}
-	return nil
+	return f.SetLambda(lam)
 }
 
-// draw sets θ = μ + Cz and returns log q(θ) = −(d/2)log2π − Σ log|C_ii| − ½zᵀz.
-func (f *Block) draw() float64 {
-	logq := -0.5 * float64(f.d) * log2Pi
-	for k, s := range f.sizes {
-		o := f.zoff[k]
-		for a := 0; a < s; a++ {
-			x := f.lam[o+a]
-			for b := 0; b <= a; b++ {
-				x += f.c(k, a, b) * f.z[o+b]
+// draw sets θ = μ + Cz on the backend (C_ii = exp of the stored diagonal under LogDiag), brings θ to the host and
+// queues the scalars of log q = −(d/2)log2π − Σ log|C_ii| − ½zᵀz.
+func (f *Block) draw() error {
+	b := f.b
+	for k, bk := range f.bk {
+		if f.LogDiag {
+			if err := firstError(b.Copy(bk.leff, bk.l), b.Map(bk.diagLeff, backend.Exp, 1, bk.diagL)); err != nil {
+				return err
 			}
-			f.th[o+a] = x
-			logq -= math.Log(math.Abs(f.c(k, a, a))) + 0.5*f.z[o+a]*f.z[o+a]
+		}
+		if err := firstError(
+			backend.BlockLower(b, false, bk.w, nil, bk.leff, nil, bk.z, 0),
+			backend.BlockLogAbsDiag(b, f.slot(bsFixed+k), bk.leff)); err != nil {
+			return err
 		}
 	}
-	return logq
+	if err := b.Reduce(f.slot(bsZZ), backend.ReduceSumSq, backend.AxisAll, f.z); err != nil {
+		return err
+	}
+	return f.finishDraw()
+}
+
+func (f *Block) logQ(s []float64) float64 {
+	lq := -0.5*float64(f.d)*log2Pi - 0.5*s[bsZZ]
+	for k := range f.bk {
+		lq -= s[bsFixed+k]
+	}
+	return lq
 }
 
 // Eval returns h(θ) for the current z.
 func (f *Block) Eval(m Model) (float64, error) {
-	lq := f.draw()
-	return m.LogJoint(f.th, f.gp) - lq, nil
+	if err := f.draw(); err != nil {
+		return 0, err
+	}
+	lp := m.LogJoint(f.hth[:f.d], f.hgp[:f.d])
+	s, err := f.scalars()
+	if err != nil {
+		return 0, err
+	}
+	return lp - f.logQ(s), nil
 }
 
-// Gradient (see Sparse). Natural: per block a_k = C_kᵀ∇log p + z_k (notes §3.6; no solve), μ part C_k a_k, factor
-// part (C_k H̿_k)_ab = z_b(Σ_{c=b..a} C_ac a_c − ½C_ab a_b) by a reverse row scan; with LogDiag the diagonal part
-// is pushed forward by (4): (C H̿)_aa / C_aa = a_a z_a / 2 (notes §3.7 [CORRECTION] R̃_C). Euclidean: g = ∇log p +
-// C⁻ᵀz (STL), factor part lower(g zᵀ) per block (times C_aa on the log diagonal).
-func (f *Block) Gradient(m Model, kind Kind, grad []float64) (float64, float64, error) {
-	if len(grad) != f.np {
-		return 0, 0, fmt.Errorf("cholng: gradient buffer has %d entries, want %d", len(grad), f.np)
+// Gradient (see Sparse). Natural, per block (notes §3.6, §4.2): a_k = C_kᵀ∇log p + z_k (BlockUpper; no solve), μ part
+// C_k a_k (BlockLower), factor part C_k H̿_k with H̿_k = dbar(lower(a_k z_kᵀ)) (CholNGTri, the O(s²) row scan); with
+// LogDiag the diagonal part is pushed forward by (4): (C H̿)_aa / C_aa = a_a z_a / 2 (notes §3.7 [CORRECTION] R̃_C).
+// Euclidean: g = ∇log p + C⁻ᵀz (STL; BlockUpper solve), factor part lower(g zᵀ) per block (LowerOuter; times C_aa
+// on the log diagonal). The norm² is ‖·‖₂² of the whole gradient (notes §5.1: Euclidean for C families).
+func (f *Block) Gradient(m Model, kind Kind) (float64, float64, error) {
+	b := f.b
+	if err := f.draw(); err != nil {
+		return 0, 0, err
 	}
-	lq := f.draw()
-	h := m.LogJoint(f.th, f.gp) - lq
-	n2 := 0.0
-	for k, s := range f.sizes {
-		o, po := f.zoff[k], f.poff[k]
-		z, a := f.z[o:o+s], f.a[o:o+s]
-		if kind == Natural {
-			for c := 0; c < s; c++ { // a = Cᵀ∇log p + z
-				x := z[c]
-				for r := c; r < s; r++ {
-					x += f.c(k, r, c) * f.gp[o+r]
-				}
-				a[c] = x
+	lp, err := f.logJoint(m)
+	if err != nil {
+		return 0, 0, err
+	}
+	if kind == Natural {
+		for _, bk := range f.bk {
+			if err := backend.BlockUpper(b, false, bk.a, bk.leff, nil, nil, bk.gp); err != nil {
+				return 0, 0, err
 			}
-			for r := 0; r < s; r++ {
-				x, acc := 0.0, 0.0
-				for c := 0; c <= r; c++ {
-					x += f.c(k, r, c) * a[c]
-				}
-				grad[r+o] = x
-				for c := r; c >= 0; c-- {
-					crc := f.c(k, r, c)
-					acc += crc * a[c]
-					gv := z[c] * (acc - 0.5*crc*a[c])
-					if c == r && f.LogDiag {
-						gv = 0.5 * a[r] * z[r]
-					}
-					grad[po+lowIdx(r, c)] = gv
+		}
+		if err := b.Axpby(f.a, 1, f.a, 1, f.z); err != nil {
+			return 0, 0, err
+		}
+		for _, bk := range f.bk {
+			if err := firstError(
+				backend.BlockLower(b, false, bk.gm0, nil, bk.leff, nil, bk.a, 0),
+				backend.CholNGTri(b, bk.gl, bk.leff, bk.a, bk.z, 1)); err != nil {
+				return 0, 0, err
+			}
+			if f.LogDiag {
+				if err := firstError(b.Mul(bk.diagGL, bk.a, bk.z), b.Axpby(bk.diagGL, 0.5, bk.diagGL, 0, nil)); err != nil {
+					return 0, 0, err
 				}
 			}
-		} else {
-			for r := s - 1; r >= 0; r-- { // a = C⁻ᵀz (back substitution)
-				x := z[r]
-				for c := r + 1; c < s; c++ {
-					x -= f.c(k, c, r) * a[c]
-				}
-				a[r] = x / f.c(k, r, r)
+		}
+	} else {
+		for _, bk := range f.bk {
+			if err := backend.BlockUpper(b, true, bk.a, bk.leff, nil, nil, bk.z); err != nil {
+				return 0, 0, err
 			}
-			for r := 0; r < s; r++ {
-				g := f.gp[o+r] + a[r]
-				grad[o+r] = g
-				for c := 0; c <= r; c++ {
-					gv := g * z[c]
-					if c == r && f.LogDiag {
-						gv *= f.c(k, r, r)
-					}
-					grad[po+lowIdx(r, c)] = gv
+		}
+		if err := b.Axpby(f.gmuW, 1, f.gp, 1, f.a); err != nil {
+			return 0, 0, err
+		}
+		for _, bk := range f.bk {
+			if err := backend.LowerOuter(b, bk.gl, bk.gm0, bk.z, 1); err != nil {
+				return 0, 0, err
+			}
+			if f.LogDiag {
+				if err := b.Mul(bk.diagGL, bk.diagGL, bk.diagLeff); err != nil {
+					return 0, 0, err
 				}
 			}
 		}
 	}
-	for _, v := range grad {
-		n2 += v * v
+	if err := b.Reduce(f.slot(bsNorm), backend.ReduceSumSq, backend.AxisAll, f.gbuf); err != nil {
+		return 0, 0, err
 	}
-	return h, n2, nil
+	s, err := f.scalars()
+	if err != nil {
+		return 0, 0, err
+	}
+	return lp - f.logQ(s), s[bsNorm], nil
 }
+
+// ---- Arrow (Alg 2c) ----
 
 // Arrow is the GLMM local–global sparse precision family of Alg 2c (notes §4.3, eq. (11)): Σ⁻¹ = TTᵀ with T
 // lower triangular, diagonal blocks T_i (local, r_i×r_i) and T_G (global, d_G×d_G) and a last block row of dense
 // T_Gi (d_G×r_i); θ = (b_1, …, b_n, θ_G). λ = (μ, [packed lower T_i, row-major T_Gi]_{i=1..n}, packed lower T_G):
 // this order makes the Fisher block diagonal. Memory and work per iteration are O(Σ_i (r_i² + r_i d_G) + d_G²).
+// Consecutive groups of equal size form one batch of the backend's block operations (a GLMM has one).
 type Arrow struct {
-	d, dl, dG, np int
-	sizes         []int
-	zoff, poff    []int // start of b_i in θ; start of T_i in λ (T_Gi follows it)
-	gpoff         int   // start of T_G in λ
-
-	lam, z, th, gp, v, w, tmp []float64
-	uG, sG, tGz, xG           []float64
+	*sparseCore
+	dG, dl     int
+	tg, gtg    *T // T_G and its gradient (1×dG×dG views of the buffers)
+	zG, wG, vG *T // global parts of z, w (= u_G), v
+	gpG, gmuG  *T // global parts of ∇log p and of the μ gradient
+	sG, tGz    *T // Σ_i T_Gi(·)_i and T_G z_G (1×dG×1)
+	goff       int
 }
 
-// NewArrow makes the family for local blocks of the given sizes and a global block of size dG, with μ = 0 and
-// T = diag0·I (notes §7.3.4: T = 10·I). One size and a count can be given with UniformArrow.
-func NewArrow(sizes []int, dG int, diag0 float64) (*Arrow, error) {
+// Arrow scalar slots.
+const (
+	asZZ = iota
+	asLdG
+	asVV
+	asVVG
+	asZZG
+	asTriG
+	asNorm
+	asFixed // then per run: Σ log|T_ii|, tri-norm
+)
+
+// NewArrow makes the family on b for local blocks of the given sizes and a global block of size dG, with μ = 0
+// and T = diag0·I (notes §7.3.4: T = 10·I). One size and a count can be given with UniformArrow.
+func NewArrow(b backend.Backend, sizes []int, dG int, diag0 float64) (*Arrow, error) {
 	if dG < 1 {
 		return nil, fmt.Errorf("cholng: global block size %d < 1", dG)
 	}
 	if diag0 == 0 || math.IsNaN(diag0) || math.IsInf(diag0, 0) {
 		return nil, fmt.Errorf("%w: initial diagonal %g", ErrFactor, diag0)
 	}
-	f := &Arrow{dG: dG, sizes: append([]int(nil), sizes...)}
-	f.zoff = make([]int, len(sizes))
-	f.poff = make([]int, len(sizes))
 	for i, s := range sizes {
 		if s < 1 {
 			return nil, fmt.Errorf("cholng: group %d has %d local variables", i, s)
 		}
-		f.zoff[i] = f.dl
-		f.dl += s
 	}
-	f.d = f.dl + dG
-	f.np = f.d
-	for i, s := range sizes {
-		f.poff[i] = f.np
-		f.np += s*(s+1)/2 + dG*s
+	nr := len(runs(sizes))
+	c, err := newCore(b, sizes, dG, dG*dG, asFixed+2*nr)
+	if err != nil {
+		return nil, err
 	}
-	f.gpoff = f.np
-	f.np += dG * (dG + 1) / 2
-	f.lam = make([]float64, f.np)
-	for i, s := range sizes {
-		for a := 0; a < s; a++ {
-			f.lam[f.poff[i]+lowIdx(a, a)] = diag0
+	f := &Arrow{sparseCore: c, dG: dG, dl: c.d - dG}
+	c.np += dG * (dG + 1) / 2
+	f.goff = c.tail
+	f.tg = viewOf(c.pbuf, f.goff, tensor.Shape{Batch: 1, Rows: dG, Cols: dG}, dG*dG, dG)
+	f.gtg = viewOf(c.gbuf, f.goff, tensor.Shape{Batch: 1, Rows: dG, Cols: dG}, dG*dG, dG)
+	f.zG, f.wG, f.vG = colView(c.z, f.dl, 1, dG), colView(c.w, f.dl, 1, dG), colView(c.v, f.dl, 1, dG)
+	f.gpG, f.gmuG = colView(c.gp, f.dl, 1, dG), colView(c.gbuf, f.dl, 1, dG)
+	for _, t := range []**T{&f.sG, &f.tGz} {
+		if err == nil {
+			if *t, err = b.Alloc(tensor.Shape{Batch: 1, Rows: dG, Cols: 1}); err == nil {
+				c.extra = append(c.extra, *t)
+			}
 		}
 	}
-	for a := 0; a < dG; a++ {
-		f.lam[f.gpoff+lowIdx(a, a)] = diag0
+	if err == nil {
+		for _, bk := range c.bk {
+			if err = b.Fill(bk.diagL, diag0); err != nil {
+				break
+			}
+		}
 	}
-	mk := func(n int) []float64 { return make([]float64, n) }
-	f.z, f.th, f.gp, f.v, f.w, f.tmp = mk(f.d), mk(f.d), mk(f.d), mk(f.d), mk(f.d), mk(f.d)
-	f.uG, f.sG, f.tGz, f.xG = mk(dG), mk(dG), mk(dG), mk(dG)
+	if err == nil {
+		err = b.Fill(diagOf(f.tg), diag0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	return f, nil
 }
 
 // UniformArrow is NewArrow with n groups of r local variables each.
-func UniformArrow(n, r, dG int, diag0 float64) (*Arrow, error) {
+func UniformArrow(b backend.Backend, n, r, dG int, diag0 float64) (*Arrow, error) {
 	s := make([]int, n)
 	for i := range s {
 		s[i] = r
 	}
-	return NewArrow(s, dG, diag0)
+	return NewArrow(b, s, dG, diag0)
 }
 
-func (f *Arrow) Dim() int          { return f.d }
-func (f *Arrow) NumParams() int    { return f.np }
-func (f *Arrow) Lambda() []float64 { return f.lam }
-func (f *Arrow) Z() []float64      { return f.z }
-func (f *Arrow) Param() Param      { return Precision }
+// Param is Precision.
+func (f *Arrow) Param() Param { return Precision }
 
 // Groups returns the local block sizes; GlobalDim returns d_G.
 func (f *Arrow) Groups() []int  { return f.sizes }
 func (f *Arrow) GlobalDim() int { return f.dG }
 
+// Lambda returns λ = (μ, [packed lower T_i, row-major T_Gi]_i, packed lower T_G).
+func (f *Arrow) Lambda() ([]float64, error) { return f.toLambda(f.pbuf) }
+
+// GradLambda returns the last gradient in λ order.
+func (f *Arrow) GradLambda() ([]float64, error) { return f.toLambda(f.gbuf) }
+
+func (f *Arrow) toLambda(buf *T) ([]float64, error) {
+	h, err := f.downFlat(buf, f.plen)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, 0, f.np)
+	out = append(out, h[:f.d]...)
+	q := f.dG
+	for _, bk := range f.bk {
+		r := bk.r
+		for j := 0; j < bk.n; j++ {
+			blk := h[bk.loff+j*r*r:]
+			for a := 0; a < r; a++ {
+				out = append(out, blk[a*r:a*r+a+1]...)
+			}
+			out = append(out, h[bk.moff+j*q*r:bk.moff+(j+1)*q*r]...)
+		}
+	}
+	for a := 0; a < q; a++ {
+		out = append(out, h[f.goff+a*q:f.goff+a*q+a+1]...)
+	}
+	return out, nil
+}
+
+// SetLambda sets λ (see Lambda); a zero factor diagonal entry is an error.
+func (f *Arrow) SetLambda(lam []float64) error {
+	if err := checkLambda(lam, f.np); err != nil {
+		return err
+	}
+	h := make([]float64, f.plen)
+	copy(h, lam[:f.d])
+	k, q := f.d, f.dG
+	tri := func(dst []float64, r int, what string) error {
+		for a := 0; a < r; a++ {
+			copy(dst[a*r:a*r+a+1], lam[k:k+a+1])
+			k += a + 1
+			if dst[a*r+a] == 0 {
+				return fmt.Errorf("%w: %s diagonal %d is 0", ErrFactor, what, a)
+			}
+		}
+		return nil
+	}
+	for _, bk := range f.bk {
+		r := bk.r
+		for j := 0; j < bk.n; j++ {
+			if err := tri(h[bk.loff+j*r*r:], r, fmt.Sprintf("group %d", bk.first+j)); err != nil {
+				return err
+			}
+			copy(h[bk.moff+j*q*r:bk.moff+(j+1)*q*r], lam[k:k+q*r])
+			k += q * r
+		}
+	}
+	if err := tri(h[f.goff:], q, "global block"); err != nil {
+		return err
+	}
+	return f.upFlat(f.pbuf, h)
+}
+
 // Dense returns T as a d×d row-major matrix (tests and diagnostics).
-func (f *Arrow) Dense() []float64 {
-	d := f.d
+func (f *Arrow) Dense() ([]float64, error) {
+	lam, err := f.Lambda()
+	if err != nil {
+		return nil, err
+	}
+	d, k := f.d, f.d
 	t := make([]float64, d*d)
-	for i, s := range f.sizes {
-		o, po := f.zoff[i], f.poff[i]
+	o := 0
+	for _, s := range f.sizes {
 		for a := 0; a < s; a++ {
 			for b := 0; b <= a; b++ {
-				t[(o+a)*d+o+b] = f.lam[po+lowIdx(a, b)]
+				t[(o+a)*d+o+b] = lam[k]
+				k++
 			}
 		}
-		tg := f.lam[po+s*(s+1)/2:]
 		for a := 0; a < f.dG; a++ {
 			for b := 0; b < s; b++ {
-				t[(f.dl+a)*d+o+b] = tg[a*s+b]
+				t[(f.dl+a)*d+o+b] = lam[k]
+				k++
 			}
 		}
+		o += s
 	}
 	for a := 0; a < f.dG; a++ {
 		for b := 0; b <= a; b++ {
-			t[(f.dl+a)*d+f.dl+b] = f.lam[f.gpoff+lowIdx(a, b)]
+			t[(f.dl+a)*d+f.dl+b] = lam[k]
+			k++
 		}
 	}
-	return t
+	return t, nil
 }
 
-// SetDense sets T from a d×d row-major matrix, which must have the arrow pattern and a non-zero diagonal.
+// SetDense sets T (and keeps μ) from a d×d row-major matrix, which must have the arrow pattern and a non-zero
+// diagonal.
 func (f *Arrow) SetDense(t []float64) error {
 	d := f.d
 	if len(t) != d*d {
 		return fmt.Errorf("cholng: factor has %d entries, want %d", len(t), d*d)
 	}
-	blk := make([]int, d) // block of each coordinate (n = global)
+	blk := make([]int, d) // block of each coordinate (len(sizes) = global)
+	o := 0
 	for i, s := range f.sizes {
 		for a := 0; a < s; a++ {
-			blk[f.zoff[i]+a] = i
+			blk[o+a] = i
 		}
+		o += s
 	}
 	for a := f.dl; a < d; a++ {
 		blk[a] = len(f.sizes)
@@ -335,273 +797,184 @@ func (f *Arrow) SetDense(t []float64) error {
 			}
 		}
 	}
-	for i, s := range f.sizes {
-		o, po := f.zoff[i], f.poff[i]
+	lam, err := f.Lambda()
+	if err != nil {
+		return err
+	}
+	k := d
+	o = 0
+	for _, s := range f.sizes {
 		for a := 0; a < s; a++ {
 			for b := 0; b <= a; b++ {
-				f.lam[po+lowIdx(a, b)] = t[(o+a)*d+o+b]
+				lam[k] = t[(o+a)*d+o+b]
+				k++
 			}
 		}
-		tg := f.lam[po+s*(s+1)/2:]
 		for a := 0; a < f.dG; a++ {
 			for b := 0; b < s; b++ {
-				tg[a*s+b] = t[(f.dl+a)*d+o+b]
+				lam[k] = t[(f.dl+a)*d+o+b]
+				k++
 			}
 		}
+		o += s
 	}
 	for a := 0; a < f.dG; a++ {
 		for b := 0; b <= a; b++ {
-			f.lam[f.gpoff+lowIdx(a, b)] = t[(f.dl+a)*d+f.dl+b]
+			lam[k] = t[(f.dl+a)*d+f.dl+b]
+			k++
+		}
+	}
+	return f.SetLambda(lam)
+}
+
+// draw sets θ by the block formulas of notes §4.3 — u_G = T_G⁻ᵀz_G, w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G) (BlockUpper solve)
+// — leaving w = θ − μ, brings θ to the host and queues the scalars of log q = −(d/2)log2π + Σ log|T_ii| − ½zᵀz
+// (Appendix D with n for N).
+func (f *Arrow) draw() error {
+	b := f.b
+	if err := firstError(
+		b.Copy(f.wG, f.zG),
+		b.Trsm(blas.Left, blas.Lower, blas.Trans, blas.NonUnit, 1, f.tg, f.wG),
+		backend.BlockLogAbsDiag(b, f.slot(asLdG), f.tg),
+		b.Reduce(f.slot(asZZ), backend.ReduceSumSq, backend.AxisAll, f.z)); err != nil {
+		return err
+	}
+	for k, bk := range f.bk {
+		if err := firstError(
+			backend.BlockUpper(b, true, bk.w, bk.l, bk.m, f.wG, bk.z),
+			backend.BlockLogAbsDiag(b, f.slot(asFixed+2*k), bk.l)); err != nil {
+			return err
+		}
+	}
+	return f.finishDraw()
+}
+
+func (f *Arrow) logQ(s []float64) float64 {
+	lq := -0.5*float64(f.d)*log2Pi - 0.5*s[asZZ] + s[asLdG]
+	for k := range f.bk {
+		lq += s[asFixed+2*k]
+	}
+	return lq
+}
+
+// Eval returns h(θ) for the current z.
+func (f *Arrow) Eval(m Model) (float64, error) {
+	if err := f.draw(); err != nil {
+		return 0, err
+	}
+	lp := m.LogJoint(f.hth[:f.d], f.hgp[:f.d])
+	s, err := f.scalars()
+	if err != nil {
+		return 0, err
+	}
+	return lp - f.logQ(s), nil
+}
+
+// localSum runs BlockLower over the runs, accumulating Σ_i T_Gi(·)_i into sG (zero with no groups).
+func (f *Arrow) localSum(solve bool, dst, x func(*bucket) *T) error {
+	if len(f.bk) == 0 {
+		return f.b.Fill(f.sG, 0)
+	}
+	for k, bk := range f.bk {
+		beta := 1.0
+		if k == 0 {
+			beta = 0
+		}
+		if err := backend.BlockLower(f.b, solve, dst(bk), f.sG, bk.l, bk.m, x(bk), beta); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// Packed lower-triangular helpers (row-major packed p of size s).
-func lsolve(p []float64, s int, x []float64) { // x ← L⁻¹x
-	for a := 0; a < s; a++ {
-		v := x[a]
-		for b := 0; b < a; b++ {
-			v -= p[lowIdx(a, b)] * x[b]
-		}
-		x[a] = v / p[lowIdx(a, a)]
-	}
-}
-
-func ltsolve(p []float64, s int, x []float64) { // x ← L⁻ᵀx
-	for a := s - 1; a >= 0; a-- {
-		v := x[a]
-		for c := a + 1; c < s; c++ {
-			v -= p[lowIdx(c, a)] * x[c]
-		}
-		x[a] = v / p[lowIdx(a, a)]
-	}
-}
-
-func lmul(p []float64, s int, x, out []float64) { // out = Lx
-	for a := 0; a < s; a++ {
-		v := 0.0
-		for b := 0; b <= a; b++ {
-			v += p[lowIdx(a, b)] * x[b]
-		}
-		out[a] = v
-	}
-}
-
-// draw sets θ by the block formulas of notes §4.3 (u_G = T_G⁻ᵀz_G, w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G)) leaving w = θ − μ,
-// and returns log q = −(d/2)log2π + Σ log|T_ii| − ½zᵀz (Appendix D with n for N).
-func (f *Arrow) draw() float64 {
-	dG, dl := f.dG, f.dl
-	tG := f.lam[f.gpoff:]
-	copy(f.uG, f.z[dl:])
-	ltsolve(tG, dG, f.uG)
-	logq := -0.5 * float64(f.d) * log2Pi
-	for a := 0; a < dG; a++ {
-		logq += math.Log(math.Abs(tG[lowIdx(a, a)]))
-		f.w[dl+a] = f.uG[a]
-	}
-	for i, s := range f.sizes {
-		o, po := f.zoff[i], f.poff[i]
-		ti, tgi := f.lam[po:], f.lam[po+s*(s+1)/2:]
-		w := f.w[o : o+s]
-		for b := 0; b < s; b++ {
-			x := f.z[o+b]
-			for a := 0; a < dG; a++ {
-				x -= tgi[a*s+b] * f.uG[a]
-			}
-			w[b] = x
-			logq += math.Log(math.Abs(ti[lowIdx(b, b)]))
-		}
-		ltsolve(ti, s, w)
-	}
-	for k, zk := range f.z {
-		logq -= 0.5 * zk * zk
-		f.th[k] = f.lam[k] + f.w[k]
-	}
-	return logq
-}
-
-// Eval returns h(θ) for the current z.
-func (f *Arrow) Eval(m Model) (float64, error) {
-	lq := f.draw()
-	return m.LogJoint(f.th, f.gp) - lq, nil
-}
-
 // Gradient (see Sparse).
 //
 // Natural (Appendix D / eq. (12), fused as in notes §4.3): v_i = T_i⁻¹∇_i log p + z_i, v_G = T_G⁻¹(∇_G log p −
-// Σ_i T_Gi(v_i − z_i)) + z_G (= T⁻¹g with the STL g, so Tz is never formed); μ part Σg = T⁻ᵀv by x_G = T_G⁻ᵀv_G,
-// x_i = T_i⁻ᵀ(v_i − T_Giᵀx_G); T_i part −v_ib(Σ_{c=b..a}(T_i)_ac z_ic − ½(T_i)_ab z_ib); T_Gi part
-// −v_ib(Σ_{c≥b}(T_Gi)_ac z_ic − ½(T_Gi)_ab z_ib + (T_G z_G)_a) — note u_i = T_i⁻ᵀz_i enters, not w_i (notes §8.2), and
-// no contribution from other groups (which is what masking the dense formula would add); T_G part the dense scan
-// with (z_G, v_G). Riemannian norm² = ‖v‖² + Σ_pattern,k>l z_k²v_l² + ½Σ z_k²v_k².
+// Σ_i T_Gi(v_i − z_i)) + z_G (= T⁻¹g with the STL g, so Tz is never formed; BlockLower solve with its coupling sum);
+// μ part Σg = T⁻ᵀv by x_G = T_G⁻ᵀv_G, x_i = T_i⁻ᵀ(v_i − T_Giᵀx_G) (BlockUpper solve); T_i part T_i H̿_i with H̿_i =
+// −dbar(lower(z_i v_iᵀ)) (CholNGTri); T_Gi part T_Gi H̿_i − T_G z_G v_iᵀ (BlockCoupledTri) — u_i = T_i⁻ᵀz_i enters,
+// not w_i (notes §8.2), and no contribution from other groups (which is what masking the dense formula would add);
+// T_G part the dense scan with (z_G, v_G). Riemannian norm² = ‖v‖² + Σ_i [Σ_{a>b} z_ia²v_ib² + ½Σ_a z_ia²v_ia²]
+// (BlockTriNorm2) + ‖z_G‖²Σ_i‖v_i‖² + the same triangular sum for (z_G, v_G).
 //
-// Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, notes §4.1): g = ∇log p + Tz,
-// v = T⁻¹g; T_i part lower(−w_i v_iᵀ), T_Gi part −u_G v_iᵀ, T_G part lower(−u_G v_Gᵀ).
-func (f *Arrow) Gradient(m Model, kind Kind, grad []float64) (float64, float64, error) {
-	if len(grad) != f.np {
-		return 0, 0, fmt.Errorf("cholng: gradient buffer has %d entries, want %d", len(grad), f.np)
+// Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, notes §4.1): g = ∇log p + Tz (BlockLower
+// product with its coupling sum), v = T⁻¹g; T_i part lower(−w_i v_iᵀ) (LowerOuter), T_Gi part −u_G v_iᵀ
+// (BlockCoupledTri without the product term), T_G part lower(−u_G v_Gᵀ).
+func (f *Arrow) Gradient(m Model, kind Kind) (float64, float64, error) {
+	b := f.b
+	if err := f.draw(); err != nil {
+		return 0, 0, err
 	}
-	lq := f.draw()
-	h := m.LogJoint(f.th, f.gp) - lq
-	dG, dl := f.dG, f.dl
-	tG := f.lam[f.gpoff:]
-	zG := f.z[dl:]
-	v, n2 := f.v, 0.0
-	clear(f.sG)
+	lp, err := f.logJoint(m)
+	if err != nil {
+		return 0, 0, err
+	}
+	var norm func(s []float64) float64
 	if kind == Natural {
-		// ṽ_i = T_i⁻¹∇_i log p; s_G = Σ T_Gi ṽ_i.
-		for i, s := range f.sizes {
-			o, po := f.zoff[i], f.poff[i]
-			ti, tgi := f.lam[po:], f.lam[po+s*(s+1)/2:]
-			vi := v[o : o+s]
-			copy(vi, f.gp[o:o+s])
-			lsolve(ti, s, vi)
-			for a := 0; a < dG; a++ {
-				x := 0.0
-				for b := 0; b < s; b++ {
-					x += tgi[a*s+b] * vi[b]
-				}
-				f.sG[a] += x
-			}
-			for b := 0; b < s; b++ {
-				vi[b] += f.z[o+b]
-			}
+		if err := firstError(
+			f.localSum(true, func(bk *bucket) *T { return bk.v }, func(bk *bucket) *T { return bk.gp }),
+			b.Axpby(f.vG, 1, f.gpG, -1, f.sG),
+			b.Trsm(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, 1, f.tg, f.vG),
+			b.Axpby(f.v, 1, f.v, 1, f.z),
+			b.Copy(f.gmuG, f.vG),
+			b.Trsm(blas.Left, blas.Lower, blas.Trans, blas.NonUnit, 1, f.tg, f.gmuG),
+			b.Copy(f.tGz, f.zG),
+			b.Trmm(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, 1, f.tg, f.tGz)); err != nil {
+			return 0, 0, err
 		}
-		vG := v[dl:]
-		for a := 0; a < dG; a++ {
-			vG[a] = f.gp[dl+a] - f.sG[a]
-		}
-		lsolve(tG, dG, vG)
-		for a := 0; a < dG; a++ {
-			vG[a] += zG[a]
-		}
-		copy(f.xG, vG)
-		ltsolve(tG, dG, f.xG)
-		copy(grad[dl:dl+dG], f.xG)
-		lmul(tG, dG, zG, f.tGz)
-		zG2 := 0.0
-		for a := 0; a < dG; a++ {
-			zG2 += zG[a] * zG[a]
-		}
-		for i, s := range f.sizes {
-			o, po := f.zoff[i], f.poff[i]
-			nt := s * (s + 1) / 2
-			ti, tgi := f.lam[po:], f.lam[po+nt:]
-			gi, ggi := grad[po:po+nt], grad[po+nt:po+nt+dG*s]
-			vi, zi := v[o:o+s], f.z[o:o+s]
-			x := grad[o : o+s]
-			for b := 0; b < s; b++ {
-				y := vi[b]
-				for a := 0; a < dG; a++ {
-					y -= tgi[a*s+b] * f.xG[a]
-				}
-				x[b] = y
-			}
-			ltsolve(ti, s, x)
-			triScan(gi, ti, s, zi, vi, 0)
-			for a := 0; a < dG; a++ {
-				acc := f.tGz[a]
-				row := tgi[a*s : (a+1)*s]
-				for b := s - 1; b >= 0; b-- {
-					acc += row[b] * zi[b]
-					ggi[a*s+b] = -vi[b] * (acc - 0.5*row[b]*zi[b])
-				}
-			}
-			pre, vv := 0.0, 0.0
-			for a := 0; a < s; a++ {
-				z2, v2 := zi[a]*zi[a], vi[a]*vi[a]
-				n2 += v2 + z2*pre + 0.5*z2*v2
-				pre += v2
-				vv += v2
-			}
-			n2 += zG2 * vv
-		}
-		triScan(grad[f.gpoff:], tG, dG, zG, vG, 0)
-		pre := 0.0
-		for a := 0; a < dG; a++ {
-			z2, v2 := zG[a]*zG[a], vG[a]*vG[a]
-			n2 += v2 + z2*pre + 0.5*z2*v2
-			pre += v2
-		}
-		return h, n2, nil
-	}
-	// Euclidean: g = ∇log p + Tz into grad's μ part.
-	g := grad[:f.d]
-	copy(g, f.gp)
-	lmul(tG, dG, zG, f.tGz)
-	for a := 0; a < dG; a++ {
-		g[dl+a] += f.tGz[a]
-	}
-	for i, s := range f.sizes {
-		o, po := f.zoff[i], f.poff[i]
-		ti, tgi := f.lam[po:], f.lam[po+s*(s+1)/2:]
-		zi := f.z[o : o+s]
-		lmul(ti, s, zi, f.tmp[:s])
-		for b := 0; b < s; b++ {
-			g[o+b] += f.tmp[b]
-		}
-		for a := 0; a < dG; a++ {
-			for b := 0; b < s; b++ {
-				g[dl+a] += tgi[a*s+b] * zi[b]
+		for k, bk := range f.bk {
+			if err := firstError(
+				backend.BlockUpper(b, true, bk.gm0, bk.l, bk.m, f.gmuG, bk.v),
+				backend.CholNGTri(b, bk.gl, bk.l, bk.z, bk.v, -1),
+				backend.BlockCoupledTri(b, bk.gm, bk.m, bk.z, bk.v, f.tGz, -1),
+				backend.BlockTriNorm2(b, f.slot(asFixed+2*k+1), bk.z, bk.v)); err != nil {
+				return 0, 0, err
 			}
 		}
-	}
-	for i, s := range f.sizes { // v_i = T_i⁻¹g_i, s_G = Σ T_Gi v_i
-		o, po := f.zoff[i], f.poff[i]
-		ti, tgi := f.lam[po:], f.lam[po+s*(s+1)/2:]
-		vi := v[o : o+s]
-		copy(vi, g[o:o+s])
-		lsolve(ti, s, vi)
-		for a := 0; a < dG; a++ {
-			for b := 0; b < s; b++ {
-				f.sG[a] += tgi[a*s+b] * vi[b]
+		if err := firstError(
+			backend.CholNGTri(b, f.gtg, f.tg, f.zG, f.vG, -1),
+			backend.BlockTriNorm2(b, f.slot(asTriG), f.zG, f.vG),
+			b.Reduce(f.slot(asVV), backend.ReduceSumSq, backend.AxisAll, f.v),
+			b.Reduce(f.slot(asVVG), backend.ReduceSumSq, backend.AxisAll, f.vG),
+			b.Reduce(f.slot(asZZG), backend.ReduceSumSq, backend.AxisAll, f.zG)); err != nil {
+			return 0, 0, err
+		}
+		norm = func(s []float64) float64 {
+			n2 := s[asVV] + s[asTriG] + s[asZZG]*(s[asVV]-s[asVVG])
+			for k := range f.bk {
+				n2 += s[asFixed+2*k+1]
+			}
+			return n2
+		}
+	} else {
+		if err := firstError(
+			f.localSum(false, func(bk *bucket) *T { return bk.gm0 }, func(bk *bucket) *T { return bk.z }),
+			b.Copy(f.gmuG, f.zG),
+			b.Trmm(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, 1, f.tg, f.gmuG),
+			b.Axpby(f.gmuG, 1, f.gmuG, 1, f.sG),
+			b.Axpby(f.gmuW, 1, f.gp, 1, f.gmuW),
+			f.localSum(true, func(bk *bucket) *T { return bk.v }, func(bk *bucket) *T { return bk.gm0 }),
+			b.Axpby(f.vG, 1, f.gmuG, -1, f.sG),
+			b.Trsm(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, 1, f.tg, f.vG)); err != nil {
+			return 0, 0, err
+		}
+		for _, bk := range f.bk {
+			if err := firstError(
+				backend.LowerOuter(b, bk.gl, bk.w, bk.v, -1),
+				backend.BlockCoupledTri(b, bk.gm, nil, nil, bk.v, f.wG, -1)); err != nil {
+				return 0, 0, err
 			}
 		}
-	}
-	vG := v[dl:]
-	for a := 0; a < dG; a++ {
-		vG[a] = g[dl+a] - f.sG[a]
-	}
-	lsolve(tG, dG, vG)
-	uG := f.w[dl:]
-	for i, s := range f.sizes {
-		o, po := f.zoff[i], f.poff[i]
-		nt := s * (s + 1) / 2
-		gi, ggi := grad[po:po+nt], grad[po+nt:po+nt+dG*s]
-		vi, wi := v[o:o+s], f.w[o:o+s]
-		for a := 0; a < s; a++ {
-			for b := 0; b <= a; b++ {
-				gi[lowIdx(a, b)] = -wi[a] * vi[b]
-			}
+		if err := firstError(
+			backend.LowerOuter(b, f.gtg, f.wG, f.vG, -1),
+			b.Reduce(f.slot(asNorm), backend.ReduceSumSq, backend.AxisAll, f.gbuf)); err != nil {
+			return 0, 0, err
 		}
-		for a := 0; a < dG; a++ {
-			for b := 0; b < s; b++ {
-				ggi[a*s+b] = -uG[a] * vi[b]
-			}
-		}
+		norm = func(s []float64) float64 { return s[asNorm] }
 	}
-	gg := grad[f.gpoff:]
-	for a := 0; a < dG; a++ {
-		for b := 0; b <= a; b++ {
-			gg[lowIdx(a, b)] = -uG[a] * vG[b]
-		}
+	s, err := f.scalars()
+	if err != nil {
+		return 0, 0, err
 	}
-	for _, x := range grad {
-		n2 += x * x
-	}
-	return h, n2, nil
-}
-
-// triScan writes (L H̿)_ab = −v_b(Σ_{c=b..a} L_ac z_c − ½L_ab z_b) + add for the T family (notes §3.6), packed
-// row-major, by a reverse cumulative sum along each row: O(s²).
-func triScan(out, l []float64, s int, z, v []float64, add float64) {
-	for a := 0; a < s; a++ {
-		acc := add
-		for b := a; b >= 0; b-- {
-			lab := l[lowIdx(a, b)]
-			acc += lab * z[b]
-			out[lowIdx(a, b)] = -v[b] * (acc - 0.5*lab*z[b])
-		}
-	}
+	return lp - f.logQ(s), norm(s), nil
 }

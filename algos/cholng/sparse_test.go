@@ -9,26 +9,30 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/rng"
 )
 
-// pos maps each factor entry of λ (after μ) to its (row, col) in the dense d×d factor.
+// blockPos maps each factor entry of λ (after μ) to its (row, col) in the dense d×d factor.
 func blockPos(f *Block) [][2]int {
 	var out [][2]int
-	for k, s := range f.sizes {
-		o := f.zoff[k]
+	o := 0
+	for _, s := range f.sizes {
 		for a := 0; a < s; a++ {
 			for b := 0; b <= a; b++ {
 				out = append(out, [2]int{o + a, o + b})
 			}
 		}
+		o += s
 	}
 	return out
 }
 
 func arrowPos(f *Arrow) [][2]int {
 	var out [][2]int
-	for i, s := range f.sizes {
-		o := f.zoff[i]
+	o := 0
+	for _, s := range f.sizes {
 		for a := 0; a < s; a++ {
 			for b := 0; b <= a; b++ {
 				out = append(out, [2]int{o + a, o + b})
@@ -39,6 +43,7 @@ func arrowPos(f *Arrow) [][2]int {
 				out = append(out, [2]int{f.dl + a, o + b})
 			}
 		}
+		o += s
 	}
 	for a := 0; a < f.dG; a++ {
 		for b := 0; b <= a; b++ {
@@ -48,19 +53,70 @@ func arrowPos(f *Arrow) [][2]int {
 	return out
 }
 
-func blockDense(f *Block) []float64 {
+// blockDense returns C (d×d row-major) with the diagonal exponentiated under LogDiag.
+func blockDense(t testing.TB, f *Block) []float64 {
+	lam := lambdaOf(t, f)
 	d := f.d
 	c := make([]float64, d*d)
-	for k, s := range f.sizes {
-		o := f.zoff[k]
-		for a := 0; a < s; a++ {
-			for b := 0; b <= a; b++ {
-				c[(o+a)*d+o+b] = f.c(k, a, b)
-			}
+	for k, ij := range blockPos(f) {
+		v := lam[d+k]
+		if ij[0] == ij[1] && f.LogDiag {
+			v = math.Exp(v)
 		}
+		c[ij[0]*d+ij[1]] = v
 	}
 	return c
 }
+
+func lambdaOf(t testing.TB, f Sparse) []float64 {
+	t.Helper()
+	lam, err := f.Lambda()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lam
+}
+
+// setMuZ sets μ (keeping the factor) and z.
+func setMuZ(t testing.TB, f Sparse, mu, z []float64) {
+	t.Helper()
+	lam := lambdaOf(t, f)
+	copy(lam, mu)
+	if err := f.SetLambda(lam); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetZ(z); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gradOf runs Gradient and returns the gradient in λ order with h and the norm².
+func gradOf(t testing.TB, f Sparse, m Model, kind Kind) (g []float64, h, n2 float64) {
+	t.Helper()
+	h, n2, err := f.Gradient(m, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err = f.GradLambda()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, h, n2
+}
+
+// thetaOf is θ of the last draw; vOf downloads v = T⁻¹g of the last Arrow gradient.
+func thetaOf(f Sparse) []float64 { return append([]float64(nil), f.core().hth[:f.Dim()]...) }
+
+func vOf(t testing.TB, f *Arrow) []float64 {
+	t.Helper()
+	h, err := f.downFlat(f.v, f.dpad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h[:f.d]
+}
+
+func closeAfter(t testing.TB, f Sparse) { t.Cleanup(f.Close) }
 
 // restrictedSolve solves the dense Fisher (test 2's independent construction) restricted to μ and the pattern
 // entries pos against the Euclidean gradient eg (λ order).
@@ -150,24 +206,24 @@ func maskArrow(f *Arrow, l []float64) {
 	}
 }
 
-func randArrow(t *testing.T, r *rand.Rand) (*Arrow, *gauss) {
+func randArrow(t *testing.T, be backend.Backend, r *rand.Rand) (*Arrow, *gauss) {
 	n, dG := 1+r.IntN(4), 2+r.IntN(3)
 	sizes := make([]int, n)
 	for i := range sizes {
 		sizes[i] = 1 + r.IntN(3)
 	}
-	f, err := NewArrow(sizes, dG, 1)
+	f, err := NewArrow(be, sizes, dG, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeAfter(t, f)
 	d := f.Dim()
 	dense := randLower(r, d, true)
 	maskArrow(f, dense)
 	if err := f.SetDense(dense); err != nil {
 		t.Fatal(err)
 	}
-	copy(f.lam[:d], randVec(r, d))
-	copy(f.z, randVec(r, d))
+	setMuZ(t, f, randVec(r, d), randVec(r, d))
 	return f, &gauss{m: randVec(r, d), p: randSPD(r, d)}
 }
 
@@ -176,40 +232,40 @@ func randArrow(t *testing.T, r *rand.Rand) (*Arrow, *gauss) {
 // formula masked, θ and v = T⁻¹g agree with dense solves (≤ 1e-12); the Riemannian norm² equals ⟨ĝ, g̃⟩.
 // Acceptance test 8 (guard): the dense natural formula masked to the pattern differs by rel > 1e-2.
 func TestArrowNaturalEqualsRestrictedFisher(t *testing.T) {
+	be := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	minGuard := math.Inf(1)
 	for rep := 0; rep < 12; rep++ {
-		f, tg := randArrow(t, r)
+		f, tg := randArrow(t, be, r)
 		d, pos := f.Dim(), arrowPos(f)
-		eg := make([]float64, f.NumParams())
-		ng := make([]float64, f.NumParams())
-		if _, _, err := f.Gradient(tg, Euclidean, eg); err != nil {
+		eg, _, _ := gradOf(t, f, tg, Euclidean)
+		vE := vOf(t, f)
+		ng, _, n2 := gradOf(t, f, tg, Natural)
+		ip := 0.0
+		for k := range eg {
+			ip += eg[k] * ng[k]
+		}
+		if e := math.Abs(n2-ip) / math.Abs(ip); e > 1e-12 {
+			t.Errorf("rep %d: Riemannian norm² %g, ⟨ĝ, g̃⟩ %g (rel %.2g)", rep, n2, ip, e)
+		}
+		tl, err := f.Dense()
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, n2, err := f.Gradient(tg, Natural, ng); err != nil {
-			t.Fatal(err)
-		} else {
-			ip := 0.0
-			for k := range eg {
-				ip += eg[k] * ng[k]
-			}
-			if e := math.Abs(n2-ip) / math.Abs(ip); e > 1e-12 {
-				t.Errorf("rep %d: Riemannian norm² %g, ⟨ĝ, g̃⟩ %g (rel %.2g)", rep, n2, ip, e)
-			}
-		}
-		tl := f.Dense()
-		ref, theta, v := denseEuclid(tg, Precision, f.lam[:d], tl, f.z, pos)
+		lam := lambdaOf(t, f)
+		z := f.zHost(t)
+		ref, theta, v := denseEuclid(tg, Precision, lam[:d], tl, z, pos)
 		if e := relErr(eg, ref); e > 1e-12 {
 			t.Errorf("rep %d: Euclidean gradient vs dense masked formula: rel %.2g", rep, e)
 		}
-		if e := relErr(f.th, theta); e > 1e-12 {
+		if e := relErr(thetaOf(f), theta); e > 1e-12 {
 			t.Errorf("rep %d: θ rel %.2g", rep, e)
 		}
-		if _, _, err := f.Gradient(tg, Euclidean, eg); err != nil {
-			t.Fatal(err)
+		if e := relErr(vE, v); e > 1e-12 {
+			t.Errorf("rep %d: v = T⁻¹g (Euclidean path) rel %.2g", rep, e)
 		}
-		if e := relErr(f.v, v); e > 1e-12 {
-			t.Errorf("rep %d: v = T⁻¹g rel %.2g", rep, e)
+		if e := relErr(vOf(t, f), v); e > 1e-12 {
+			t.Errorf("rep %d: v = T⁻¹∇log p + z (natural path) rel %.2g", rep, e)
 		}
 		sol := restrictedSolve(t, d, Precision, tl, pos, eg)
 		if e := relErr(ng, sol); e > 1e-10 {
@@ -217,19 +273,32 @@ func TestArrowNaturalEqualsRestrictedFisher(t *testing.T) {
 		}
 		// Guard: dense Alg 2b natural gradient T·dbar(−lower(z vᵀ)) masked to the pattern.
 		full := make([]float64, d*d)
-		triDense(full, tl, d, f.z, v)
+		triDense(full, tl, d, z, v)
 		masked := append([]float64(nil), sol[:d]...)
 		for _, ij := range pos {
 			masked = append(masked, full[ij[0]*d+ij[1]])
 		}
 		if len(f.sizes) >= 2 { // with one group the arrow pattern is dense, and masking is exact
 			minGuard = min(minGuard, relErr(masked, sol))
+			if e := relErr(masked, ng); e <= 1e-2 {
+				t.Errorf("rep %d: the implementation agrees with the masked dense formula (rel %.2g)", rep, e)
+			}
 		}
 	}
 	if minGuard <= 1e-2 {
 		t.Errorf("masked dense natural gradient agrees with the restricted solve to %.2g; the guard needs > 1e-2", minGuard)
 	}
 	t.Logf("guard: min rel difference of the masked dense formula %.3f", minGuard)
+}
+
+// zHost downloads z.
+func (c *sparseCore) zHost(t testing.TB) []float64 {
+	t.Helper()
+	h, err := c.downFlat(c.z, c.dpad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h[:c.d]
 }
 
 // triDense is the dense T H̿ (notes §3.6), row-major, from a dense lower T (independent of the packed scans).
@@ -247,27 +316,34 @@ func triDense(out, l []float64, d int, z, v []float64) {
 
 // Acceptance test 5 for Alg 2c: the Euclidean gradient equals central differences of θ(λ) times g (abs ≤ 1e-7).
 func TestArrowEuclideanFiniteDifferences(t *testing.T) {
+	be := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	for rep := 0; rep < 5; rep++ {
-		f, tg := randArrow(t, r)
+		f, tg := randArrow(t, be, r)
 		d := f.Dim()
-		eg := make([]float64, f.NumParams())
-		if _, _, err := f.Gradient(tg, Euclidean, eg); err != nil {
-			t.Fatal(err)
-		}
+		eg, _, _ := gradOf(t, f, tg, Euclidean)
 		g := append([]float64(nil), eg[:d]...)
+		lam := lambdaOf(t, f)
+		thetaAt := func(l []float64) []float64 {
+			if err := f.SetLambda(l); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Eval(tg); err != nil {
+				t.Fatal(err)
+			}
+			return thetaOf(f)
+		}
 		const h = 1e-6
 		for k := d; k < f.NumParams(); k++ {
-			old := f.lam[k]
-			f.lam[k] = old + h
-			f.draw()
-			tp := append([]float64(nil), f.th...)
-			f.lam[k] = old - h
-			f.draw()
-			f.lam[k] = old
+			old := lam[k]
+			lam[k] = old + h
+			tp := thetaAt(lam)
+			lam[k] = old - h
+			tm := thetaAt(lam)
+			lam[k] = old
 			fd := 0.0
 			for i := range g {
-				fd += (tp[i] - f.th[i]) / (2 * h) * g[i]
+				fd += (tp[i] - tm[i]) / (2 * h) * g[i]
 			}
 			if math.Abs(fd-eg[k]) > 1e-7*max(1, math.Abs(fd)) {
 				t.Fatalf("rep %d entry %d: gradient %g, finite difference %g", rep, k, eg[k], fd)
@@ -279,31 +355,27 @@ func TestArrowEuclideanFiniteDifferences(t *testing.T) {
 // Acceptance test 6 (and 10 for C): Alg 1c natural gradient equals the dense Fisher restricted to the block
 // pattern, solved (rel ≤ 1e-10); Euclidean gradient equals the dense formula masked; norm is ‖g̃‖₂².
 func TestBlockNaturalEqualsRestrictedFisher(t *testing.T) {
+	be := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, sizes := range [][]int{{1, 3, 2}, {1, 2, 3, 4}, {4}, {1, 1, 1}, {2, 1, 4, 3}} {
-		f, err := NewBlock(sizes, 1, false)
+		f, err := NewBlock(be, sizes, 1, false)
 		if err != nil {
 			t.Fatal(err)
 		}
+		closeAfter(t, f)
 		for k, s := range sizes {
 			if err := f.SetBlock(k, randLower(r, s, true)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		d := f.Dim()
-		copy(f.lam[:d], randVec(r, d))
-		copy(f.z, randVec(r, d))
+		mu, z := randVec(r, d), randVec(r, d)
+		setMuZ(t, f, mu, z)
 		tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
-		eg, ng := make([]float64, f.np), make([]float64, f.np)
-		if _, _, err := f.Gradient(tg, Euclidean, eg); err != nil {
-			t.Fatal(err)
-		}
-		_, n2, err := f.Gradient(tg, Natural, ng)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl, pos := blockDense(f), blockPos(f)
-		ref, _, _ := denseEuclid(tg, Covariance, f.lam[:d], cl, f.z, pos)
+		eg, _, _ := gradOf(t, f, tg, Euclidean)
+		ng, _, n2 := gradOf(t, f, tg, Natural)
+		cl, pos := blockDense(t, f), blockPos(f)
+		ref, _, _ := denseEuclid(tg, Covariance, mu, cl, z, pos)
 		if e := relErr(eg, ref); e > 1e-12 {
 			t.Errorf("%v: Euclidean gradient rel %.2g", sizes, e)
 		}
@@ -325,12 +397,14 @@ func TestBlockNaturalEqualsRestrictedFisher(t *testing.T) {
 // (μ, C′) equals the dense restricted Fisher in ξ coordinates, F_ξ = R F_λ R, solved against the ξ Euclidean
 // gradient; its diagonal component is H_ii/2 = a_i z_i/2 with a = Cᵀ∇log p + z computed densely.
 func TestLogDiagNatural(t *testing.T) {
+	be := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(9, 10))
 	sizes := []int{2, 3, 1}
-	f, err := NewBlock(sizes, 1, true)
+	f, err := NewBlock(be, sizes, 1, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeAfter(t, f)
 	for k, s := range sizes {
 		c := randLower(r, s, false)
 		if err := f.SetBlock(k, c); err != nil {
@@ -341,17 +415,12 @@ func TestLogDiagNatural(t *testing.T) {
 		t.Error("SetBlock accepted an entry above the diagonal")
 	}
 	d := f.Dim()
-	copy(f.lam[:d], randVec(r, d))
-	copy(f.z, randVec(r, d))
+	z := randVec(r, d)
+	setMuZ(t, f, randVec(r, d), z)
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
-	eg, ng := make([]float64, f.np), make([]float64, f.np)
-	if _, _, err := f.Gradient(tg, Euclidean, eg); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := f.Gradient(tg, Natural, ng); err != nil {
-		t.Fatal(err)
-	}
-	cl, pos := blockDense(f), blockPos(f)
+	eg, _, _ := gradOf(t, f, tg, Euclidean)
+	ng, _, _ := gradOf(t, f, tg, Natural)
+	cl, pos := blockDense(t, f), blockPos(f)
 	full := denseFisher(d, Covariance, cl)
 	vi := map[[2]int]int{}
 	for k, ij := range vechIdx(d) {
@@ -384,17 +453,17 @@ func TestLogDiagNatural(t *testing.T) {
 		t.Errorf("log-diagonal natural gradient vs F_ξ solve: rel %.2g", e)
 	}
 	gp := make([]float64, d)
-	tg.LogJoint(f.th, gp)
+	tg.LogJoint(thetaOf(f), gp)
 	for k, ij := range pos {
 		if ij[0] != ij[1] {
 			continue
 		}
 		i := ij[0]
-		a := f.z[i]
+		a := z[i]
 		for c := i; c < d; c++ {
 			a += cl[c*d+i] * gp[c]
 		}
-		if want := a * f.z[i] / 2; math.Abs(ng[d+k]-want) > 1e-12*max(1, math.Abs(want)) {
+		if want := a * z[i] / 2; math.Abs(ng[d+k]-want) > 1e-12*max(1, math.Abs(want)) {
 			t.Errorf("diagonal %d: %g, want H_ii/2 = %g", i, ng[d+k], want)
 		}
 	}
@@ -403,6 +472,7 @@ func TestLogDiagNatural(t *testing.T) {
 // Acceptance test 13 (diagonal part) and 17 (positivity): mean-field Snngm on a Gaussian target reaches
 // KL − KL* < 0.06, with and without the log-diagonal, and the log-diagonal keeps C_ii > 0 by construction.
 func TestBlockMeanFieldConverges(t *testing.T) {
+	be := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(11, 12))
 	d := 20
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
@@ -420,23 +490,25 @@ func TestBlockMeanFieldConverges(t *testing.T) {
 	}
 	klStar /= 2
 	for _, logDiag := range []bool{false, true} {
-		f, err := NewBlock(ones, 0.1, logDiag)
+		f, err := NewBlock(be, ones, 0.1, logDiag)
 		if err != nil {
 			t.Fatal(err)
 		}
+		closeAfter(t, f)
 		if _, err := FitSparse(f, tg, Config{Seed: 1, NoStop: true}, run.Control{MaxIter: 20000}, false); err != nil {
 			t.Fatal(err)
 		}
 		// KL(q‖p) for q = N(μ, diag s²), p = N(m, P⁻¹).
+		lam, cd := lambdaOf(t, f), blockDense(t, f)
 		kl := -chol.LogDet()
 		for i := 0; i < d; i++ {
-			s := f.c(i, 0, 0)
+			s := cd[i*d+i]
 			if logDiag && !(s > 0) {
 				t.Fatalf("log-diagonal C_%d = %g", i, s)
 			}
 			kl += -2*math.Log(math.Abs(s)) + tg.p.At(i, i)*s*s - 1
 			for j := 0; j < d; j++ {
-				kl += (f.lam[i] - tg.m[i]) * tg.p.At(i, j) * (f.lam[j] - tg.m[j])
+				kl += (lam[i] - tg.m[i]) * tg.p.At(i, j) * (lam[j] - tg.m[j])
 			}
 		}
 		kl /= 2
@@ -450,13 +522,16 @@ func TestBlockMeanFieldConverges(t *testing.T) {
 // Acceptance test 13 for Alg 2c: Snngm on a Gaussian target with an arrow-structured precision (so the family
 // contains it) reaches KL < 0.02 in 20 000 iterations from T = 10·I.
 func TestArrowSnngmConvergesGaussian(t *testing.T) {
+	be := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(13, 14))
-	f, err := UniformArrow(6, 2, 3, 10)
+	f, err := UniformArrow(be, 6, 2, 3, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeAfter(t, f)
 	d := f.Dim()
-	ref, _ := UniformArrow(6, 2, 3, 1)
+	ref, _ := UniformArrow(be, 6, 2, 3, 1)
+	closeAfter(t, ref)
 	tl := randLower(r, d, false)
 	maskArrow(ref, tl)
 	for i := 0; i < d; i++ {
@@ -476,7 +551,12 @@ func TestArrowSnngmConvergesGaussian(t *testing.T) {
 		t.Fatal(err)
 	}
 	// KL(q‖p) with q precision TTᵀ: ½[tr(P Σ_q) − d − log|P| + log|Ω_q| + (μ−m)ᵀP(μ−m)].
-	T := mat.NewDense(d, d, f.Dense())
+	td, err := f.Dense()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lam := lambdaOf(t, f)
+	T := mat.NewDense(d, d, td)
 	var Om, Sq, PS mat.Dense
 	Om.Mul(T, T.T())
 	if err := Sq.Inverse(&Om); err != nil {
@@ -489,7 +569,7 @@ func TestArrowSnngmConvergesGaussian(t *testing.T) {
 	kl := mat.Trace(&PS) - float64(d) - cp.LogDet() + cq.LogDet()
 	for i := 0; i < d; i++ {
 		for j := 0; j < d; j++ {
-			kl += (f.lam[i] - tg.m[i]) * ps.At(i, j) * (f.lam[j] - tg.m[j])
+			kl += (lam[i] - tg.m[i]) * ps.At(i, j) * (lam[j] - tg.m[j])
 		}
 	}
 	kl /= 2
@@ -503,6 +583,7 @@ func TestArrowSnngmConvergesGaussian(t *testing.T) {
 // 2e5 draws equals C·dbar(I + Cᵀ∇²log p C) (C family) and −T·dbar(I + T⁻¹∇²log p T⁻ᵀ) (T family, dense T as an
 // arrow with no groups) entrywise within 5 MC standard errors.
 func TestNaturalGradientExpectation(t *testing.T) {
+	be := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(15, 16))
 	const d, N = 4, 200000
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
@@ -513,19 +594,20 @@ func TestNaturalGradientExpectation(t *testing.T) {
 		var f Sparse
 		var pos [][2]int
 		if p == Covariance {
-			b, _ := NewBlock([]int{d}, 1, false)
+			b, _ := NewBlock(be, []int{d}, 1, false)
 			if err := b.SetBlock(0, l); err != nil {
 				t.Fatal(err)
 			}
 			f, pos = b, blockPos(b)
 		} else {
-			a, _ := NewArrow(nil, d, 1)
+			a, _ := NewArrow(be, nil, d, 1)
 			if err := a.SetDense(l); err != nil {
 				t.Fatal(err)
 			}
 			f, pos = a, arrowPos(a)
 		}
-		copy(f.Lambda()[:d], randVec(r, d))
+		closeAfter(t, f)
+		setMuZ(t, f, randVec(r, d), make([]float64, d))
 		L := mat.NewDense(d, d, l)
 		var M, tmp mat.Dense
 		if p == Covariance {
@@ -550,18 +632,39 @@ func TestNaturalGradientExpectation(t *testing.T) {
 		if p == Precision {
 			want.Scale(-1, &want)
 		}
-		np := f.NumParams()
-		g := make([]float64, np)
-		s1, s2 := make([]float64, np), make([]float64, np)
+		// Sums of the gradient and of its square accumulated on the backend over N draws of stream 0.
+		c := f.core()
+		acc1, _ := be.Alloc(c.gbuf.Shape())
+		acc2, _ := be.Alloc(c.gbuf.Shape())
+		sq, _ := be.Alloc(c.gbuf.Shape())
+		defer be.Free(acc1)
+		defer be.Free(acc2)
+		defer be.Free(sq)
+		ctr := rng.Counter{Seed: 16, Stream: uint64(p)}
 		for s := 0; s < N; s++ {
-			copy(f.Z(), randVec(r, d))
-			if _, _, err := f.Gradient(tg, Natural, g); err != nil {
+			if err := f.Sample(ctr.Advance(s * d)); err != nil {
 				t.Fatal(err)
 			}
-			for k, x := range g {
-				s1[k] += x
-				s2[k] += x * x
+			if _, _, err := f.Gradient(tg, Natural); err != nil {
+				t.Fatal(err)
 			}
+			if err := firstError(be.Axpby(acc1, 1, acc1, 1, c.gbuf), be.Mul(sq, c.gbuf, c.gbuf),
+				be.Axpby(acc2, 1, acc2, 1, sq)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var s1, s2 []float64
+		var e1, e2 error
+		switch ff := f.(type) {
+		case *Block:
+			s1, e1 = ff.toLambda(acc1)
+			s2, e2 = ff.toLambda(acc2)
+		case *Arrow:
+			s1, e1 = ff.toLambda(acc1)
+			s2, e2 = ff.toLambda(acc2)
+		}
+		if err := firstError(e1, e2); err != nil {
+			t.Fatal(err)
 		}
 		worst := 0.0
 		for k, ij := range pos {
@@ -662,8 +765,16 @@ func eye(n int) *mat.Dense {
 
 // FitSparse checkpoint/resume continues bit for bit, and bad families are rejected.
 func TestFitSparseCheckpointResume(t *testing.T) {
+	be := testbackend.Open(t)
 	r := rand.New(rand.NewPCG(19, 20))
-	mk := func() *Arrow { f, _ := UniformArrow(3, 2, 2, 10); return f }
+	mk := func() *Arrow {
+		f, err := UniformArrow(be, 3, 2, 2, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeAfter(t, f)
+		return f
+	}
 	d := mk().Dim()
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
 	cfg := Config{Seed: 4, NoStop: true, EvalDraws: 50}
@@ -685,16 +796,51 @@ func TestFitSparseCheckpointResume(t *testing.T) {
 	if got.LHat != want.LHat || relErr(got.Lambda, want.Lambda) != 0 {
 		t.Errorf("resumed run differs: L̂ %v vs %v", got.LHat, want.LHat)
 	}
-	if _, err := NewArrow([]int{2, 0}, 2, 10); err == nil {
+	// The same with Adam (second moments in the checkpoint).
+	cfgA := Config{Seed: 5, NoStop: true, EvalDraws: 50, Optimizer: Adam, Kind: Euclidean}
+	wantA, err := FitSparse(mk(), tg, cfgA, run.Control{MaxIter: 400}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathA := filepath.Join(t.TempDir(), "cpa")
+	if _, err := FitSparse(mk(), tg, cfgA, run.Control{MaxIter: 200, CheckpointEvery: 200, CheckpointPath: pathA}, false); err != nil {
+		t.Fatal(err)
+	}
+	gotA, err := FitSparse(mk(), tg, cfgA, run.Control{MaxIter: 400, CheckpointPath: pathA}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotA.LHat != wantA.LHat || relErr(gotA.Lambda, wantA.Lambda) != 0 {
+		t.Errorf("resumed Adam run differs: L̂ %v vs %v", gotA.LHat, wantA.LHat)
+	}
+	if _, err := FitSparse(mk(), tg, cfg, run.Control{MaxIter: 400, CheckpointPath: pathA}, true); err == nil {
+		t.Error("an Adam checkpoint resumed a Snngm run")
+	}
+	if _, err := NewArrow(be, []int{2, 0}, 2, 10); err == nil {
 		t.Error("empty group accepted")
 	}
-	if _, err := NewBlock([]int{2}, 0, false); err == nil {
+	if _, err := NewBlock(be, []int{2}, 0, false); err == nil {
 		t.Error("zero diagonal accepted")
 	}
 	bad := mk()
-	dense := bad.Dense()
+	dense, err := bad.Dense()
+	if err != nil {
+		t.Fatal(err)
+	}
 	dense[0*d+2] = 1 // group 0 row, group 1 column: outside the pattern
 	if err := bad.SetDense(dense); err == nil {
 		t.Error("entry outside the arrow pattern accepted")
+	}
+	lam := lambdaOf(t, bad)
+	lam[d] = 0 // T_1's first diagonal entry
+	if err := bad.SetLambda(lam); err == nil {
+		t.Error("zero diagonal accepted by SetLambda")
+	}
+	lam[d] = math.NaN()
+	if err := bad.SetLambda(lam); err == nil {
+		t.Error("NaN accepted by SetLambda")
+	}
+	if err := bad.SetZ(make([]float64, d+1)); err == nil {
+		t.Error("z of the wrong length accepted")
 	}
 }

@@ -1,8 +1,9 @@
 // Command cholng-scaling measures the per-iteration cost of Alg 2c (the GLMM local–global sparse precision of
 // paper 003, natural gradient + Snngm) on synthetic Epilepsy-like Poisson random-slope data (4 visits per group,
-// p = 6, r = 2) as the number of groups n grows, and prints one JSON line per n: seconds per iteration (median of
-// repeats), per group, and the log–log slope against the previous n (≈ 1 for linear growth). It also times the
-// Euclidean gradient for the natural/Euclidean cost ratio (notes §9 J.27). Host float64 code.
+// p = 6, r = 2) as the number of groups n grows, and prints one JSON line per n: seconds per iteration (median over
+// the timed iterations of all repeats), per group, and the log–log slope against the previous n (≈ 1 for linear
+// growth). It also times the Euclidean gradient with Adam for comparison (notes §9 J.27). The family's algebra and
+// the optimiser run on the backend chosen with -backend (the model's log joint on the host), in float64.
 package main
 
 import (
@@ -14,10 +15,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/geovb/geovb/algos/cholng"
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	_ "github.com/geovb/geovb/backend/all"
 	"github.com/geovb/geovb/models/glmm"
 )
 
@@ -25,43 +27,49 @@ func main() {
 	ns := flag.String("n", "1000,10000,100000,1000000", "comma-separated numbers of groups")
 	iters := flag.Int("iters", 20, "iterations per timing")
 	reps := flag.Int("reps", 3, "timings per n (the median is reported)")
+	bname := flag.String("backend", "", "backend (cpu, cuda, auto; default $GEOVB_BACKEND)")
 	flag.Parse()
-	if err := mainErr(*ns, *iters, *reps); err != nil {
+	if err := mainErr(*bname, *ns, *iters, *reps); err != nil {
 		fmt.Fprintln(os.Stderr, "cholng-scaling:", err)
 		os.Exit(1)
 	}
 }
 
-// timeIt returns the median over reps of (time of iters+1 iterations − time of 1 iteration)/iters, so that the
-// setup (allocation, the final one-draw evaluation) cancels.
-func timeIt(m *glmm.Model, kind cholng.Kind, opt cholng.Optimizer, iters, reps int) (float64, error) {
-	fit := func(k int, seed uint64) (float64, error) {
-		f, err := cholng.NewArrow(m.Groups(), m.GlobalDim(), 10)
-		if err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		_, err = cholng.FitSparse(f, m, cholng.Config{Optimizer: opt, Kind: kind, Seed: seed, NoStop: true, EvalDraws: 1},
-			run.Control{MaxIter: k}, false)
-		return time.Since(start).Seconds(), err
-	}
+// timeIt returns the median time of one iteration (run.Record.IterTime) over reps fits of iters+1 iterations each,
+// the first iteration of every fit left out (it touches freshly allocated buffers for the first time).
+func timeIt(b backend.Backend, m *glmm.Model, kind cholng.Kind, opt cholng.Optimizer, iters, reps int) (float64, error) {
 	var ts []float64
 	for r := 0; r < reps; r++ {
-		t1, err := fit(1, uint64(r+1))
+		f, err := cholng.NewArrow(b, m.Groups(), m.GlobalDim(), 10)
 		if err != nil {
 			return 0, err
 		}
-		tk, err := fit(iters+1, uint64(r+1))
+		rec := run.Func(func(rc run.Record) {
+			if rc.Iter > 0 {
+				ts = append(ts, rc.IterTime.Seconds())
+			}
+		})
+		_, err = cholng.FitSparse(f, m, cholng.Config{Optimizer: opt, Kind: kind, Seed: uint64(r + 1), NoStop: true,
+			EvalDraws: 1}, run.Control{MaxIter: iters + 1, Recorder: rec}, false)
+		f.Close()
 		if err != nil {
 			return 0, err
 		}
-		ts = append(ts, (tk-t1)/float64(iters))
+	}
+	if len(ts) == 0 {
+		return 0, fmt.Errorf("no iterations timed")
 	}
 	slices.Sort(ts)
 	return ts[len(ts)/2], nil
 }
 
-func mainErr(list string, iters, reps int) error {
+func mainErr(bname, list string, iters, reps int) error {
+	b, err := backend.Open(bname)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	fmt.Fprintf(os.Stderr, "backend: %s (%s)\n", b.Name(), b.Info().Library)
 	enc := json.NewEncoder(os.Stdout)
 	prevN, prevT := 0.0, 0.0
 	for _, s := range strings.Split(list, ",") {
@@ -73,15 +81,15 @@ func mainErr(list string, iters, reps int) error {
 		if err != nil {
 			return err
 		}
-		tn, err := timeIt(m, cholng.Natural, cholng.Snngm, iters, reps)
+		tn, err := timeIt(b, m, cholng.Natural, cholng.Snngm, iters, reps)
 		if err != nil {
 			return err
 		}
-		te, err := timeIt(m, cholng.Euclidean, cholng.Adam, iters, reps)
+		te, err := timeIt(b, m, cholng.Euclidean, cholng.Adam, iters, reps)
 		if err != nil {
 			return err
 		}
-		out := map[string]any{"groups": n, "d": m.Dim(), "obs": len(m.Y), "sec_per_iter_natural_snngm": tn,
+		out := map[string]any{"backend": b.Name(), "groups": n, "d": m.Dim(), "obs": len(m.Y), "sec_per_iter_natural_snngm": tn,
 			"sec_per_iter_euclidean_adam": te, "ns_per_group_natural": tn / float64(n) * 1e9, "natural_over_euclidean": tn / te}
 		if prevN > 0 {
 			out["loglog_slope"] = math.Log(tn/prevT) / math.Log(float64(n)/prevN)

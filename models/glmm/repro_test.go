@@ -8,6 +8,7 @@ import (
 	"github.com/geovb/geovb/algos/cholng"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/testbackend"
 )
 
 // method is a Table 6 GVA row: Alg 2c with the masked Euclidean gradient + Adam, natural gradient + Adam, Snngm.
@@ -25,10 +26,11 @@ var table6Methods = []method{
 
 // FitGVA fits the GVA family (Alg 2c, μ = 0, T = 10·I, notes §7.3.4) to m.
 func fitGVA(t testing.TB, m *Model, me method, seed uint64) *cholng.SparseResult {
-	f, err := cholng.NewArrow(m.Groups(), m.GlobalDim(), 10)
+	f, err := cholng.NewArrow(testbackend.Open(t), m.Groups(), m.GlobalDim(), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	res, err := cholng.FitSparse(f, m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed}, run.Control{}, false)
 	if err != nil {
 		t.Fatal(err)

@@ -306,8 +306,19 @@ func (w *work) step(eps float64) error {
 		return err
 	}
 	if !w.cfg.IdentityTransport {
+		hook := w.cfg.transportHook
+		if hook != nil {
+			if err := b.Copy(w.mPrev, w.mS); err != nil {
+				return err
+			}
+		}
 		if err := backend.SPDTransport(b, w.mS, w.sigmaOld, w.sigma, w.mS); err != nil {
 			return err
+		}
+		if hook != nil {
+			if err := hook(b, w.sigmaOld, w.sigma, w.mPrev, w.mS); err != nil {
+				return err
+			}
 		}
 	}
 	if err := b.Axpby(w.mS, om, w.mS, 1-om, w.nS); err != nil {

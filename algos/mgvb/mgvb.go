@@ -81,6 +81,10 @@ type Config struct {
 	Seed uint64 // Philox stream of the draws; draw t of fit k is independent of every other
 	// ResumeFrom names a checkpoint (run.SaveCheckpoint) to continue from; the other settings must match.
 	ResumeFrom string
+
+	// transportHook, when set (by tests), sees every transport of the Σ-momentum (notes C3): Σ_old, Σ_new and
+	// the momentum before and after Γ_{Σold→Σnew}, all B×d×d backend tensors.
+	transportHook func(b backend.Backend, sigmaOld, sigma, before, after *T) error
 }
 
 // DefaultConfig returns S = 100, ε₀ = 0.01, τ = 1000, ω = 0.4, clip 100 (initial gradient clipped too), window 11,

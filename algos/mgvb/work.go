@@ -32,6 +32,7 @@ type work struct {
 	g1, gh, q1, qh     *T // v
 	pm, m1, mh, qq, t1 *T // mat
 	t2                 *T // mat
+	mPrev              *T // mat, the momentum before transport (only with Config.transportHook)
 	ld                 *T // B×1×1
 	nrm                *T // B×1×1
 	eye, offEye, onesM *T // 1×d×d
@@ -69,6 +70,9 @@ func newWork(b backend.Backend, m Model, cfg Config, B int) (*work, error) {
 		*p = alloc(B, d, 1)
 	}
 	ms := []**T{&w.sigma, &w.l, &w.sigmaOld, &w.lOld, &w.mS, &w.gS, &w.nS, &w.ccS, &w.bestS, &w.pm, &w.m1, &w.mh, &w.qq, &w.t1, &w.t2}
+	if cfg.transportHook != nil {
+		ms = append(ms, &w.mPrev)
+	}
 	for _, p := range ms {
 		*p = alloc(B, d, d)
 	}

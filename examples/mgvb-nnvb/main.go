@@ -1,9 +1,11 @@
 // Command mgvb-nnvb reproduces paper 000's Fig. 7 (notes 4.3): manifold NNVB (algos/nnvb) with and without the
 // K-FAC natural gradient for the deepGLM-style 2×10 Bayesian neural-net classifier on German credit (models/nnet:
 // p = 24 inputs without an intercept column, d = 361, tanh hidden units, prior N(0, I)). Both runs start from the
-// same Haar-random W₁, W₂ and b = 0 and use the same draws. It prints one JSON line per run (final smoothed LB,
-// the first iteration at which the run reaches the plain run's final smoothed LB, worst ‖WᵀW − I‖, time), can
-// write the traces as CSV (-trace) and draws the smoothed lower bounds as SVG (-svg).
+// same Haar-random W₁, W₂ and b = 0 and use the same draws; -project-first adds a third run, the natural gradient
+// with the W₂ gradient projected onto the tangent space before the K-FAC preconditioning (nnvb.Config.ProjectFirst).
+// It prints one JSON line per run (final smoothed LB, the first iteration at which the run reaches the plain run's
+// final smoothed LB, worst ‖WᵀW − I‖, time), can write the traces as CSV (-trace) and draws the smoothed lower
+// bounds as SVG (-svg).
 package main
 
 import (
@@ -41,6 +43,7 @@ func main() {
 	step := flag.Float64("step", 0.01, "ε₀ of the natural-gradient run")
 	plainStep := flag.Float64("plain-step", 0.01, "ε₀ of the plain run")
 	damping := flag.Float64("damping", 1e-2, "relative K-FAC damping")
+	projectFirst := flag.Bool("project-first", false, "also run the natural gradient with ProjectFirst")
 	be := flag.String("backend", "", "backend (cpu, cuda, auto; empty reads GEOVB_BACKEND)")
 	data := flag.String("data", "", "German credit file (default ../shared/data/german-credit/germancredit_numeric.txt)")
 	trace := flag.String("trace", "", "CSV output of the traces (iter, method, lb, smoothed)")
@@ -65,12 +68,23 @@ func main() {
 		log.Fatal(err)
 	}
 	var out []*summary
-	for _, plain := range []bool{true, false} {
+	runs := []struct {
+		name         string
+		plain, first bool
+	}{{"NNVB-plain", true, false}, {"NNVB-natural", false, false}}
+	if *projectFirst {
+		runs = append(runs, struct {
+			name         string
+			plain, first bool
+		}{"NNVB-natural-projectfirst", false, true})
+	}
+	for _, r := range runs {
 		cfg := nnvb.DefaultConfig()
-		cfg.S, cfg.Step, cfg.Damping, cfg.Plain, cfg.Seed, cfg.TrackOrth = *S, *step, *damping, plain, *seed, true
-		name := "NNVB-natural"
-		if plain {
-			cfg.Step, name = *plainStep, "NNVB-plain"
+		cfg.S, cfg.Step, cfg.Damping, cfg.Plain, cfg.Seed, cfg.TrackOrth = *S, *step, *damping, r.plain, *seed, true
+		cfg.ProjectFirst = r.first
+		name := r.name
+		if r.plain {
+			cfg.Step = *plainStep
 		}
 		t0 := time.Now()
 		res, err := nnvb.Fit(b, m, p0, cfg, run.Control{MaxIter: *iters})

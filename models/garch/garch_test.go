@@ -41,8 +41,9 @@ func TestGradFD(t *testing.T) {
 	}
 }
 
-// TestValue checks log p(θ, y) against a direct evaluation in the natural parameters: the IG(1,1) and uniform prior
-// densities with the Jacobian |∂(w, ψ₁, ψ₂)/∂θ| = w ψ₁(1−ψ₁) ψ₂(1−ψ₂), and the Gaussian likelihood.
+// TestValue checks log p(θ, y) (LogPostGradHost, and LogPrior + LogLik of the SMC target) against a direct
+// evaluation in the natural parameters: the IG(1,1) and uniform prior densities with the Jacobian
+// |∂(w, ψ₁, ψ₂)/∂θ| = w ψ₁(1−ψ₁) ψ₂(1−ψ₂), and the Gaussian likelihood.
 func TestValue(t *testing.T) {
 	m := synth(t, 50)
 	th := []float64{-0.7, 1.3, -0.4}
@@ -61,6 +62,9 @@ func TestValue(t *testing.T) {
 	}
 	if got := m.LogPostGradHost(th, nil); math.Abs(got-want) > 1e-10*math.Abs(want) {
 		t.Fatalf("log p %v, want %v", got, want)
+	}
+	if got := m.LogPrior(th) + m.LogLik(th); math.Abs(got-want) > 1e-10*math.Abs(want) {
+		t.Fatalf("LogPrior + LogLik %v, want %v", got, want)
 	}
 }
 
@@ -101,50 +105,12 @@ func TestMetropolisQuadrature(t *testing.T) {
 	if r.Acceptance < 0.1 || r.Acceptance > 0.7 {
 		t.Fatalf("acceptance %v", r.Acceptance)
 	}
-	var mc, sc [3]float64
+	mc, sc := thetaMoments(r.Theta, r.N)
+	_, mq, sq := quadLogZ(m, mc, sc, 48, 7)
 	for i := 0; i < 3; i++ {
-		var s1, s2 float64
-		for k := 0; k < r.N; k++ {
-			v := r.Theta[k*3+i]
-			s1, s2 = s1+v, s2+v*v
-		}
-		mc[i] = s1 / float64(r.N)
-		sc[i] = math.Sqrt(s2/float64(r.N) - mc[i]*mc[i])
-	}
-	const G = 48
-	var lo, h [3]float64
-	for i := range lo {
-		lo[i], h[i] = mc[i]-7*sc[i], 14*sc[i]/G
-	}
-	var lps []float64
-	var pts [][3]float64
-	maxLP := math.Inf(-1)
-	for a := 0; a < G; a++ {
-		for b := 0; b < G; b++ {
-			for c := 0; c < G; c++ {
-				x := [3]float64{lo[0] + (float64(a)+0.5)*h[0], lo[1] + (float64(b)+0.5)*h[1], lo[2] + (float64(c)+0.5)*h[2]}
-				v := m.LogPostGradHost(x[:], nil)
-				lps, pts = append(lps, v), append(pts, x)
-				maxLP = math.Max(maxLP, v)
-			}
-		}
-	}
-	var z float64
-	var m1, m2 [3]float64
-	for k, v := range lps {
-		p := math.Exp(v - maxLP)
-		z += p
-		for i := 0; i < 3; i++ {
-			m1[i] += p * pts[k][i]
-			m2[i] += p * pts[k][i] * pts[k][i]
-		}
-	}
-	for i := 0; i < 3; i++ {
-		mq := m1[i] / z
-		sq := math.Sqrt(m2[i]/z - mq*mq)
-		t.Logf("θ%d: chain mean %.4f sd %.4f; quadrature mean %.4f sd %.4f", i, mc[i], sc[i], mq, sq)
-		if math.Abs(mc[i]-mq) > 0.15*sq || math.Abs(sc[i]/sq-1) > 0.1 {
-			t.Errorf("θ%d: chain mean %.4f sd %.4f; quadrature mean %.4f sd %.4f", i, mc[i], sc[i], mq, sq)
+		t.Logf("θ%d: chain mean %.4f sd %.4f; quadrature mean %.4f sd %.4f", i, mc[i], sc[i], mq[i], sq[i])
+		if math.Abs(mc[i]-mq[i]) > 0.15*sq[i] || math.Abs(sc[i]/sq[i]-1) > 0.1 {
+			t.Errorf("θ%d: chain mean %.4f sd %.4f; quadrature mean %.4f sd %.4f", i, mc[i], sc[i], mq[i], sq[i])
 		}
 	}
 }

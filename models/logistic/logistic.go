@@ -105,6 +105,12 @@ func (m *Model) LogPostGrad(b backend.Backend, lp, grad, theta *T) error {
 	return m.eval(b, lp, grad, theta)
 }
 
+// chunkElems bounds the N×S temporaries of one evaluation: the batch is processed in chunks of fits whose
+// η = Xθ arrays hold at most this many values (32 MiB), so that a run of many batched fits (e.g. 1000 German-credit
+// fits, whose η would be 1000×1000×100 values) needs no more memory than a few fits. A variable so that tests can
+// force small chunks.
+var chunkElems = 1 << 22
+
 func (m *Model) eval(b backend.Backend, lp, grad, theta *T) error {
 	s := theta.Shape()
 	if s.Rows != m.D {
@@ -118,7 +124,8 @@ func (m *Model) eval(b backend.Backend, lp, grad, theta *T) error {
 			return err
 		}
 	}
-	eta, err := b.Alloc(tensor.Shape{Batch: s.Batch, Rows: m.N, Cols: s.Cols})
+	chunk := max(1, min(s.Batch, chunkElems/max(1, m.N*s.Cols)))
+	eta, err := b.Alloc(tensor.Shape{Batch: chunk, Rows: m.N, Cols: s.Cols})
 	if err != nil {
 		return err
 	}
@@ -128,11 +135,31 @@ func (m *Model) eval(b backend.Backend, lp, grad, theta *T) error {
 		return err
 	}
 	defer b.Free(sp)
-	row, err := b.Alloc(lp.Shape())
+	row, err := b.Alloc(tensor.Shape{Batch: chunk, Rows: 1, Cols: s.Cols})
 	if err != nil {
 		return err
 	}
 	defer b.Free(row)
+	ones, err := m.ones(s.Cols)
+	if err != nil {
+		return err
+	}
+	for lo := 0; lo < s.Batch; lo += chunk {
+		hi := min(lo+chunk, s.Batch)
+		var g *T
+		if grad != nil {
+			g = grad.Batches(lo, hi)
+		}
+		n := hi - lo
+		if err := m.evalChunk(b, lp.Batches(lo, hi), g, theta.Batches(lo, hi), eta.Batches(0, n), sp.Batches(0, n), row.Batches(0, n), ones); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evalChunk evaluates the fits of one chunk with the temporaries eta, sp (chunk×N×S) and row (chunk×1×S).
+func (m *Model) evalChunk(b backend.Backend, lp, grad, theta, eta, sp, row, ones *T) error {
 	if err := b.Gemm(blas.NoTrans, blas.NoTrans, 1, m.x, theta, 0, eta); err != nil {
 		return err
 	}
@@ -153,10 +180,6 @@ func (m *Model) eval(b backend.Backend, lp, grad, theta *T) error {
 		return err
 	}
 	if err := b.Axpby(lp, 1, lp, -0.5/m.PriorVar, row); err != nil {
-		return err
-	}
-	ones, err := m.ones(s.Cols)
-	if err != nil {
 		return err
 	}
 	if err := b.Axpby(lp, 1, lp, -0.5*float64(m.D)*math.Log(2*math.Pi*m.PriorVar), ones); err != nil {

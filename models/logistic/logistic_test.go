@@ -49,11 +49,12 @@ func german(t testing.TB, b backend.Backend) *Model {
 }
 
 // TestGradientFD checks the host gradient against central differences and the batched backend values and
-// gradients against the host reference.
+// gradients against the host reference, with the batch of 3 fits evaluated whole, in chunks of 2 (a partial last
+// chunk) and one fit at a time.
 func TestGradientFD(t *testing.T) {
 	b := testbackend.Open(t)
 	m := synthetic(t, b, 60, 5, 1)
-	const B, S = 2, 3
+	const B, S = 3, 3
 	h := tensor.NewHost(B, m.D, S)
 	rng.Counter{Seed: 9}.FillNormal(h.Storage().Host())
 	for k := 0; k < B; k++ {
@@ -82,28 +83,34 @@ func TestGradientFD(t *testing.T) {
 	_ = b.Upload(th, h)
 	lp, _ := b.Alloc(tensor.Shape{Batch: B, Rows: 1, Cols: S})
 	gr, _ := b.Alloc(h.Shape())
-	if err := m.LogPostGrad(b, lp, gr, th); err != nil {
-		t.Fatal(err)
-	}
-	hl, hg := tensor.NewHost(B, 1, S), tensor.NewHost(B, m.D, S)
-	_ = b.Download(hl, lp)
-	_ = b.Download(hg, gr)
-	for k := 0; k < B; k++ {
-		for s := 0; s < S; s++ {
-			x := make([]float64, m.D)
-			for j := range x {
-				x[j] = h.At(k, j, s)
-			}
-			v, g := m.LogPostHost(x)
-			if math.Abs(v-hl.At(k, 0, s)) > 1e-10*math.Abs(v) {
-				t.Fatalf("backend log posterior %v, host %v", hl.At(k, 0, s), v)
-			}
-			for j := range g {
-				if math.Abs(g[j]-hg.At(k, j, s)) > 1e-10*math.Max(1, math.Abs(g[j])) {
-					t.Fatalf("backend grad %v, host %v", hg.At(k, j, s), g[j])
+	defer func(c int) { chunkElems = c }(chunkElems)
+	for _, chunk := range []int{B, 2, 1} {
+		chunkElems = chunk * m.N * S
+		if err := m.LogPostGrad(b, lp, gr, th); err != nil {
+			t.Fatal(err)
+		}
+		hl, hg := tensor.NewHost(B, 1, S), tensor.NewHost(B, m.D, S)
+		_ = b.Download(hl, lp)
+		_ = b.Download(hg, gr)
+		for k := 0; k < B; k++ {
+			for s := 0; s < S; s++ {
+				x := make([]float64, m.D)
+				for j := range x {
+					x[j] = h.At(k, j, s)
+				}
+				v, g := m.LogPostHost(x)
+				if math.Abs(v-hl.At(k, 0, s)) > 1e-10*math.Abs(v) {
+					t.Fatalf("chunks of %d: backend log posterior %v, host %v", chunk, hl.At(k, 0, s), v)
+				}
+				for j := range g {
+					if math.Abs(g[j]-hg.At(k, j, s)) > 1e-10*math.Max(1, math.Abs(g[j])) {
+						t.Fatalf("chunks of %d: backend grad %v, host %v", chunk, hg.At(k, j, s), g[j])
+					}
 				}
 			}
 		}
+		_ = b.Fill(lp, 0)
+		_ = b.Fill(gr, 0)
 	}
 }
 

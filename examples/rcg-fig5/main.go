@@ -65,8 +65,8 @@ func main() {
 		}
 		target = rcg.Median(f) + tol
 	}
-	p := rcgplot.Plot{Title: fmt.Sprintf("MoG N=%d R=%g K=%d: F vs time (%d seeds)", *n, *R, *k, *seeds), XLabel: "time (s)",
-		YLabel: "F − F_target + 1", LogX: true, LogY: true}
+	p := rcgplot.Plot{Title: fmt.Sprintf("MoG N=%d R=%g K=%d: F vs time (%d seeds)", *n, *R, *k, *seeds),
+		XLabel: "CPU time (s)", YLabel: "F − F_target + 1", LogX: true, LogY: true}
 	enc := json.NewEncoder(os.Stdout)
 	for _, meth := range order {
 		s := rcgplot.Summarise(meth, runs[meth], target)

@@ -21,7 +21,7 @@ func main() {
 	k := flag.Int("k", 8, "components")
 	grid := flag.String("r", "0.1,0.125,0.15,0.175,0.2,0.225,0.25,0.275,0.3,0.325,0.35,0.375,0.4", "R grid")
 	eps := flag.Float64("eps", 1e-12, "ε/N")
-	limit := flag.Duration("limit", 60*time.Second, "time cap per run")
+	limit := flag.Duration("limit", 60*time.Second, "CPU-time cap per run")
 	svg := flag.String("svg", "rcg-fig6.svg", "SVG output")
 	flag.Parse()
 	methods := []string{"RCG", "RG", "VBEM"}
@@ -47,7 +47,7 @@ func main() {
 			series[s.Method].Y = append(series[s.Method].Y, s.MedianTime)
 		}
 	}
-	p := rcgplot.Plot{Title: "MoG: median time to convergence vs R", XLabel: "R", YLabel: "time (s)", LogY: true}
+	p := rcgplot.Plot{Title: "MoG: median time to convergence vs R", XLabel: "R", YLabel: "CPU time (s)", LogY: true}
 	for _, m := range methods {
 		p.Series = append(p.Series, *series[m])
 	}

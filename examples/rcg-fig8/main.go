@@ -23,7 +23,7 @@ func main() {
 	R := flag.Float64("r", 0.3, "component spacing")
 	grid := flag.String("n", "100,200,500,1000,2000,5000,10000", "N grid")
 	eps := flag.Float64("eps", 1e-8, "ε/N")
-	limit := flag.Duration("limit", 120*time.Second, "time cap per run")
+	limit := flag.Duration("limit", 120*time.Second, "CPU-time cap per run")
 	svg := flag.String("svg", "rcg-fig8.svg", "SVG output")
 	flag.Parse()
 	methods := []string{"RCG", "VBEM"}
@@ -49,7 +49,7 @@ func main() {
 			series[s.Method].Y = append(series[s.Method].Y, s.MedianTime)
 		}
 	}
-	p := rcgplot.Plot{Title: "MoG: median time to convergence vs N", XLabel: "N", YLabel: "time (s)", LogX: true, LogY: true}
+	p := rcgplot.Plot{Title: "MoG: median time to convergence vs N", XLabel: "N", YLabel: "CPU time (s)", LogX: true, LogY: true}
 	for _, m := range methods {
 		s := series[m]
 		p.Series = append(p.Series, *s)

@@ -15,7 +15,7 @@ import (
 func main() {
 	seeds := flag.Int("seeds", 10, "initialisations per size")
 	grid := flag.String("n", "300,400,500,600,700,800,900,1000", "data sizes")
-	rcgCap := flag.Duration("rcgcap", 10*time.Minute, "cap of RCG runs")
+	rcgCap := flag.Duration("rcgcap", 10*time.Minute, "CPU-time cap of RCG runs")
 	capF := flag.Float64("cap", 10, "cap of non-RCG runs, × RCG's median run time")
 	gh := flag.Bool("gh", false, "Gauss–Hermite moments instead of Taylor")
 	svg := flag.String("svg", "rcg-nfa.svg", "SVG output")

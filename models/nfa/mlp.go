@@ -94,8 +94,11 @@ func (p *prop) nonlin(y, yt, ys, yw float64) (phm, k, phw float64) {
 		k += p.w[q] * (1 - t*t)
 		m2 += p.w[q] * t * t
 	}
-	// Var tanh = E t² − (E t)²; the part k²·ys explained by the sources is tracked through the Jacobian.
-	return m1, k, m2 - m1*m1 - k*k*ys
+	// Var tanh = E t² − (E t)²; the part k²·ys explained by the sources is tracked through the Jacobian. Under exact
+	// integration Var tanh ≥ k²(ys + yw) ≥ k²ys (Stein's lemma and Cauchy–Schwarz), but a finite rule under a wide
+	// N(ȳ, yt) can overestimate k (a node near the origin) and make the residual negative; it is clamped at 0 so that
+	// no output variance is negative (a negative one makes F unbounded below).
+	return m1, k, math.Max(m2-m1*m1-k*k*ys, 0)
 }
 
 // nonlinBack returns the gradients with respect to (ȳ, yt, ys, yw) given those with respect to (phm, k, phw). For
@@ -110,13 +113,17 @@ func (p *prop) nonlinBack(y, yt, ys, yw, gphm, gk, gphw float64) (gy, gyt, gys, 
 		return gy, 0.5 * gphm * t2, 0, gphw * t1 * t1
 	}
 	s := math.Sqrt(yt)
-	var m1, k float64
+	var m1, k, m2 float64
 	for q, zq := range p.z {
 		t := math.Tanh(y + s*zq)
 		m1 += p.w[q] * t
 		k += p.w[q] * (1 - t*t)
+		m2 += p.w[q] * t * t
 	}
-	// phw = m2 − m1² − k²ys.
+	// phw = max(m2 − m1² − k²ys, 0): no gradient through the clamped branch.
+	if m2-m1*m1-k*k*ys < 0 {
+		gphw = 0
+	}
 	gm1 := gphm - 2*m1*gphw
 	gkk := gk - 2*k*ys*gphw
 	gys = -k * k * gphw

@@ -293,3 +293,88 @@ func (n noUpdate) Dim() int                    { return n.m.Dim() }
 func (n noUpdate) Value(x []float64) float64   { return n.m.Value(x) }
 func (n noUpdate) Grad(g, x []float64) float64 { return n.m.Grad(g, x) }
 func (n noUpdate) NatGrad(d, g, x []float64)   { n.m.NatGrad(d, g, x) }
+
+// TestGHVarianceNonNegative: two identical hidden units with output weights +1 and −1 give the constant output 0.
+// Under a wide input (variance up to 1e4) a finite Gauss–Hermite rule can overestimate the effective slope
+// k = E tanh′ (a node at the origin, where tanh′ = 1), so each unit's residual Var tanh − k²ỹ_s is negative; the
+// residuals add while the source parts cancel through the Jacobian, and an unclamped rule returned output variances
+// down to −3.3e3 here (a negative variance makes F unbounded below). The exact output variance is 0; the
+// propagation, which treats the units' residual parts as independent, may overestimate it but must never return a
+// negative value (tolerance 1e-12), for rule orders 8–10; the output mean must be 0.
+func TestGHVarianceNonNegative(t *testing.T) {
+	l := layer{in: 1, hid: 2, out: 1}
+	wm := []float64{1, 1, 0, 0, 1, -1, 0} // A (2×1), a, B (1×2), b
+	wv := make([]float64, len(wm))
+	xm, xv := make([]float64, 1), make([]float64, 1)
+	worst := math.Inf(1)
+	for _, order := range []int{8, 9, 10} {
+		p := newProp(l, GaussHermite, order)
+		for _, sv := range []float64{1, 100, 1e4} {
+			for _, q := range p.z { // put one node at the origin
+				sm := []float64{-q * math.Sqrt(sv)}
+				p.forward(wm, wv, sm, []float64{sv}, xm, xv)
+				if xv[0] < -1e-12 || math.Abs(xm[0]) > 1e-12 {
+					t.Errorf("order %d, input N(%.3g, %g): output mean %v, variance %v", order, sm[0], sv, xm[0], xv[0])
+				}
+				worst = math.Min(worst, xv[0])
+			}
+		}
+	}
+	t.Logf("smallest output variance %.3g", worst)
+}
+
+// TestGHClampedGradient: the reverse-mode gradient through the clamped Gauss–Hermite residual matches central
+// differences (h = 1e-6, relative error below 1e-5 of max(|fd|, 1)) for a layer with wide inputs (variances 20–60),
+// where the clamp is active for some units (checked), with respect to input means and variances and all weights.
+func TestGHClampedGradient(t *testing.T) {
+	l := layer{in: 2, hid: 6, out: 3}
+	r := rand.New(rng.NewSource(11, 2))
+	wm, wv := make([]float64, l.size()), make([]float64, l.size())
+	for i := range wm {
+		wm[i] = r.NormFloat64()
+		wv[i] = 0.01 + 0.05*r.Float64()
+	}
+	sm := []float64{0.3, -0.8}
+	sv := []float64{20 + 40*r.Float64(), 20 + 40*r.Float64()}
+	gxm, gxv := []float64{0.7, -1.1, 0.4}, []float64{0.5, 0.9, 0.3}
+	p := newProp(l, GaussHermite, 9)
+	xm, xv := make([]float64, l.out), make([]float64, l.out)
+	C := func() float64 {
+		p.forward(wm, wv, sm, sv, xm, xv)
+		var c float64
+		for i := range xm {
+			c += gxm[i]*xm[i] + gxv[i]*xv[i]
+		}
+		return c
+	}
+	C()
+	clamped := 0
+	for h := range l.hid {
+		if p.phw[h] == 0 {
+			clamped++
+		}
+	}
+	if clamped == 0 {
+		t.Fatal("no clamped unit: the test does not reach the clamped branch")
+	}
+	gwm, gwv := make([]float64, l.size()), make([]float64, l.size())
+	gsm, gsv := make([]float64, l.in), make([]float64, l.in)
+	p.backward(wm, wv, sm, sv, gxm, gxv, nil, gwm, gwv, gsm, gsv)
+	worst := 0.0
+	for _, c := range []struct{ v, g []float64 }{{wm, gwm}, {wv, gwv}, {sm, gsm}, {sv, gsv}} {
+		for i := range c.v {
+			old, h := c.v[i], 1e-6
+			c.v[i] = old + h
+			fp := C()
+			c.v[i] = old - h
+			fm := C()
+			c.v[i] = old
+			fd := (fp - fm) / (2 * h)
+			worst = math.Max(worst, math.Abs(c.g[i]-fd)/math.Max(math.Abs(fd), 1))
+		}
+	}
+	t.Logf("%d of %d units clamped; worst relative error %.2g", clamped, l.hid, worst)
+	if worst > 1e-5 {
+		t.Errorf("gradient error %.3g", worst)
+	}
+}

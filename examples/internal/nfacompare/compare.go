@@ -53,7 +53,7 @@ func Main(dyn bool, grid string, seeds int, rcgCap time.Duration, capF float64, 
 	if dyn {
 		title = "NSSM-SYN: median time to RCG's median final F"
 	}
-	p := rcgplot.Plot{Title: title, XLabel: "samples", YLabel: "time (s)", LogY: true}
+	p := rcgplot.Plot{Title: title, XLabel: "samples", YLabel: "CPU time (s)", LogY: true}
 	for _, m := range methods {
 		p.Series = append(p.Series, *series[m])
 	}

@@ -10,7 +10,7 @@ import (
 
 // Sweep runs methods over seeds on one synthetic mixture (R, N, K, tolerance ε = epsN·N) and returns one Summary
 // per method with time-to-target measured against RCG's median final F (or the best median final F when RCG is not
-// among the methods). limit caps each run's wall time (0: none).
+// among the methods). limit caps each run's process CPU time (0: none); times are CPU seconds (rcg.RunMoG).
 func Sweep(R float64, N, K, seeds int, epsN float64, methods []string, limit time.Duration) ([]Summary, error) {
 	m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, K, mog.DefaultPrior(2), mog.Options{})
 	if err != nil {

@@ -1,29 +1,22 @@
 package lrvga
 
-import "math"
+import (
+	"math"
+
+	"github.com/geovb/geovb/internal/stablemath"
+)
 
 // BetaProbit is √(8/π), the scale of the probit approximation σ(a) ≈ Φ(a/β) (notes §1, (52)).
 var BetaProbit = math.Sqrt(8 / math.Pi)
 
 // Sigmoid is σ(z) = 1/(1+e^{−z}) without overflow.
-func Sigmoid(z float64) float64 {
-	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
-	}
-	e := math.Exp(z)
-	return e / (1 + e)
-}
+func Sigmoid(z float64) float64 { return stablemath.Sigmoid(z) }
 
 // SigmoidPrime is σ'(z) = σ(z)σ(−z), accurate in both tails.
 func SigmoidPrime(z float64) float64 { return Sigmoid(z) * Sigmoid(-z) }
 
 // Softplus is log(1 + e^z) without overflow.
-func Softplus(z float64) float64 {
-	if z > 0 {
-		return z + math.Log1p(math.Exp(-z))
-	}
-	return math.Log1p(math.Exp(z))
-}
+func Softplus(z float64) float64 { return stablemath.Softplus(z) }
 
 // ProbitK is k(ν) = β/√(ν + β²), β = √(8/π): E_{a~N(m,ν)}[σ(a)] ≈ σ(k m) (52).
 func ProbitK(nu float64) float64 { return BetaProbit / math.Sqrt(nu+BetaProbit*BetaProbit) }

@@ -11,7 +11,7 @@
 // damping the notes require (C_z, C_δ have rank ≤ S). W₁, W₂ move by the QR retraction and their momentum is
 // carried by projection transport (manifold.Stiefel, Algorithm 1); b₁, b₂ are Euclidean.
 //
-// For sigmoid h: h' = z(1 − z), h”/h' = 1 − 2z, 1/h'(a) = 2 + eᵃ + e⁻ᵃ and log h'(a) = −softplus(a) − softplus(−a)
+// For sigmoid h: h' = z(1 − z), h”/h' = 1 − 2z, 1/h'(a) = 2 + eᵃ + e⁻ᵃ and log h'(a) = −stablemath.Softplus(a) − stablemath.Softplus(−a)
 // (notes 5.3 item 16). The element-wise algebra on d×S arrays runs on the host; GEMMs, SYRKs, the Kronecker
 // solves and the QR retractions run on the backend. LogDensity evaluates log q by the inverse path.
 //
@@ -40,6 +40,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -298,7 +299,7 @@ func LogDensity(p Params, theta []float64) float64 {
 			return math.Inf(-1)
 		}
 		a[i] = math.Log(z) - math.Log1p(-z)
-		lq += softplus(a[i]) + softplus(-a[i]) // −log h'(a) for the sigmoid
+		lq += stablemath.Softplus(a[i]) + stablemath.Softplus(-a[i]) // −log h'(a) for the sigmoid
 	}
 	for j := 0; j < d; j++ {
 		e := 0.0
@@ -352,21 +353,6 @@ func (w *work) orth() (float64, error) {
 	return e, nil
 }
 
-func softplus(x float64) float64 {
-	if x > 0 {
-		return x + math.Log1p(math.Exp(-x))
-	}
-	return math.Log1p(math.Exp(x))
-}
-
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
-}
-
 // grad draws E (draw number w.draws), evaluates the MC lower bound and the Euclidean gradient of all four blocks
 // (corrected (5.4), notes 2.2.2), and the K-FAC statistics C_z = ZZᵀ/S and C_δ = DzDzᵀ/S (notes 2.2.3).
 func (w *work) grad() error {
@@ -393,7 +379,7 @@ func (w *work) grad() error {
 	}
 	hA, hZ := w.hA.Storage().Host(), w.hZ.Storage().Host()
 	for i, a := range hA {
-		hZ[i] = sigmoid(a)
+		hZ[i] = stablemath.Sigmoid(a)
 	}
 	if err := b.Upload(w.z, w.hZ); err != nil {
 		return err
@@ -428,7 +414,7 @@ func (w *work) grad() error {
 		hp := z * (1 - z)                     // h'(a)
 		inv := 2 + math.Exp(a) + math.Exp(-a) // 1/h'(a), exact form without cancellation
 		r := 1 - 2*z                          // h''(a)/h'(a)
-		lb += 0.5*hE[i]*hE[i] - softplus(a) - softplus(-a)
+		lb += 0.5*hE[i]*hE[i] - stablemath.Softplus(a) - stablemath.Softplus(-a)
 		if w.cfg.Literal {
 			// Paper as printed: h''(a) in place of h''/h'² (wrong, notes 2.2.2).
 			hDa[i] = hp*hU[i] + hp*r*hp

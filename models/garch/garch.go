@@ -13,6 +13,7 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -42,24 +43,8 @@ func (m *Model) Dim() int { return 3 }
 
 // Natural maps θ to the paper's (w, α, β).
 func Natural(theta []float64) (w, alpha, beta float64) {
-	p1, p2 := sigmoid(theta[1]), sigmoid(theta[2])
+	p1, p2 := stablemath.Sigmoid(theta[1]), stablemath.Sigmoid(theta[2])
 	return math.Exp(theta[0]), p1 * (1 - p2), p1 * p2
-}
-
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
-}
-
-// softplus is log(1 + eˣ), stable for large |x|.
-func softplus(x float64) float64 {
-	if x > 0 {
-		return x + math.Log1p(math.Exp(-x))
-	}
-	return math.Log1p(math.Exp(x))
 }
 
 // LogPostGradHost returns log p(θ) + log p(y|θ) (up to nothing: both are normalised) and, when grad is not nil,
@@ -70,7 +55,7 @@ func (m *Model) LogPostGradHost(theta, grad []float64) float64 {
 	// log prior in θ (notes 4.2.1), Jacobians included.
 	lp := -theta[0] - math.Exp(-theta[0])
 	for _, t := range theta[1:] {
-		lp += t - 2*softplus(t)
+		lp += t - 2*stablemath.Softplus(t)
 	}
 	s2, dw, da, db := m.Sigma1, 0.0, 0.0, 0.0
 	var gw, ga, gb float64
@@ -91,7 +76,7 @@ func (m *Model) LogPostGradHost(theta, grad []float64) float64 {
 		}
 	}
 	if grad != nil {
-		p1, p2 := sigmoid(theta[1]), sigmoid(theta[2])
+		p1, p2 := stablemath.Sigmoid(theta[1]), stablemath.Sigmoid(theta[2])
 		// w = e^θw; α = ψ₁(1 − ψ₂), β = ψ₁ψ₂; dψ/dθ = ψ(1 − ψ).
 		d1, d2 := p1*(1-p1), p2*(1-p2)
 		grad[0] = gw*w - 1 + math.Exp(-theta[0])

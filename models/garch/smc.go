@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/rng"
 )
 
@@ -275,7 +276,7 @@ func (m *Model) SamplePrior(r *rand.Rand, theta []float64) {
 func (m *Model) LogPrior(theta []float64) float64 {
 	lp := -theta[0] - math.Exp(-theta[0])
 	for _, t := range theta[1:] {
-		lp += t - 2*softplus(t)
+		lp += t - 2*stablemath.Softplus(t)
 	}
 	return lp
 }

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -201,19 +202,11 @@ func (Logistic) Eval(b backend.Backend, jac, theta, x *tensor.Tensor, y float64,
 	}
 	for i := 0; i < k; i++ {
 		z := h.At(0, i, 0)
-		s := sigmoid(z)
+		s := stablemath.Sigmoid(z)
 		res[i] = y - s
-		cov[i] = s * sigmoid(-z)
+		cov[i] = s * stablemath.Sigmoid(-z)
 	}
 	return nil
-}
-
-func sigmoid(z float64) float64 {
-	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
-	}
-	e := math.Exp(z)
-	return e / (1 + e)
 }
 
 // FactorInputs is the synthetic recipe of Fig. 1 (notes §4.2): ψ_true ~ U(0,1)^d, W_true ~ N(0,1)^{d×p},

@@ -16,13 +16,14 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/tensor"
 )
 
 // T is short for *tensor.Tensor.
 type T = tensor.Tensor
 
-// Model is y_i ~ Bernoulli(sigmoid(x_iᵀθ)), θ ~ N(0, PriorVar·I). X is N×D row-major on the host; the backend
+// Model is y_i ~ Bernoulli(stablemath.Sigmoid(x_iᵀθ)), θ ~ N(0, PriorVar·I). X is N×D row-major on the host; the backend
 // copies (X, yᵀ, Xᵀy) are made by New.
 type Model struct {
 	N, D     int
@@ -95,12 +96,12 @@ func (m *Model) ones(s int) (*T, error) {
 }
 
 // LogPost writes log p(θ) + log p(y|θ) for every column θ of theta (batch×D×S) into lp (batch×1×S):
-// Σ_i [y_i η_i − softplus(η_i)] − ‖θ‖²/(2σ₀²) − D/2 log(2πσ₀²), η = Xθ (notes 5.3 item 15: stable softplus).
+// Σ_i [y_i η_i − stablemath.Softplus(η_i)] − ‖θ‖²/(2σ₀²) − D/2 log(2πσ₀²), η = Xθ (notes 5.3 item 15: stable softplus).
 func (m *Model) LogPost(b backend.Backend, lp, theta *T) error {
 	return m.eval(b, lp, nil, theta)
 }
 
-// LogPostGrad is LogPost that also writes the gradient Xᵀ(y − sigmoid(Xθ)) − θ/σ₀² into grad (batch×D×S).
+// LogPostGrad is LogPost that also writes the gradient Xᵀ(y − stablemath.Sigmoid(Xθ)) − θ/σ₀² into grad (batch×D×S).
 func (m *Model) LogPostGrad(b backend.Backend, lp, grad, theta *T) error {
 	return m.eval(b, lp, grad, theta)
 }
@@ -163,7 +164,7 @@ func (m *Model) evalChunk(b backend.Backend, lp, grad, theta, eta, sp, row, ones
 	if err := b.Gemm(blas.NoTrans, blas.NoTrans, 1, m.x, theta, 0, eta); err != nil {
 		return err
 	}
-	// lp = yᵀη − 1ᵀ softplus(η) − ‖θ‖²/(2σ₀²) − D/2 log(2πσ₀²).
+	// lp = yᵀη − 1ᵀ stablemath.Softplus(η) − ‖θ‖²/(2σ₀²) − D/2 log(2πσ₀²).
 	if err := b.Gemm(blas.NoTrans, blas.NoTrans, 1, m.yt, eta, 0, lp); err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func (m *Model) evalChunk(b backend.Backend, lp, grad, theta, eta, sp, row, ones
 	if grad == nil {
 		return nil
 	}
-	// grad = Xᵀy 1ᵀ − Xᵀ sigmoid(η) − θ/σ₀².
+	// grad = Xᵀy 1ᵀ − Xᵀ stablemath.Sigmoid(η) − θ/σ₀².
 	if err := b.Map(sp, backend.Sigmoid, 1, eta); err != nil {
 		return err
 	}
@@ -215,28 +216,13 @@ func (m *Model) LogPostHost(theta []float64) (float64, []float64) {
 		for j, v := range xi {
 			eta += v * theta[j]
 		}
-		lp += m.Y[i]*eta - softplus(eta)
-		r := m.Y[i] - sigmoid(eta)
+		lp += m.Y[i]*eta - stablemath.Softplus(eta)
+		r := m.Y[i] - stablemath.Sigmoid(eta)
 		for j, v := range xi {
 			g[j] += r * v
 		}
 	}
 	return lp, g
-}
-
-func softplus(x float64) float64 {
-	if x > 0 {
-		return x + math.Log1p(math.Exp(-x))
-	}
-	return math.Log1p(math.Exp(x))
-}
-
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
 }
 
 // Quadrature is the number of Gauss–Hermite points of the exact ELBO (notes 4.1.4: 80 points, exact to ~1e-10).
@@ -259,8 +245,8 @@ var ghRule = func() gh {
 func expect(mean, sd float64) (sp, sg, dsg float64) {
 	for k, x := range ghRule.x {
 		e := mean + sd*x
-		p := sigmoid(e)
-		sp += ghRule.w[k] * softplus(e)
+		p := stablemath.Sigmoid(e)
+		sp += ghRule.w[k] * stablemath.Softplus(e)
 		sg += ghRule.w[k] * p
 		dsg += ghRule.w[k] * p * (1 - p)
 	}
@@ -268,7 +254,7 @@ func expect(mean, sd float64) (sp, sg, dsg float64) {
 }
 
 // ExactELBO returns the Gaussian-VB lower bound L(μ, Σ) = E_q[log p(θ) + log p(y|θ)] + H(q) with no Monte Carlo
-// error: the prior and entropy terms in closed form and E softplus(x_iᵀθ) by 80-point Gauss–Hermite quadrature in
+// error: the prior and entropy terms in closed form and E stablemath.Softplus(x_iᵀθ) by 80-point Gauss–Hermite quadrature in
 // the scalar x_iᵀθ ~ N(x_iᵀμ, x_iᵀΣx_i) (notes 4.1.4). Σ (D×D) must be SPD.
 func (m *Model) ExactELBO(mu []float64, sigma *mat.SymDense) (float64, error) {
 	var ch mat.Cholesky

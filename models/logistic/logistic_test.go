@@ -9,6 +9,7 @@ import (
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -28,7 +29,7 @@ func synthetic(t testing.TB, b backend.Backend, n, d int, seed uint64) *Model {
 		for j := 0; j < d; j++ {
 			eta += x[i*d+j] * 0.5
 		}
-		if u[i] < sigmoid(eta) {
+		if u[i] < stablemath.Sigmoid(eta) {
 			y[i] = 1
 		}
 	}

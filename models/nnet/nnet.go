@@ -16,6 +16,7 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -44,21 +45,6 @@ func New(x, y []float64, n, p int) (*Model, error) {
 
 // Dim is 10p + 121.
 func (m *Model) Dim() int { return Hidden*m.P + Hidden*Hidden + 2*Hidden + 1 }
-
-func softplus(x float64) float64 {
-	if x > 0 {
-		return x + math.Log1p(math.Exp(-x))
-	}
-	return math.Log1p(math.Exp(x))
-}
-
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
-}
 
 // LogPostGradHost returns log p(θ) + log p(y|θ) and, when grad is not nil, writes its gradient (backpropagation).
 func (m *Model) LogPostGradHost(theta, grad []float64) float64 {
@@ -96,11 +82,11 @@ func (m *Model) LogPostGradHost(theta, grad []float64) float64 {
 			h2[j] = math.Tanh(s)
 			eta += w3[j] * h2[j]
 		}
-		lp += m.Y[i]*eta - softplus(eta)
+		lp += m.Y[i]*eta - stablemath.Softplus(eta)
 		if grad == nil {
 			continue
 		}
-		r := m.Y[i] - sigmoid(eta) // ∂/∂η
+		r := m.Y[i] - stablemath.Sigmoid(eta) // ∂/∂η
 		g3 := grad[H*p+H*H+H:]
 		for j := 0; j < H; j++ {
 			g3[j] += r * h2[j]

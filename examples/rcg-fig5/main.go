@@ -15,6 +15,7 @@ import (
 
 	"github.com/geovb/geovb/algos/rcg"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
+	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/models/mog"
 )
 
@@ -65,7 +66,7 @@ func main() {
 		}
 		target = rcg.Median(f) + tol
 	}
-	p := rcgplot.Plot{Title: fmt.Sprintf("MoG N=%d R=%g K=%d: F vs time (%d seeds)", *n, *R, *k, *seeds),
+	p := svgplot.Chart{Title: fmt.Sprintf("MoG N=%d R=%g K=%d: F vs time (%d seeds)", *n, *R, *k, *seeds),
 		XLabel: "CPU time (s)", YLabel: "F − F_target + 1", LogX: true, LogY: true}
 	enc := json.NewEncoder(os.Stdout)
 	for _, meth := range order {
@@ -78,10 +79,10 @@ func main() {
 			for i, f := range tr.F {
 				y[i] = f - target + 1
 			}
-			p.Series = append(p.Series, rcgplot.Series{Name: meth, Color: rcgplot.Colors[meth], X: tr.T, Y: y, Thin: true})
+			p.Curves = append(p.Curves, svgplot.Curve{Name: meth, Color: rcgplot.Colors[meth], X: tr.T, Y: y, Thin: true})
 		}
 	}
-	if err := p.Save(*svg); err != nil {
+	if err := p.WriteFile(*svg); err != nil {
 		log.Fatal(err)
 	}
 }

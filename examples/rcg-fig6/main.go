@@ -13,6 +13,7 @@ import (
 	"time"
 
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
+	"github.com/geovb/geovb/examples/internal/svgplot"
 )
 
 func main() {
@@ -25,9 +26,9 @@ func main() {
 	svg := flag.String("svg", "rcg-fig6.svg", "SVG output")
 	flag.Parse()
 	methods := []string{"RCG", "RG", "VBEM"}
-	series := map[string]*rcgplot.Series{}
+	series := map[string]*svgplot.Curve{}
 	for _, m := range methods {
-		series[m] = &rcgplot.Series{Name: m, Color: rcgplot.Colors[m]}
+		series[m] = &svgplot.Curve{Name: m, Color: rcgplot.Colors[m]}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, f := range strings.Split(*grid, ",") {
@@ -47,11 +48,11 @@ func main() {
 			series[s.Method].Y = append(series[s.Method].Y, s.MedianTime)
 		}
 	}
-	p := rcgplot.Plot{Title: "MoG: median time to convergence vs R", XLabel: "R", YLabel: "CPU time (s)", LogY: true}
+	p := svgplot.Chart{Title: "MoG: median time to convergence vs R", XLabel: "R", YLabel: "CPU time (s)", LogY: true}
 	for _, m := range methods {
-		p.Series = append(p.Series, *series[m])
+		p.Curves = append(p.Curves, *series[m])
 	}
-	if err := p.Save(*svg); err != nil {
+	if err := p.WriteFile(*svg); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
+	"github.com/geovb/geovb/examples/internal/svgplot"
 )
 
 func main() {
@@ -27,9 +28,9 @@ func main() {
 	svg := flag.String("svg", "rcg-fig8.svg", "SVG output")
 	flag.Parse()
 	methods := []string{"RCG", "VBEM"}
-	series := map[string]*rcgplot.Series{}
+	series := map[string]*svgplot.Curve{}
 	for _, m := range methods {
-		series[m] = &rcgplot.Series{Name: m, Color: rcgplot.Colors[m]}
+		series[m] = &svgplot.Curve{Name: m, Color: rcgplot.Colors[m]}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, f := range strings.Split(*grid, ",") {
@@ -49,13 +50,13 @@ func main() {
 			series[s.Method].Y = append(series[s.Method].Y, s.MedianTime)
 		}
 	}
-	p := rcgplot.Plot{Title: "MoG: median time to convergence vs N", XLabel: "N", YLabel: "CPU time (s)", LogX: true, LogY: true}
+	p := svgplot.Chart{Title: "MoG: median time to convergence vs N", XLabel: "N", YLabel: "CPU time (s)", LogX: true, LogY: true}
 	for _, m := range methods {
 		s := series[m]
-		p.Series = append(p.Series, *s)
+		p.Curves = append(p.Curves, *s)
 		fmt.Printf("{\"method\":%q,\"loglog_slope\":%.4f}\n", m, slope(s.X, s.Y))
 	}
-	if err := p.Save(*svg); err != nil {
+	if err := p.WriteFile(*svg); err != nil {
 		log.Fatal(err)
 	}
 }

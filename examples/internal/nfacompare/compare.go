@@ -10,6 +10,7 @@ import (
 
 	"github.com/geovb/geovb/algos/rcg"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
+	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/models/nfa"
 )
 
@@ -20,9 +21,9 @@ func Main(dyn bool, grid string, seeds int, rcgCap time.Duration, capF float64, 
 	if gh {
 		mo = nfa.GaussHermite
 	}
-	series := map[string]*rcgplot.Series{}
+	series := map[string]*svgplot.Curve{}
 	for _, m := range methods {
-		series[m] = &rcgplot.Series{Name: m, Color: rcgplot.Colors[m]}
+		series[m] = &svgplot.Curve{Name: m, Color: rcgplot.Colors[m]}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, f := range strings.Split(grid, ",") {
@@ -53,9 +54,9 @@ func Main(dyn bool, grid string, seeds int, rcgCap time.Duration, capF float64, 
 	if dyn {
 		title = "NSSM-SYN: median time to RCG's median final F"
 	}
-	p := rcgplot.Plot{Title: title, XLabel: "samples", YLabel: "CPU time (s)", LogY: true}
+	p := svgplot.Chart{Title: title, XLabel: "samples", YLabel: "CPU time (s)", LogY: true}
 	for _, m := range methods {
-		p.Series = append(p.Series, *series[m])
+		p.Curves = append(p.Curves, *series[m])
 	}
-	return p.Save(svg)
+	return p.WriteFile(svg)
 }

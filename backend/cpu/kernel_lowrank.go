@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
@@ -67,9 +68,47 @@ func lrRows(g blas64.General, lo, hi int) blas64.General {
 	return blas64.General{Rows: hi - lo, Cols: g.Cols, Stride: g.Stride, Data: g.Data[lo*g.Stride : (hi-1)*g.Stride+g.Cols]}
 }
 
-// lrDense returns an r×c contiguous matrix.
-func lrDense(r, c int) blas64.General {
-	return blas64.General{Rows: r, Cols: c, Stride: c, Data: make([]float64, r*c)}
+// lrScratch hands out the temporary matrices of one kernel call, zeroed, and returns them to shared pools when the
+// call ends. Without it an EM step at d = 1e6, p = 100 leaves tens of MB of garbage (the per-chunk p×p partial sums
+// and per-worker row blocks), and over a long stream the process's resident set drifts up to the collector's goal.
+type lrScratch struct {
+	mu   sync.Mutex
+	bufs []*[]float64
+}
+
+// lrPools maps a length to a *sync.Pool of *[]float64 of that length.
+var lrPools sync.Map
+
+func lrPool(n int) *sync.Pool {
+	if p, ok := lrPools.Load(n); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := lrPools.LoadOrStore(n, &sync.Pool{})
+	return p.(*sync.Pool)
+}
+
+// dense returns a zeroed r×c contiguous matrix that lives until release. Safe for concurrent use.
+func (s *lrScratch) dense(r, c int) blas64.General {
+	n := r * c
+	bp, _ := lrPool(n).Get().(*[]float64)
+	if bp == nil {
+		buf := make([]float64, n)
+		bp = &buf
+	} else {
+		clear(*bp)
+	}
+	s.mu.Lock()
+	s.bufs = append(s.bufs, bp)
+	s.mu.Unlock()
+	return blas64.General{Rows: r, Cols: c, Stride: c, Data: *bp}
+}
+
+// release returns every matrix of the call to the pools; none may be used afterwards.
+func (s *lrScratch) release() {
+	for _, bp := range s.bufs {
+		lrPool(len(*bp)).Put(bp)
+	}
+	s.bufs = nil
 }
 
 // lrBlock returns the first r rows of a scratch matrix allocated with lrDense.
@@ -157,10 +196,10 @@ func lrSymL(a blas64.General) blas64.Symmetric {
 	return blas64.Symmetric{Uplo: blas.Lower, N: a.Rows, Stride: a.Stride, Data: a.Data}
 }
 
-// lrCopyL copies the host tensor l (p×p) into a fresh contiguous matrix.
-func lrCopyL(l *tensor.Tensor) blas64.General {
+// lrCopyL copies the host tensor l (p×p) into a scratch matrix.
+func lrCopyL(tmp *lrScratch, l *tensor.Tensor) blas64.General {
 	src := lrGen(l)
-	g := lrDense(src.Rows, src.Cols)
+	g := tmp.dense(src.Rows, src.Cols)
 	for i := 0; i < src.Rows; i++ {
 		copy(g.Data[i*g.Stride:i*g.Stride+g.Cols], src.Data[i*src.Stride:i*src.Stride+src.Cols])
 	}
@@ -179,14 +218,16 @@ func lrCapacitance(be backend.Backend, l, w, psi *tensor.Tensor) error {
 		return err
 	}
 	b := be.(*Backend)
+	tmp := new(lrScratch)
+	defer tmp.release()
 	W := lrGen(w)
 	ps, pinc := lrVec(psi)
 	d, p := W.Rows, W.Cols
 	nb := lrBlockRows(p)
-	scr := newLRPer(b.workers, func() blas64.General { return lrDense(nb, p) })
+	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, p) })
 	parts := make([]blas64.General, b.lrChunks(d, p))
 	b.lrSweep(d, p, func(g, c, lo, hi int) {
-		acc := lrDense(p, p)
+		acc := tmp.dense(p, p)
 		s := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
@@ -223,14 +264,16 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 		return err
 	}
 	b := be.(*Backend)
+	tmp := new(lrScratch)
+	defer tmp.release()
 	W, G, D := lrGen(w), lrGen(g), lrGen(dst)
 	ps, pinc := lrVec(psi)
 	d, p, k := W.Rows, W.Cols, G.Cols
 	nb := lrBlockRows(max(p, k))
-	scr := newLRPer(b.workers, func() blas64.General { return lrDense(nb, k) })
+	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, k) })
 	parts := make([]blas64.General, b.lrChunks(d, max(p, k)))
 	b.lrSweep(d, max(p, k), func(g, c, lo, hi int) {
-		acc := lrDense(p, k)
+		acc := tmp.dense(p, k)
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
@@ -254,7 +297,7 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 		parts[c] = acc
 	})
 	v := lrAddParts(parts)
-	lapack64.Potrs(lrTri(lrCopyL(l)), v)
+	lapack64.Potrs(lrTri(lrCopyL(tmp, l)), v)
 	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
@@ -289,6 +332,8 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 		return err
 	}
 	b := be.(*Backend)
+	tmp := new(lrScratch)
+	defer tmp.release()
 	W, D := lrGen(w), lrGen(dst)
 	ps, pinc := lrVec(psi)
 	var mv []float64
@@ -298,10 +343,10 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 	}
 	d, p, k := W.Rows, W.Cols, D.Cols
 	nb := lrBlockRows(max(p, k))
-	scr := newLRPer(b.workers, func() blas64.General { return lrDense(nb, k) })
+	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, k) })
 	parts := make([]blas64.General, b.lrChunks(d, max(p, k)))
 	b.lrSweep(d, max(p, k), func(_, c, lo, hi int) {
-		acc := lrDense(p, k)
+		acc := tmp.dense(p, k)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
 			if D.Stride == k {
@@ -322,12 +367,12 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 		parts[c] = acc
 	})
 	u := lrAddParts(parts)
-	q := lrDense(p, k)
+	q := tmp.dense(p, k)
 	cnt.Advance(d * k).FillNormal(q.Data)
 	for i := range q.Data {
 		q.Data[i] -= u.Data[i]
 	}
-	lapack64.Potrs(lrTri(lrCopyL(l)), q)
+	lapack64.Potrs(lrTri(lrCopyL(tmp, l)), q)
 	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
@@ -368,6 +413,8 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		return 0, err
 	}
 	b := be.(*Backend)
+	tmp := new(lrScratch)
+	defer tmp.release()
 	W := lrGen(a.W)
 	ps, pinc := lrVec(a.Psi)
 	d, p := W.Rows, W.Cols
@@ -402,26 +449,26 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	type acc struct{ m, y, z, e blas64.General }
 	type scratch1 struct{ s, xs, cb blas64.General }
 	scr1 := newLRPer(b.workers, func() scratch1 {
-		sc := scratch1{s: lrDense(nb, p)}
+		sc := scratch1{s: tmp.dense(nb, p)}
 		if useX {
-			sc.xs = lrDense(nb, kc)
+			sc.xs = tmp.dense(nb, kc)
 		}
 		if !first {
-			sc.cb = lrDense(nb, p)
+			sc.cb = tmp.dense(nb, p)
 		}
 		return sc
 	})
 	nc := b.lrChunks(d, max(p, kc))
 	parts := make([]acc, nc)
 	b.lrSweep(d, max(p, kc), func(g, c, lo, hi int) {
-		ac := acc{m: lrDense(p, p)}
+		ac := acc{m: tmp.dense(p, p)}
 		sc := scr1.get(g)
 		s, xs, cb := sc.s, sc.xs, sc.cb
 		if useX {
-			ac.y = lrDense(kc, p)
+			ac.y = tmp.dense(kc, p)
 		}
 		if !first {
-			ac.z, ac.e = lrDense(p, p), lrDense(p, p)
+			ac.z, ac.e = tmp.dense(p, p), tmp.dense(p, p)
 		}
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
@@ -465,7 +512,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	if useX {
 		y = lrAddParts(ys)
 	}
-	mb := lrDense(p, p) // M + B
+	mb := tmp.dense(p, p) // M + B
 	if first {
 		// B = β YᵀY + α (M − I) M
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, alpha, mm, mm, 0, mb)
@@ -509,9 +556,9 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	if ok := lapack64.Trtri(lrTri(rinv)); !ok {
 		return 0, backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "singular Cholesky factor of M + B")
 	}
-	k2 := lrDense(p, p) // R⁻¹ M
+	k2 := tmp.dense(p, p) // R⁻¹ M
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, rinv, mm, 0, k2)
-	k1 := lrDense(p, p) // first: α M R⁻ᵀ; later: α Z R⁻ᵀ
+	k1 := tmp.dense(p, p) // first: α M R⁻ᵀ; later: α Z R⁻ᵀ
 	if first {
 		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, mm, rinv, 0, k1)
 	} else {
@@ -519,7 +566,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	}
 	var rinvT blas64.General // R⁻ᵀ for the Ψ₀C term
 	if !first {
-		rinvT = lrDense(p, p)
+		rinvT = tmp.dense(p, p)
 		for i := 0; i < p; i++ {
 			for j := 0; j < p; j++ {
 				rinvT.Data[i*p+j] = rinv.Data[j*p+i]
@@ -528,7 +575,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	}
 	var y1 blas64.General // β Y R⁻ᵀ
 	if useX {
-		y1 = lrDense(kc, p)
+		y1 = tmp.dense(kc, p)
 		blas64.Gemm(blas.NoTrans, blas.Trans, beta, y, rinv, 0, y1)
 	}
 
@@ -538,9 +585,9 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	stats := make([]stat, nc)
 	type scratch2 struct{ h, t blas64.General }
 	scr2 := newLRPer(b.workers, func() scratch2 {
-		sc := scratch2{h: lrDense(nb, p)}
+		sc := scratch2{h: tmp.dense(nb, p)}
 		if !first {
-			sc.t = lrDense(nb, p)
+			sc.t = tmp.dense(nb, p)
 		}
 		return sc
 	})

@@ -3,10 +3,11 @@
 # CUDA kernels can be compiled for sm_80/sm_90 on a machine with no GPU and no CUDA: the compile test of
 # backend/cuda (TestKernelsCompile) then runs instead of skipping. Prints the environment to export.
 #
-#   eval "$(scripts/fetch-nvrtc.sh /tmp/nvrtc)"
+#   eval "$(scripts/fetch-nvrtc.sh .nvrtc)"
 #   go test -run KernelsCompile ./backend/cuda/
 set -euo pipefail
 dir=${1:?usage: fetch-nvrtc.sh DIR}
+mkdir -p "$dir" && dir=$(cd "$dir" && pwd) # absolute: go test runs each test binary in its package folder
 mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial" "$dir/apt/sources" "$dir/root"
 cat >"$dir/apt/sources/non-free.sources" <<SRC
 Types: deb

@@ -19,7 +19,7 @@
 // gc_heap_goal_bytes the heap size at which the collector runs next (set GOMEMLIMIT to bound it). It prints JSON
 // lines.
 //
-//	go build -tags netlib -o /tmp/lrvga-table12 ./examples/lrvga-table12 && /tmp/lrvga-table12 -d 1000000 -p 100
+//	go build -tags netlib -o bin/lrvga-table12 ./examples/lrvga-table12 && bin/lrvga-table12 -d 1000000 -p 100
 package main
 
 import (

@@ -315,43 +315,9 @@ func Fit(b backend.Backend, m Model, cfg Config, ctl run.Control, resume bool) (
 	}
 	start := time.Now()
 	loop := ctl.Start(cfg.DefaultMaxIter, done)
-	ctr := rng.Counter{Seed: cfg.Seed}
-	for loop.Next() {
-		it := loop.Iter()
-		if err := f.Sample(ctr.Advance(it * d)); err != nil {
-			loop.Fail(err)
-			break
-		}
-		h, n2, err := f.Gradient(m, cfg.Kind)
-		if err != nil {
-			loop.Fail(err)
-			break
-		}
-		if !run.Finite(h, n2) {
-			loop.Report(run.Record{Objective: h, GradNorm: math.Sqrt(n2), Step: math.NaN(), Smoothed: math.NaN()})
-			loop.Finish(run.NotFinite)
-			break
-		}
-		sc, err := opt.step(math.Sqrt(n2))
-		if err != nil {
-			loop.Fail(err)
-			break
-		}
-		stop := rule.Add(h)
-		sm := math.NaN()
-		if k := len(rule.Means); k > 0 {
-			sm = rule.Means[k-1]
-		}
-		loop.Report(run.Record{Objective: h, Smoothed: sm, GradNorm: math.Sqrt(n2), Step: sc})
-		if stop && !cfg.NoStop {
-			loop.Finish(run.Converged)
-		}
-		if loop.CheckpointDue() {
-			if err := saveCheckpoint(b, f, opt, rule, loop.Iter(), ctl.CheckpointPath, cfg); err != nil {
-				loop.Fail(err)
-			}
-		}
-	}
+	iterate(loop, f, m, cfg, d, opt, rule, func(iter int) error {
+		return saveCheckpoint(b, f, opt, rule, iter, ctl.CheckpointPath, cfg)
+	})
 	res := &Result{Result: loop.Result(), Means: rule.Means}
 	if res.Reason == run.Failed {
 		return res, res.Err
@@ -411,4 +377,53 @@ func saveCheckpoint(b backend.Backend, f *Dense, o *optimizer, r *StopRule, iter
 		cp.M, cp.S = append(cp.M, m), append(cp.S, s)
 	}
 	return run.SaveCheckpoint(path, "cholng", 1, cp)
+}
+
+// family is what the optimisation loop needs from a variational family: Dense (Alg 1b/2b), Block (1c), Arrow (2c).
+type family interface {
+	Sample(c rng.Counter) error
+	Gradient(m Model, kind Kind) (h, norm2 float64, err error)
+}
+
+// iterate is the loop Fit and FitSparse share: draw z (stream offset it·d, so a resumed run draws what an
+// uninterrupted one would), gradient, optimiser step (Snngm: Table 4 with bias correction; ‖g̃‖ = 0, an exact STL
+// optimum, gives a zero direction, notes §8.3), the stopping rule, the recorder and checkpoints through save.
+func iterate(loop *run.Loop, f family, m Model, cfg Config, d int, opt *optimizer, rule *StopRule, save func(iter int) error) {
+	ctr := rng.Counter{Seed: cfg.Seed}
+	for loop.Next() {
+		it := loop.Iter()
+		if err := f.Sample(ctr.Advance(it * d)); err != nil {
+			loop.Fail(err)
+			break
+		}
+		h, n2, err := f.Gradient(m, cfg.Kind)
+		if err != nil {
+			loop.Fail(err)
+			break
+		}
+		if !run.Finite(h, n2) {
+			loop.Report(run.Record{Objective: h, GradNorm: math.Sqrt(n2), Step: math.NaN(), Smoothed: math.NaN()})
+			loop.Finish(run.NotFinite)
+			break
+		}
+		sc, err := opt.step(math.Sqrt(n2))
+		if err != nil {
+			loop.Fail(err)
+			break
+		}
+		stop := rule.Add(h)
+		sm := math.NaN()
+		if k := len(rule.Means); k > 0 {
+			sm = rule.Means[k-1]
+		}
+		loop.Report(run.Record{Objective: h, Smoothed: sm, GradNorm: math.Sqrt(n2), Step: sc})
+		if stop && !cfg.NoStop {
+			loop.Finish(run.Converged)
+		}
+		if loop.CheckpointDue() {
+			if err := save(loop.Iter()); err != nil {
+				loop.Fail(err)
+			}
+		}
+	}
 }

@@ -2,7 +2,6 @@ package cholng
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/geovb/geovb/algos/run"
@@ -79,44 +78,9 @@ func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*Sp
 	}
 	start := time.Now()
 	loop := ctl.Start(cfg.DefaultMaxIter, done)
-	ctr := rng.Counter{Seed: cfg.Seed}
-	for loop.Next() {
-		it := loop.Iter()
-		if err := f.Sample(ctr.Advance(it * d)); err != nil {
-			loop.Fail(err)
-			break
-		}
-		h, n2, err := f.Gradient(m, cfg.Kind)
-		if err != nil {
-			loop.Fail(err)
-			break
-		}
-		if !run.Finite(h, n2) {
-			loop.Report(run.Record{Objective: h, GradNorm: math.Sqrt(n2), Step: math.NaN(), Smoothed: math.NaN()})
-			loop.Finish(run.NotFinite)
-			break
-		}
-		// Snngm: Table 4 with bias correction; ‖g̃‖ = 0 (exact STL optimum) gives a zero direction (notes §8.3).
-		sc, err := opt.step(math.Sqrt(n2))
-		if err != nil {
-			loop.Fail(err)
-			break
-		}
-		stop := rule.Add(h)
-		sm := math.NaN()
-		if k := len(rule.Means); k > 0 {
-			sm = rule.Means[k-1]
-		}
-		loop.Report(run.Record{Objective: h, Smoothed: sm, GradNorm: math.Sqrt(n2), Step: sc})
-		if stop && !cfg.NoStop {
-			loop.Finish(run.Converged)
-		}
-		if loop.CheckpointDue() {
-			if err := saveSparseCheckpoint(c, opt, rule, loop.Iter(), ctl.CheckpointPath, cfg); err != nil {
-				loop.Fail(err)
-			}
-		}
-	}
+	iterate(loop, f, m, cfg, d, opt, rule, func(iter int) error {
+		return saveSparseCheckpoint(c, opt, rule, iter, ctl.CheckpointPath, cfg)
+	})
 	res := &SparseResult{Result: loop.Result(), Means: rule.Means}
 	if res.Reason == run.Failed {
 		return res, res.Err

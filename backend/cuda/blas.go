@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"math"
+	"slices"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas"
@@ -156,7 +157,17 @@ func (b *Backend) pointerArrays(ts ...*tensor.Tensor) (cu.DevPtr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return dev, b.gpu.HtoD(dev, unsafe.Pointer(&host[0]), int64(len(host))*8)
+	// Consecutive calls on the same operands (the two solves of Potrs, a loop of batched solves) reuse the arrays
+	// already on the device instead of copying them again.
+	if dev == b.ptrsDev && slices.Equal(host, b.ptrsHost) {
+		return dev, nil
+	}
+	if err := b.gpu.HtoD(dev, unsafe.Pointer(&host[0]), int64(len(host))*8); err != nil {
+		b.ptrsHost = nil
+		return 0, err
+	}
+	b.ptrsDev, b.ptrsHost = dev, host
+	return dev, nil
 }
 
 // Trmm computes B = alpha·op(A)·B or alpha·B·op(A) in place. cuBLAS's triangular product writes a separate

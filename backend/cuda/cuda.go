@@ -49,6 +49,10 @@ type Backend struct {
 	mu      sync.Mutex // guards live
 	live    map[*storage]struct{}
 	modules sync.Map // module name → *cu.Module (touched only on the device thread)
+
+	// The pointer arrays last uploaded to scratch slot slotPtrs (device thread only).
+	ptrsDev  cu.DevPtr
+	ptrsHost []uint64
 }
 
 // New starts the backend on the device named by GEOVB_CUDA_DEVICE (default 0).

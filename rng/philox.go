@@ -5,13 +5,9 @@
 // Layout: the 128-bit Philox counter is (block, stream) with block in the low 64 bits; the 64-bit key is the seed.
 // Each block gives four 32-bit words; uniform n uses words (0,1) of block n/2 when n is even and (2,3) when odd.
 // Normal n is the cosine (n even) or sine (n odd) half of a Box–Muller pair built from the two uniforms of block n/2.
-// The integer words and the uniforms are bit-identical on every backend; normals agree to the last few ulps (they
-// go through log, sqrt, cos and sin of the platform's maths library).
+// The integer words, the uniforms and the normals are bit-identical on every backend: the Box–Muller transform uses
+// this package's own logarithm and sine/cosine with a fixed order of roundings (boxmuller.go), not a maths library.
 package rng
-
-import (
-	"math"
-)
 
 const (
 	philoxM0 = 0xD2511F53
@@ -93,17 +89,35 @@ func (c Counter) Normal(n uint64) float64 {
 }
 
 func boxMuller(w [4]uint32, odd bool) float64 {
-	u1, u2 := toUnit(w[0], w[1]), toUnit(w[2], w[3])
-	r := math.Sqrt(-2 * math.Log(u1))
+	even, o := BoxMuller(toUnit(w[0], w[1]), toUnit(w[2], w[3]))
 	if odd {
-		return r * math.Sin(2*math.Pi*u2)
+		return o
 	}
-	return r * math.Cos(2*math.Pi*u2)
+	return even
 }
 
 // words returns block blk of the stream as four words, without building an array.
 func (c Counter) words(blk uint64) (uint32, uint32, uint32, uint32) {
 	return philox10(uint32(blk), uint32(blk>>32), uint32(c.Stream), uint32(c.Stream>>32), uint32(c.Seed), uint32(c.Seed>>32))
+}
+
+// words2 returns blocks blk and blk+1 of the stream. The two ten-round chains are interleaved so that their
+// multiplications overlap in the pipeline; each block is computed exactly as words computes it.
+func (c Counter) words2(blk uint64) (a0, a1, a2, a3, b0, b1, b2, b3 uint32) {
+	k0, k1 := uint32(c.Seed), uint32(c.Seed>>32)
+	s0, s1 := uint32(c.Stream), uint32(c.Stream>>32)
+	n := blk + 1
+	a0, a1, a2, a3 = uint32(blk), uint32(blk>>32), s0, s1
+	b0, b1, b2, b3 = uint32(n), uint32(n>>32), s0, s1
+	w0, w1 := uint32(philoxW0), uint32(philoxW1)
+	for r := uint32(0); r < 10; r++ {
+		ka, kb := k0+r*w0, k1+r*w1
+		pa0, pa1 := uint64(a0)*philoxM0, uint64(a2)*philoxM1
+		pb0, pb1 := uint64(b0)*philoxM0, uint64(b2)*philoxM1
+		a0, a1, a2, a3 = uint32(pa1>>32)^a1^ka, uint32(pa1), uint32(pa0>>32)^a3^kb, uint32(pa0)
+		b0, b1, b2, b3 = uint32(pb1>>32)^b1^ka, uint32(pb1), uint32(pb0>>32)^b3^kb, uint32(pb0)
+	}
+	return
 }
 
 // FillNormal writes draws Offset, Offset+1, … into dst.
@@ -114,11 +128,17 @@ func (c Counter) FillNormal(dst []float64) {
 		dst[0] = c.Normal(0)
 		i, k = 1, k+1
 	}
-	for ; i+1 < len(dst); i, k = i+2, k+2 {
+	n := c.fillPairs(dst[i:], k>>1, true)
+	i, k = i+n, k+uint64(n)
+	for ; i+3 < len(dst); i, k = i+4, k+4 {
+		a0, a1, a2, a3, b0, b1, b2, b3 := c.words2(k >> 1)
+		dst[i], dst[i+1] = BoxMuller(toUnit(a0, a1), toUnit(a2, a3))
+		dst[i+2], dst[i+3] = BoxMuller(toUnit(b0, b1), toUnit(b2, b3))
+	}
+	if i+1 < len(dst) {
 		w0, w1, w2, w3 := c.words(k >> 1)
-		r := math.Sqrt(-2 * math.Log(toUnit(w0, w1)))
-		s, co := math.Sincos(2 * math.Pi * toUnit(w2, w3))
-		dst[i], dst[i+1] = r*co, r*s
+		dst[i], dst[i+1] = BoxMuller(toUnit(w0, w1), toUnit(w2, w3))
+		i, k = i+2, k+2
 	}
 	if i < len(dst) {
 		dst[i] = boxMuller(c.Block(k>>1), false)
@@ -133,9 +153,16 @@ func (c Counter) FillUniform(dst []float64) {
 		dst[0] = c.Uniform(0)
 		i, k = 1, k+1
 	}
-	for ; i+1 < len(dst); i, k = i+2, k+2 {
+	n := c.fillPairs(dst[i:], k>>1, false)
+	i, k = i+n, k+uint64(n)
+	for ; i+3 < len(dst); i, k = i+4, k+4 {
+		a0, a1, a2, a3, b0, b1, b2, b3 := c.words2(k >> 1)
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = toUnit(a0, a1), toUnit(a2, a3), toUnit(b0, b1), toUnit(b2, b3)
+	}
+	if i+1 < len(dst) {
 		w0, w1, w2, w3 := c.words(k >> 1)
 		dst[i], dst[i+1] = toUnit(w0, w1), toUnit(w2, w3)
+		i, k = i+2, k+2
 	}
 	if i < len(dst) {
 		w0, w1, _, _ := c.words(k >> 1)

@@ -25,8 +25,16 @@ func TestPhiloxKnownAnswers(t *testing.T) {
 	}
 }
 
-// A fill from any offset must equal the element-wise definition, so split fills reproduce one long fill.
+// A fill from any offset must equal the element-wise definition bit for bit, so split fills reproduce one long fill.
 func TestFillMatchesElementwise(t *testing.T) {
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	for _, vec := range []bool{false, useAVX2} { // the Go loops, then the vector kernels where the CPU has them
+		useAVX2 = vec
+		testFillMatchesElementwise(t)
+	}
+}
+
+func testFillMatchesElementwise(t *testing.T) {
 	c := Counter{Seed: 42, Stream: 7, Offset: 3}
 	for _, n := range []int{0, 1, 2, 5, 64} {
 		for _, off := range []uint64{0, 1, 2, 3} {
@@ -37,7 +45,7 @@ func TestFillMatchesElementwise(t *testing.T) {
 			cc.FillNormal(nb)
 			cc.FillUniform(ub)
 			for i := 0; i < n; i++ {
-				if math.Abs(nb[i]-cc.Normal(uint64(i))) > 1e-15*math.Max(1, math.Abs(nb[i])) {
+				if nb[i] != cc.Normal(uint64(i)) {
 					t.Fatalf("n=%d off=%d: FillNormal[%d]=%v, Normal=%v", n, off, i, nb[i], cc.Normal(uint64(i)))
 				}
 				if ub[i] != cc.Uniform(uint64(i)) {
@@ -57,7 +65,7 @@ func TestFillMatchesElementwise(t *testing.T) {
 		if i >= 37 {
 			v, j = b, i-37
 		}
-		if math.Abs(long[i]-v[j]) > 1e-15*math.Max(1, math.Abs(long[i])) {
+		if long[i] != v[j] {
 			t.Fatalf("split fill differs at %d: %v vs %v", i, long[i], v[j])
 		}
 	}

@@ -739,19 +739,18 @@ func cuDefine(t *testing.T, module, name string) string {
 // TestEmuConstants checks that the constants the Go side and the emulations assume match the kernels' own.
 func TestEmuConstants(t *testing.T) {
 	want := map[[2]string]string{
-		{"sphere", "SPH_THREADS"}:   fmt.Sprint(hotThreads),
-		{"sphere", "SPH_R_THREAD"}:  fmt.Sprint(sphEmuCfg["thread"][1]),
-		{"sphere", "SPH_R_WARP"}:    fmt.Sprint(sphEmuCfg["warp"][1]),
-		{"sphere", "SPH_R_BLOCK"}:   fmt.Sprint(sphEmuCfg["block"][1]),
-		{"qr", "QR_THREADS"}:        fmt.Sprint(hotThreads),
-		{"qr", "QR_CGS_MIN_RATIO"}:  "1e-8",
-		{"qr", "QR_CGS_REORTH"}:     "0.5",
-		{"lowrank", "LR_THREADS"}:   fmt.Sprint(hotThreads),
-		{"philox", "PHILOX_M0"}:     "0xD2511F53u",
-		{"philox", "PHILOX_M1"}:     "0xCD9E8D57u",
-		{"philox", "PHILOX_W0"}:     "0x9E3779B9u",
-		{"philox", "PHILOX_W1"}:     "0xBB67AE85u",
-		{"philox", "PHILOX_TWO_PI"}: "6.283185307179586476925286766559",
+		{"sphere", "SPH_THREADS"}:  fmt.Sprint(hotThreads),
+		{"sphere", "SPH_R_THREAD"}: fmt.Sprint(sphEmuCfg["thread"][1]),
+		{"sphere", "SPH_R_WARP"}:   fmt.Sprint(sphEmuCfg["warp"][1]),
+		{"sphere", "SPH_R_BLOCK"}:  fmt.Sprint(sphEmuCfg["block"][1]),
+		{"qr", "QR_THREADS"}:       fmt.Sprint(hotThreads),
+		{"qr", "QR_CGS_MIN_RATIO"}: "1e-8",
+		{"qr", "QR_CGS_REORTH"}:    "0.5",
+		{"lowrank", "LR_THREADS"}:  fmt.Sprint(hotThreads),
+		{"philox", "PHILOX_M0"}:    "0xD2511F53u",
+		{"philox", "PHILOX_M1"}:    "0xCD9E8D57u",
+		{"philox", "PHILOX_W0"}:    "0x9E3779B9u",
+		{"philox", "PHILOX_W1"}:    "0xBB67AE85u",
 	}
 	for k, v := range want {
 		if got := cuDefine(t, k[0], k[1]); got != v {
@@ -762,8 +761,24 @@ func TestEmuConstants(t *testing.T) {
 	if sphThreadMaxN != 1*sphEmuCfg["thread"][1] || sphWarpMaxN != 32*sphEmuCfg["warp"][1] {
 		t.Errorf("sphere variant limits %d, %d do not match the register caches", sphThreadMaxN, sphWarpMaxN)
 	}
-	if float64(2)*math.Pi != 6.283185307179586476925286766559 {
-		t.Errorf("2π literal is not the double 2·math.Pi")
+	// philox.cu repeats the polynomial coefficients of rng/boxmuller.go; each must appear there spelled as in Go.
+	goSrc, err := os.ReadFile("../../rng/boxmuller.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuSrc, err := os.ReadFile("kernels/philox.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := regexp.MustCompile(`(?m)^\t(\w+)\s+= (-?[0-9][0-9a-fx.p+\-e]*)$`).FindAllStringSubmatch(string(goSrc), -1)
+	if len(consts) < 25 {
+		t.Fatalf("found %d constants in rng/boxmuller.go, expected the 29 coefficients", len(consts))
+	}
+	for _, c := range consts {
+		lit := strings.TrimPrefix(c[2], "-")
+		if !regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(lit) + `([^0-9]|$)`).Match(cuSrc) {
+			t.Errorf("kernels/philox.cu does not contain rng constant %s = %s", c[1], c[2])
+		}
 	}
 }
 

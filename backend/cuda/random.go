@@ -8,7 +8,7 @@ import (
 
 // fillRandom writes draws of the stream c into dst (kernels/philox.cu): element (b, i, j) gets draw
 // c.Offset + (b·rows + i)·cols + j, numbered as rng.Counter.FillNormal and FillUniform number them, so a counter
-// gives the same uniforms, bit for bit, and the same normals, to a few ulps, on the CPU and on the GPU.
+// gives the same uniforms and normals, bit for bit, on the CPU and on the GPU.
 func (b *Backend) fillRandom(dst *tensor.Tensor, c rng.Counter, normal bool) error {
 	op := "fill_uniform"
 	if normal {

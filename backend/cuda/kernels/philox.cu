@@ -3,18 +3,17 @@
 // A stream is Philox4x32-10 with the 128-bit counter (block, stream) — block in the low 64 bits — and the 64-bit
 // key seed. Draw n uses block n >> 1: a uniform takes words (0, 1) when n is even and (2, 3) when odd; a normal is
 // the cosine (n even) or sine (n odd) half of the Box–Muller pair of the block's two uniforms u1 = unit(w0, w1),
-// u2 = unit(w2, w3). The integer words and the uniforms are bit-identical to the CPU's; normals go through the
-// device's log, sin and cos and agree to a few ulps. Every floating-point step is written with an explicit
-// round-to-nearest intrinsic so that no multiply-add is contracted: the expressions are, operation for
-// operation, those of rng/philox.go (toUnit, FillNormal).
+// u2 = unit(w2, w3). Words, uniforms and normals are bit-identical to the CPU's: the Box–Muller transform uses the
+// polynomials of rng/boxmuller.go, not the device's maths library, and every floating-point step is written with an
+// explicit round-to-nearest intrinsic (__fma_rn where Go calls math.FMA, __dmul_rn/__dadd_rn elsewhere) so that
+// nothing is contracted or reordered: the expressions are, operation for operation, those of rng (toUnit,
+// BoxMuller, logUnit, sincos2Pi).
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
 #define PHILOX_W1 0xBB67AE85u
 
-// 2π rounded to double: the value of the Go constant expression 2 * math.Pi.
-#define PHILOX_TWO_PI 6.283185307179586476925286766559
 
 // One Philox round (rng.philoxRound): two 32×32→64-bit products mixed with the other words and the round key.
 __device__ __forceinline__ void philox_round(unsigned& c0, unsigned& c1, unsigned& c2, unsigned& c3, unsigned k0,
@@ -44,6 +43,66 @@ __device__ __forceinline__ void philox10(unsigned& c0, unsigned& c1, unsigned& c
 __device__ __forceinline__ double philox_unit(unsigned hi, unsigned lo) {
     const unsigned long long x = (((unsigned long long)hi << 32) | (unsigned long long)lo) >> 11;
     return __dmul_rn(__dadd_rn(__ull2double_rn(x), 0.5), 0x1p-53);
+}
+
+// rng.logUnit: ln u for u in (0, 1). u = 2^e·m, m in [√½, √2), f = m − 1, s = f/(2 + f),
+// ln u = e·ln2Hi + (f − (s·(f − T(s²)) − e·ln2Lo)), T(z) = Σ_{k=1..10} 2z^k/(2k+1).
+__device__ __forceinline__ double philox_log_unit(double u) {
+    const unsigned long long bits = (unsigned long long)__double_as_longlong(u);
+    long long e = (long long)(bits >> 52) - 1023;
+    double m = __longlong_as_double((long long)((bits & ((1ull << 52) - 1)) | (1023ull << 52)));
+    if (m > 1.4142135623730951) {
+        m = __longlong_as_double((long long)((bits & ((1ull << 52) - 1)) | (1022ull << 52)));
+        e++;
+    }
+    const double f = __dsub_rn(m, 1.0);
+    const double s = __ddiv_rn(f, __dadd_rn(2.0, f));
+    const double z = __dmul_rn(s, s);
+    double p = __fma_rn(z, 0.095238095238095233, 0.10526315789473684);
+    p = __fma_rn(z, p, 0.11764705882352941);
+    p = __fma_rn(z, p, 0.13333333333333333);
+    p = __fma_rn(z, p, 0.15384615384615385);
+    p = __fma_rn(z, p, 0.18181818181818182);
+    p = __fma_rn(z, p, 0.22222222222222221);
+    p = __fma_rn(z, p, 0.2857142857142857);
+    p = __fma_rn(z, p, 0.40000000000000002);
+    p = __fma_rn(z, p, 0.66666666666666663);
+    const double t = __dmul_rn(z, p);
+    const double fe = __ll2double_rn(e);
+    const double corr = __fma_rn(s, __dsub_rn(f, t), -__dmul_rn(fe, -4.2009150726810846e-11));
+    return __fma_rn(fe, 0x1.62e42ffp-01, __dsub_rn(f, corr));
+}
+
+// rng.sincos2Pi: sin and cos of 2πu for u in [0, 1), from 4u = q + x (exact), |x| ≤ ½, and the Taylor
+// polynomials of sin(πx/2), cos(πx/2); the quadrant q & 3 picks signs and swaps.
+__device__ __forceinline__ void philox_sincos_2pi(double u, double& sn, double& cs) {
+    const double t = __dmul_rn(4.0, u);
+    const long long q = __double2ll_rz(__dadd_rn(t, 0.5));
+    const double x = __dsub_rn(t, __ll2double_rn(q));
+    const double z = __dmul_rn(x, x);
+    double ps = __fma_rn(z, 6.0669357311061955e-12, -6.6880351098114677e-10);
+    ps = __fma_rn(z, ps, 5.6921729219679267e-08);
+    ps = __fma_rn(z, ps, -3.5988432352120852e-06);
+    ps = __fma_rn(z, ps, 0.00016044118478735983);
+    ps = __fma_rn(z, ps, -0.0046817541353186883);
+    ps = __fma_rn(z, ps, 0.079692626246167048);
+    ps = __fma_rn(z, ps, -0.64596409750624628);
+    const double sx = __fma_rn(x, 1.5707963267948966, __dmul_rn(x, __fma_rn(z, ps, 6.123233995736766e-17)));
+    double pc = __fma_rn(z, -5.2944002007346235e-13, 6.5659631149794728e-11);
+    pc = __fma_rn(z, pc, -6.3866030837918521e-09);
+    pc = __fma_rn(z, pc, 4.7108747788181717e-07);
+    pc = __fma_rn(z, pc, -2.5202042373060607e-05);
+    pc = __fma_rn(z, pc, 0.00091926027483942659);
+    pc = __fma_rn(z, pc, -0.020863480763352961);
+    pc = __fma_rn(z, pc, 0.25366950790104803);
+    pc = __fma_rn(z, pc, -1.2337005501361697);
+    const double cx = __fma_rn(z, pc, 1.0);
+    switch (q & 3) {
+    case 0: sn = sx; cs = cx; break;
+    case 1: sn = cx; cs = -sx; break;
+    case 2: sn = -sx; cs = -cx; break;
+    default: sn = -cx; cs = sx; break;
+    }
 }
 
 // philox_fill writes draws of the stream (seed, stream) into the strided batched view dst (batch × rows × cols,
@@ -76,10 +135,10 @@ extern "C" __global__ void __launch_bounds__(256)
         philox10(c0, c1, c2, c3, k0, k1);
         double v0, v1;
         if (normal) {
-            // rng.FillNormal: r = √(−2 log u1); (sin, cos)(2π u2).
-            const double r = __dsqrt_rn(__dmul_rn(-2.0, log(philox_unit(c0, c1))));
+            // rng.BoxMuller: r = √(−2 ln u1); (cos, sin)(2π u2).
+            const double r = __dsqrt_rn(__dmul_rn(-2.0, philox_log_unit(philox_unit(c0, c1))));
             double s, c;
-            sincos(__dmul_rn(PHILOX_TWO_PI, philox_unit(c2, c3)), &s, &c);
+            philox_sincos_2pi(philox_unit(c2, c3), s, c);
             v0 = __dmul_rn(r, c);
             v1 = __dmul_rn(r, s);
         } else {

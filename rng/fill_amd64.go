@@ -1,0 +1,77 @@
+package rng
+
+import (
+	"math"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// useAVX2 reports that FillNormal and FillUniform may use the kernels of fill_amd64.s: four Philox blocks (and four
+// Box–Muller pairs) per step in 256-bit registers, the same operations in the same order as the scalar code, so the
+// same bits.
+var useAVX2 = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
+
+// fillArgs is what the kernel reads per call: the blocks of its four lanes, the stream words and the round keys
+// k + r·W of philox10, each replicated over the four 64-bit lanes.
+type fillArgs struct {
+	ctr    [4]uint64
+	s0, s1 [4]uint64
+	keys   [10][2][4]uint64
+}
+
+// fillConsts are the kernel's constants, each replicated over four lanes; the byte offsets in fill_amd64.s are
+// 32·index.
+var fillConsts = func() (t [48][4]uint64) {
+	f := math.Float64bits
+	vals := []uint64{
+		0xffffffff, philoxM0, philoxM1, 4, // 0–3: low-word mask, multipliers, lane step
+		f(0x1p52), f(0x1p32), f(0.5), f(0x1p-53), // 4–7: integer→float magic, toUnit
+		1<<52 - 1, f(1), f(0x1p52 + 1023), f(math.Sqrt2), f(2), // 8–12: logUnit reduction
+		f(atanh21), f(atanh19), f(atanh17), f(atanh15), f(atanh13), // 13–22: the atanh series
+		f(atanh11), f(atanh9), f(atanh7), f(atanh5), f(atanh3),
+		f(ln2Lo), f(ln2Hi), f(-2), f(4), 1, // 23–27
+		f(sin17), f(sin15), f(sin13), f(sin11), f(sin9), f(sin7), f(sin5), f(sin3), // 28–35
+		f(halfPiLo), f(halfPiHi), // 36–37
+		f(cos18), f(cos16), f(cos14), f(cos12), f(cos10), f(cos8), f(cos6), f(cos4), f(cos2), // 38–46
+	}
+	for i, v := range vals {
+		t[i] = [4]uint64{v, v, v, v}
+	}
+	return t
+}()
+
+// fillNormalAVX2 writes 8·groups normals to dst: the pairs of blocks a.ctr[0], …, a.ctr[0] + 4·groups − 1.
+//
+//go:noescape
+func fillNormalAVX2(dst *float64, groups int, a *fillArgs, consts *[48][4]uint64)
+
+// fillUniformAVX2 writes the 8·groups uniforms of blocks a.ctr[0], …, a.ctr[0] + 4·groups − 1 to dst.
+//
+//go:noescape
+func fillUniformAVX2(dst *float64, groups int, a *fillArgs, consts *[48][4]uint64)
+
+// fillPairs writes the draws of blocks blk, blk+1, … (two per block, normals or uniforms) into a prefix of dst with
+// a kernel, and returns how many values it wrote (a multiple of 8; 0 without a kernel).
+func (c Counter) fillPairs(dst []float64, blk uint64, normal bool) int {
+	groups := len(dst) / 8
+	if !useAVX2 || groups == 0 {
+		return 0
+	}
+	var a fillArgs
+	k0, k1 := uint32(c.Seed), uint32(c.Seed>>32)
+	w0, w1 := uint32(philoxW0), uint32(philoxW1)
+	for j := range a.ctr {
+		a.ctr[j] = blk + uint64(j)
+		a.s0[j], a.s1[j] = uint64(uint32(c.Stream)), uint64(uint32(c.Stream>>32))
+	}
+	for r := uint32(0); r < 10; r++ {
+		ka, kb := uint64(k0+r*w0), uint64(k1+r*w1)
+		a.keys[r] = [2][4]uint64{{ka, ka, ka, ka}, {kb, kb, kb, kb}}
+	}
+	if normal {
+		fillNormalAVX2(&dst[0], groups, &a, &fillConsts)
+	} else {
+		fillUniformAVX2(&dst[0], groups, &a, &fillConsts)
+	}
+	return 8 * groups
+}

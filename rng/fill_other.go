@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package rng
+
+// fillPairs has no vector kernel off amd64: FillNormal and FillUniform do all the work in Go.
+func (c Counter) fillPairs(dst []float64, blk uint64, normal bool) int { return 0 }

@@ -2,11 +2,14 @@ package cpu_test
 
 import (
 	"errors"
+	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/backend/backendtest"
 	"github.com/geovb/geovb/backend/cpu"
+	"github.com/geovb/geovb/tensor"
 )
 
 func newBackend(tb testing.TB) *cpu.Backend {
@@ -42,5 +45,43 @@ func TestOpen(t *testing.T) {
 	}
 	if _, err := backend.Open("tpu"); err == nil || !errors.Is(err, backend.ErrNoDevice) {
 		t.Fatalf("Open(tpu) = %v, want an ErrNoDevice error", err)
+	}
+}
+
+// A whole-tensor reduction keeps its rows-long partials in pooled scratch: after the first call, further calls
+// allocate less than a tenth of one partial (8·rows bytes; 8 MB per call for a d = 1e6 vector before pooling).
+// The collector is off during the count so that it cannot empty the pools.
+func TestReduceAllReusesScratch(t *testing.T) {
+	b := newBackend(t)
+	const rows = 1 << 17
+	x, err := b.Alloc(tensor.Shape{Batch: 1, Rows: rows, Cols: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Fill(x, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	reduce := func() {
+		if err := b.Reduce(dst, backend.ReduceSum, backend.AxisAll, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reduce()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		reduce()
+	}
+	runtime.ReadMemStats(&after)
+	if got := dst.At(0, 0, 0); got != rows*0.5 {
+		t.Fatalf("sum = %v, want %v", got, rows*0.5)
+	}
+	if per := float64(after.TotalAlloc-before.TotalAlloc) / 10; per > 0.1*8*rows {
+		t.Fatalf("Reduce(AxisAll) allocates %.0f bytes per call, want < %d", per, 8*rows/10)
 	}
 }

@@ -319,8 +319,10 @@ func (b *Backend) Reduce(dst *tensor.Tensor, op backend.ReduceOp, axis backend.A
 	case backend.AxisAll:
 		// Per-row partial results, then a sum over rows: each partial is short, which keeps float64 round-off
 		// near the pairwise bound for tall matrices.
+		tmp := new(scratch)
+		defer tmp.release()
+		part := tmp.dense(1, rows).Data
 		for bb := 0; bb < x.Batch(); bb++ {
-			part := make([]float64, rows)
 			b.parallelWork(rows, float64(cols), func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					acc := reduceInit(op)

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"math"
-	"sync"
 	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
@@ -68,50 +67,7 @@ func lrRows(g blas64.General, lo, hi int) blas64.General {
 	return blas64.General{Rows: hi - lo, Cols: g.Cols, Stride: g.Stride, Data: g.Data[lo*g.Stride : (hi-1)*g.Stride+g.Cols]}
 }
 
-// lrScratch hands out the temporary matrices of one kernel call, zeroed, and returns them to shared pools when the
-// call ends. Without it an EM step at d = 1e6, p = 100 leaves tens of MB of garbage (the per-chunk p×p partial sums
-// and per-worker row blocks), and over a long stream the process's resident set drifts up to the collector's goal.
-type lrScratch struct {
-	mu   sync.Mutex
-	bufs []*[]float64
-}
-
-// lrPools maps a length to a *sync.Pool of *[]float64 of that length.
-var lrPools sync.Map
-
-func lrPool(n int) *sync.Pool {
-	if p, ok := lrPools.Load(n); ok {
-		return p.(*sync.Pool)
-	}
-	p, _ := lrPools.LoadOrStore(n, &sync.Pool{})
-	return p.(*sync.Pool)
-}
-
-// dense returns a zeroed r×c contiguous matrix that lives until release. Safe for concurrent use.
-func (s *lrScratch) dense(r, c int) blas64.General {
-	n := r * c
-	bp, _ := lrPool(n).Get().(*[]float64)
-	if bp == nil {
-		buf := make([]float64, n)
-		bp = &buf
-	} else {
-		clear(*bp)
-	}
-	s.mu.Lock()
-	s.bufs = append(s.bufs, bp)
-	s.mu.Unlock()
-	return blas64.General{Rows: r, Cols: c, Stride: c, Data: *bp}
-}
-
-// release returns every matrix of the call to the pools; none may be used afterwards.
-func (s *lrScratch) release() {
-	for _, bp := range s.bufs {
-		lrPool(len(*bp)).Put(bp)
-	}
-	s.bufs = nil
-}
-
-// lrBlock returns the first r rows of a scratch matrix allocated with lrDense.
+// lrBlock returns the first r rows of a scratch matrix allocated by scratch.dense.
 func lrBlock(g blas64.General, r int) blas64.General {
 	return blas64.General{Rows: r, Cols: g.Cols, Stride: g.Stride, Data: g.Data[:r*g.Stride]}
 }
@@ -197,7 +153,7 @@ func lrSymL(a blas64.General) blas64.Symmetric {
 }
 
 // lrCopyL copies the host tensor l (p×p) into a scratch matrix.
-func lrCopyL(tmp *lrScratch, l *tensor.Tensor) blas64.General {
+func lrCopyL(tmp *scratch, l *tensor.Tensor) blas64.General {
 	src := lrGen(l)
 	g := tmp.dense(src.Rows, src.Cols)
 	for i := 0; i < src.Rows; i++ {
@@ -218,7 +174,7 @@ func lrCapacitance(be backend.Backend, l, w, psi *tensor.Tensor) error {
 		return err
 	}
 	b := be.(*Backend)
-	tmp := new(lrScratch)
+	tmp := new(scratch)
 	defer tmp.release()
 	W := lrGen(w)
 	ps, pinc := lrVec(psi)
@@ -264,7 +220,7 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 		return err
 	}
 	b := be.(*Backend)
-	tmp := new(lrScratch)
+	tmp := new(scratch)
 	defer tmp.release()
 	W, G, D := lrGen(w), lrGen(g), lrGen(dst)
 	ps, pinc := lrVec(psi)
@@ -332,7 +288,7 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 		return err
 	}
 	b := be.(*Backend)
-	tmp := new(lrScratch)
+	tmp := new(scratch)
 	defer tmp.release()
 	W, D := lrGen(w), lrGen(dst)
 	ps, pinc := lrVec(psi)
@@ -413,7 +369,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		return 0, err
 	}
 	b := be.(*Backend)
-	tmp := new(lrScratch)
+	tmp := new(scratch)
 	defer tmp.release()
 	W := lrGen(a.W)
 	ps, pinc := lrVec(a.Psi)

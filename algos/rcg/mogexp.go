@@ -10,7 +10,7 @@ import (
 	"github.com/geovb/geovb/models/mog"
 )
 
-// Trace is the F(t) history of one run in the MoG experiments of §6.2–6.5.
+// Trace is the F(t) history of one run in the experiments: MoG (§6.2–6.5) and NFA/NSSM (§6.6–6.8).
 type Trace struct {
 	Method string    `json:"method"`
 	Seed   int       `json:"seed"`
@@ -32,6 +32,19 @@ func (tr *Trace) TimeToTarget(target float64) (float64, int) {
 		}
 	}
 	return math.Inf(1), -1
+}
+
+// TimeOrBound returns TimeToTarget and reached = true when the run reached F ≤ target; otherwise its whole run time
+// and evaluation count, a lower bound on its time-to-target, and reached = false.
+func (tr *Trace) TimeOrBound(target float64) (float64, int, bool) {
+	if a, e := tr.TimeToTarget(target); !math.IsInf(a, 1) {
+		return a, e, true
+	}
+	n := 0
+	if len(tr.Evals) > 0 {
+		n = tr.Evals[len(tr.Evals)-1]
+	}
+	return tr.Time, n, false
 }
 
 // MoGMethods are the methods RunMoG accepts.

@@ -68,9 +68,16 @@ const (
 	CG                // Euclidean conjugate gradient: g̃ = g
 	RG                // Riemannian gradient: p = −g̃
 	GD                // gradient descent: p = −g
+	// Old is the heuristic of Valpola & Karhunen (2002), the "Old" baseline of Figs. 9–10 (notes §4.2.7): the unit
+	// natural-gradient step −g̃ (with the fixed-point variances of Update a per-element Newton step) scaled by a
+	// per-element multiplier that grows ×LS.OldUp while the sign of the element's step repeats and shrinks ×LS.OldDown
+	// when it flips; no line search. [I] A step that raises F is rejected and all multipliers shrink ×LS.Backtrack (at
+	// most LS.MaxBacktrack times; then the run has converged), so F never increases; the NLFA code's coupling
+	// correction through the output Jacobians is left out (for the NSSM the chain metric couples consecutive states).
+	Old
 )
 
-var methodNames = [...]string{"RCG", "CG", "RG", "GD"}
+var methodNames = [...]string{"RCG", "CG", "RG", "GD", "Old"}
 
 func (m Method) String() string {
 	if m >= 0 && int(m) < len(methodNames) {
@@ -79,7 +86,7 @@ func (m Method) String() string {
 	return fmt.Sprintf("Method(%d)", int(m))
 }
 
-func (m Method) riemannian() bool { return m == RCG || m == RG }
+func (m Method) riemannian() bool { return m == RCG || m == RG || m == Old }
 func (m Method) conjugate() bool  { return m == RCG || m == CG }
 
 // Beta picks the conjugacy formula.
@@ -117,11 +124,15 @@ type LineSearch struct {
 	// Refine adds up to Refine unclamped parabolic refits through F(0), F'(0) and the best point (an exact line
 	// search on quadratics, for tests of CG theory). Default 0.
 	Refine int
-	// MinAlpha, MaxAlpha clip the carried-over trial step of Riemannian directions [1e-3, 1e2].
+	// MinAlpha, MaxAlpha clip the carried-over trial step of Riemannian directions and the multipliers of Old
+	// [1e-3, 1e2].
 	MinAlpha, MaxAlpha float64
+	// OldUp, OldDown are Old's per-element multiplier factors on a repeated and a flipped step sign [1.05, 0.8]
+	// (notes §4.2.7).
+	OldUp, OldDown float64
 }
 
-func (l LineSearch) withDefaults(s Search) LineSearch {
+func (l LineSearch) withDefaults(s Search, method Method) LineSearch {
 	def := func(v *float64, d float64) {
 		if *v == 0 {
 			*v = d
@@ -130,7 +141,9 @@ func (l LineSearch) withDefaults(s Search) LineSearch {
 	def(&l.C1, 1e-4)
 	def(&l.Shrink, 0.1)
 	def(&l.Grow, 4)
-	if s == Unit {
+	def(&l.OldUp, 1.05)
+	def(&l.OldDown, 0.8)
+	if s == Unit || method == Old {
 		def(&l.Backtrack, 0.5)
 	} else {
 		def(&l.Backtrack, 0.25)
@@ -217,6 +230,7 @@ type checkpoint struct {
 	FEvals, GEvals, Rejected, Restarts int
 	HavePrev                           bool
 	ObjState                           []float64
+	Mult                               []float64 // Old's per-element multipliers
 }
 
 type optimizer struct {
@@ -374,14 +388,14 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 		return nil, fmt.Errorf("%w: len(x0) = %d, Dim = %d", ErrBadInput, len(x0), dim)
 	case !finiteVec(x0):
 		return nil, fmt.Errorf("%w: x0 not finite", ErrBadInput)
-	case s.Method < RCG || s.Method > GD:
+	case s.Method < RCG || s.Method > Old:
 		return nil, fmt.Errorf("%w: method %d", ErrBadInput, s.Method)
 	case s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
 		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
 	case s.PowellBeale < 0 || s.Tol < 0 || s.Patience < 0 || s.RestartEvery < SqrtN:
 		return nil, fmt.Errorf("%w: negative setting", ErrBadInput)
 	}
-	o := &optimizer{obj: obj, s: s, ls: s.LS.withDefaults(s.Search), xt: make([]float64, dim), res: &Result{}}
+	o := &optimizer{obj: obj, s: s, ls: s.LS.withDefaults(s.Search, s.Method), xt: make([]float64, dim), res: &Result{}}
 	o.stepper, _ = obj.(Stepper)
 	upd, _ := obj.(Updater)
 	stf, _ := obj.(Stateful)
@@ -401,6 +415,13 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 	x := append([]float64(nil), x0...)
 	g, gt := make([]float64, dim), make([]float64, dim)
 	gPrev, gtPrev, p, pPrev := make([]float64, dim), make([]float64, dim), make([]float64, dim), make([]float64, dim)
+	var mult []float64 // Old's per-element step multipliers
+	if s.Method == Old {
+		mult = make([]float64, dim)
+		for i := range mult {
+			mult[i] = 1
+		}
+	}
 	var gnPrev, alphaPrev, fPrev float64
 	var sinceReset, calm, done int
 	havePrev := false
@@ -424,6 +445,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 			copy(gPrev, c.GPrev)
 			copy(gtPrev, c.GtPrev)
 			copy(pPrev, c.P)
+			copy(mult, c.Mult)
 			gnPrev, alphaPrev, fPrev = c.GnPrev, c.Alpha, c.FPrev
 			sinceReset, calm, done, havePrev = c.SinceReset, c.Calm, c.Iter, c.HavePrev
 			res.FEvals, res.GEvals, res.Rejected, res.Restarts = c.FEvals, c.GEvals, c.Rejected, c.Restarts
@@ -475,86 +497,102 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 			copy(gt, g)
 		}
 		gn := dot(g, gt)
-		restart := !havePrev || !s.Method.conjugate() || (every > 0 && sinceReset >= every)
-		beta := 0.0
-		if !restart {
-			c := dot(g, gtPrev)
-			switch s.Beta {
-			case PolakRibiere:
-				beta = (gn - c) / gnPrev
-			case PolakRibierePlus:
-				beta = math.Max((gn-c)/gnPrev, 0)
-			case FletcherReeves:
-				beta = gn / gnPrev
-			case HestenesStiefel:
-				beta = (gn - c) / (dot(g, pPrev) - dot(gPrev, pPrev))
+		var restart, ok bool
+		var alpha, fNew, beta float64
+		if s.Method == Old {
+			if gn == 0 {
+				loop.Report(o.record(F, gn, 0, 0))
+				loop.Finish(run.Converged)
+				break
 			}
-			if s.PowellBeale > 0 && PowellBealeFires(c, gn, s.PowellBeale) {
-				restart = true
+			alpha = 1
+			if fNew, ok = o.oldStep(x, gt, p, pPrev, mult, havePrev, F); !ok {
+				// No decrease even with every multiplier shrunk: converged to working precision.
+				loop.Report(o.record(F, gn, 0, 0))
+				loop.Finish(run.Converged)
+				break
 			}
-			if math.IsNaN(beta) || math.IsInf(beta, 0) {
-				restart = true
-			}
-		}
-		if restart {
-			beta = 0
-		}
-		dir := func(beta float64) float64 {
-			if s.Method == GD {
-				for i := range p {
-					p[i] = -g[i]
+		} else {
+			restart = !havePrev || !s.Method.conjugate() || (every > 0 && sinceReset >= every)
+			if !restart {
+				c := dot(g, gtPrev)
+				switch s.Beta {
+				case PolakRibiere:
+					beta = (gn - c) / gnPrev
+				case PolakRibierePlus:
+					beta = math.Max((gn-c)/gnPrev, 0)
+				case FletcherReeves:
+					beta = gn / gnPrev
+				case HestenesStiefel:
+					beta = (gn - c) / (dot(g, pPrev) - dot(gPrev, pPrev))
 				}
-			} else {
-				for i := range p {
-					p[i] = -gt[i] + beta*pPrev[i]
+				if s.PowellBeale > 0 && PowellBealeFires(c, gn, s.PowellBeale) {
+					restart = true
+				}
+				if math.IsNaN(beta) || math.IsInf(beta, 0) {
+					restart = true
 				}
 			}
-			return dot(g, p)
-		}
-		d0 := dir(beta)
-		if beta != 0 && !(d0 < 0) { // descent safeguard (notes §7.8)
-			beta, restart = 0, true
-			d0 = dir(0)
-		}
-		if restart && s.Method.conjugate() {
-			res.Restarts++
-			sinceReset = 0
-		}
-		if !(d0 < 0) || gn == 0 {
-			// Stationary to working precision.
-			loop.Report(o.record(F, gn, 0, beta))
-			loop.Finish(run.Converged)
-			break
-		}
-		// Trial step (notes §3.4 step 2).
-		var a0 float64
-		switch {
-		case s.Method.riemannian() && (restart && s.Method == RCG || alphaPrev == 0):
-			a0 = 1
-		case s.Method.riemannian():
-			a0 = math.Min(math.Max(alphaPrev, o.ls.MinAlpha), o.ls.MaxAlpha)
-		case alphaPrev == 0:
-			a0 = 1 / math.Sqrt(dot(g, g))
-		default:
-			a0 = alphaPrev
-		}
-		alpha, fNew, ok := o.search(x, p, F, d0, a0, beta == 0)
-		if !ok && beta != 0 {
-			// Revert and reset: the conjugate direction failed, try the (natural) gradient.
-			beta = 0
-			d0 = dir(0)
-			res.Restarts++
-			sinceReset = 0
-			if s.Method.riemannian() {
+			if restart {
+				beta = 0
+			}
+			dir := func(beta float64) float64 {
+				if s.Method == GD {
+					for i := range p {
+						p[i] = -g[i]
+					}
+				} else {
+					for i := range p {
+						p[i] = -gt[i] + beta*pPrev[i]
+					}
+				}
+				return dot(g, p)
+			}
+			d0 := dir(beta)
+			if beta != 0 && !(d0 < 0) { // descent safeguard (notes §7.8)
+				beta, restart = 0, true
+				d0 = dir(0)
+			}
+			if restart && s.Method.conjugate() {
+				res.Restarts++
+				sinceReset = 0
+			}
+			if !(d0 < 0) || gn == 0 {
+				// Stationary to working precision.
+				loop.Report(o.record(F, gn, 0, beta))
+				loop.Finish(run.Converged)
+				break
+			}
+			// Trial step (notes §3.4 step 2).
+			var a0 float64
+			switch {
+			case s.Method.riemannian() && (restart && s.Method == RCG || alphaPrev == 0):
 				a0 = 1
+			case s.Method.riemannian():
+				a0 = math.Min(math.Max(alphaPrev, o.ls.MinAlpha), o.ls.MaxAlpha)
+			case alphaPrev == 0:
+				a0 = 1 / math.Sqrt(dot(g, g))
+			default:
+				a0 = alphaPrev
 			}
-			alpha, fNew, ok = o.search(x, p, F, d0, a0, true)
-		}
-		if !ok {
-			// No decrease along the steepest (natural) direction: converged to working precision.
-			loop.Report(o.record(F, gn, 0, beta))
-			loop.Finish(run.Converged)
-			break
+			alpha, fNew, ok = o.search(x, p, F, d0, a0, beta == 0)
+			if !ok && beta != 0 {
+				// Revert and reset: the conjugate direction failed, try the (natural) gradient.
+				beta = 0
+				d0 = dir(0)
+				res.Restarts++
+				sinceReset = 0
+				if s.Method.riemannian() {
+					a0 = 1
+				}
+				alpha, fNew, ok = o.search(x, p, F, d0, a0, true)
+			}
+			if !ok {
+				// No decrease along the steepest (natural) direction: converged to working precision.
+				loop.Report(o.record(F, gn, 0, beta))
+				loop.Finish(run.Converged)
+				break
+			}
 		}
 		o.step(x, x, p, alpha)
 		res.F = fNew
@@ -577,7 +615,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 			c := checkpoint{Method: int(s.Method), X: x, P: pPrev, GPrev: gPrev, GtPrev: gtPrev, GnPrev: gnPrev,
 				Alpha: alphaPrev, FPrev: fPrev, SinceReset: sinceReset, Calm: calm, Iter: loop.Iter(),
 				FEvals: res.FEvals, GEvals: res.GEvals, Rejected: res.Rejected, Restarts: res.Restarts,
-				HavePrev: havePrev}
+				HavePrev: havePrev, Mult: mult}
 			if stf != nil {
 				c.ObjState = stf.State()
 			}
@@ -596,4 +634,36 @@ func (o *optimizer) record(F, gn, alpha, beta float64) run.Record {
 	return run.Record{Objective: -F, Smoothed: math.NaN(), GradNorm: math.Sqrt(math.Max(gn, 0)), Step: alpha,
 		Extra: map[string]float64{"F": F, "beta": beta, "f_evals": float64(o.res.FEvals),
 			"g_evals": float64(o.res.GEvals), "rejected": float64(o.res.Rejected), "restarts": float64(o.res.Restarts)}}
+}
+
+// oldStep takes one step of the Old heuristic (see Old) from x, where F(x) = F0 and gt is the natural gradient:
+// each multiplier is scaled by OldUp when −g̃_i has the sign of the previous step pPrev_i and by OldDown when the
+// sign flips, then p = −mult ⊙ g̃ is tried; on an increase of F all multipliers shrink by Backtrack and it is tried
+// again. It returns F(x + p), or ok = false when no trial decreased F.
+func (o *optimizer) oldStep(x, gt, p, pPrev, mult []float64, havePrev bool, F0 float64) (float64, bool) {
+	ls := o.ls
+	if havePrev {
+		for i, gi := range gt {
+			switch c := gi * pPrev[i]; {
+			case c < 0: // the step −g̃_i repeats the previous step's sign
+				mult[i] = math.Min(mult[i]*ls.OldUp, ls.MaxAlpha)
+			case c > 0:
+				mult[i] = math.Max(mult[i]*ls.OldDown, ls.MinAlpha)
+			}
+		}
+	}
+	for try := 0; ; try++ {
+		for i, gi := range gt {
+			p[i] = -mult[i] * gi
+		}
+		if f := o.eval(x, p, 1); f <= F0 {
+			return f, true
+		}
+		if try == ls.MaxBacktrack {
+			return 0, false
+		}
+		for i := range mult {
+			mult[i] = math.Max(mult[i]*ls.Backtrack, ls.MinAlpha)
+		}
+	}
 }

@@ -6,11 +6,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/models/fisher"
+	"github.com/geovb/geovb/rng"
 )
 
 // toy is the closed-form free energy of notes §6.1 for p(x, y) ∝ exp[−9(xy − 1)² − x² − y²] with a diagonal
@@ -28,7 +31,7 @@ func (o *toy) Grad(g, x []float64) float64 {
 	g[1] = 18*b*(a*a+o.vx) - 18*a + 2*b
 	return o.Value(x)
 }
-func (o *toy) NatGrad(dst, g, x []float64) { DiagNatGrad(dst, []float64{o.vx, o.vy}, g) }
+func (o *toy) NatGrad(dst, g, x []float64) { fisher.DiagNatGrad(dst, []float64{o.vx, o.vy}, g) }
 func (o *toy) Update(x []float64) error {
 	// (13): x̃ = 1/(2∂C_p/∂x̃) = 1/(18(ȳ² + ỹ) + 2), then ỹ likewise (Gauss–Seidel).
 	o.vx = 1 / (18*(x[1]*x[1]+o.vy) + 2)
@@ -107,7 +110,7 @@ func (o *gaussTarget) Grad(g, x []float64) float64 {
 	}
 	return o.Value(x)
 }
-func (o *gaussTarget) NatGrad(dst, g, x []float64) { DiagNatGrad(dst, o.v, g) }
+func (o *gaussTarget) NatGrad(dst, g, x []float64) { fisher.DiagNatGrad(dst, o.v, g) }
 func (o *gaussTarget) Update(x []float64) error {
 	o.nUpd++
 	if o.fixedG {
@@ -251,10 +254,10 @@ func TestQuadraticCG(t *testing.T) {
 	}
 }
 
-// Test 13: every accepted step decreases F, for RCG, CG, RG and GD, on the toy problem (with its fixed-point
+// Test 13: every accepted step decreases F, for RCG, CG, RG, GD and Old, on the toy problem (with its fixed-point
 // variance updates, F is evaluated after the update and must not increase over the step).
 func TestMonotoneDescent(t *testing.T) {
-	for _, m := range []Method{RCG, CG, RG, GD} {
+	for _, m := range []Method{RCG, CG, RG, GD, Old} {
 		for _, s := range []Search{Parabolic, Unit} {
 			o := &toy{1, 1}
 			var fs []float64
@@ -375,25 +378,28 @@ func TestCancelled(t *testing.T) {
 	}
 }
 
-// Checkpoint/resume continues bit for bit, objective state (the fixed-point variances) included.
+// Checkpoint/resume continues bit for bit, objective state (the fixed-point variances) and Old's multipliers
+// included.
 func TestCheckpointResume(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ck")
-	s := Settings{PowellBeale: 0.2}
-	full, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, s, run.Control{MaxIter: 12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, s, run.Control{MaxIter: 5, CheckpointEvery: 5, CheckpointPath: path}); err != nil {
-		t.Fatal(err)
-	}
-	s.Resume = true
-	o := &toy{7, 7} // state must come from the checkpoint
-	res, err := Minimize(o, []float64{9, 9}, s, run.Control{MaxIter: 12, CheckpointPath: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Iters != 12 || res.X[0] != full.X[0] || res.X[1] != full.X[1] || res.F != full.F || res.GEvals != full.GEvals {
-		t.Errorf("resumed run %v F=%v iters=%d ge=%d, full run %v F=%v ge=%d", res.X, res.F, res.Iters, res.GEvals, full.X, full.F, full.GEvals)
+	for _, m := range []Method{RCG, Old} {
+		path := filepath.Join(t.TempDir(), "ck")
+		s := Settings{Method: m, PowellBeale: 0.2}
+		full, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, s, run.Control{MaxIter: 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, s, run.Control{MaxIter: 5, CheckpointEvery: 5, CheckpointPath: path}); err != nil {
+			t.Fatal(err)
+		}
+		s.Resume = true
+		o := &toy{7, 7} // state must come from the checkpoint
+		res, err := Minimize(o, []float64{9, 9}, s, run.Control{MaxIter: 12, CheckpointPath: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Iters != 12 || res.X[0] != full.X[0] || res.X[1] != full.X[1] || res.F != full.F || res.GEvals != full.GEvals {
+			t.Errorf("%v: resumed run %v F=%v iters=%d ge=%d, full run %v F=%v ge=%d", m, res.X, res.F, res.Iters, res.GEvals, full.X, full.F, full.GEvals)
+		}
 	}
 }
 
@@ -406,7 +412,7 @@ func TestLineSearchParabola(t *testing.T) {
 	}
 	for _, c := range []struct{ amin, a0, want float64 }{{0.7, 1, 0.7}, {3, 1, 3}, {10, 1, 4}, {0.08, 1, 0.1}} {
 		f := q(c.amin)
-		o := &optimizer{s: Settings{}, ls: LineSearch{}.withDefaults(Parabolic), xt: make([]float64, 1), res: &Result{}}
+		o := &optimizer{s: Settings{}, ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}}
 		o.obj = lineObj{f}
 		a, fa, ok := o.search([]float64{0}, []float64{1}, f(0), -2*c.amin, c.a0, true)
 		if !ok || math.Abs(a-c.want) > 1e-12 || math.Abs(fa-f(c.want)) > 1e-12 {
@@ -418,13 +424,13 @@ func TestLineSearchParabola(t *testing.T) {
 	}
 	// Linear decrease: expansion doubles α₀ three times.
 	lin := func(a float64) float64 { return -a }
-	o := &optimizer{ls: LineSearch{}.withDefaults(Parabolic), xt: make([]float64, 1), res: &Result{}, obj: lineObj{lin}}
+	o := &optimizer{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{lin}}
 	if a, _, ok := o.search([]float64{0}, []float64{1}, 0, -1, 1, true); !ok || a != 8 {
 		t.Errorf("linear: α = %v, want 8", a)
 	}
 	// Armijo failure then backtracking: F rises everywhere beyond 1e-3 except close to 0.
 	bump := func(a float64) float64 { return -a + 1e4*a*a }
-	o = &optimizer{ls: LineSearch{}.withDefaults(Parabolic), xt: make([]float64, 1), res: &Result{}, obj: lineObj{bump}}
+	o = &optimizer{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{bump}}
 	a, fa, ok := o.search([]float64{0}, []float64{1}, 0, -1, 1, true)
 	if !ok || !(fa <= 1e-4*a*-1) {
 		t.Errorf("bump: α = %v, F = %v, ok %v: Armijo not met", a, fa, ok)
@@ -437,3 +443,47 @@ func (l lineObj) Dim() int                    { return 1 }
 func (l lineObj) Value(x []float64) float64   { return l.f(x[0]) }
 func (l lineObj) Grad(g, x []float64) float64 { return l.f(x[0]) }
 func (l lineObj) NatGrad(dst, g, x []float64) { copy(dst, g) }
+
+func TestRestartPeriod(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{2010, 45}, {7016, 84}, {1, 1}, {4, 2}, {5, 3}, {10000, 100}, {10001, 101}} {
+		if got := RestartPeriod(c.n); got != c.want {
+			t.Errorf("RestartPeriod(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+}
+
+func TestPowellBealeFires(t *testing.T) {
+	for _, c := range []struct {
+		cross, norm2 float64
+		want         bool
+	}{{0.2, 1, true}, {-0.2, 1, true}, {0.1999999, 1, false}, {-0.19, 1, false}, {5, 10, true}, {0, 0, true}} {
+		if got := PowellBealeFires(c.cross, c.norm2, 0.2); got != c.want {
+			t.Errorf("PowellBealeFires(%v, %v) = %v, want %v", c.cross, c.norm2, got, c.want)
+		}
+	}
+}
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rng.NewSource(seed, 4)) }
+
+func dotF(a, b []float64) float64 { return dot(a, b) }
+
+// randSPD returns AAᵀ + jitter·I for a standard normal n×n A (drawn row by row).
+func randSPD(r *rand.Rand, n int, jitter float64) *mat.SymDense {
+	a := mat.NewDense(n, n, nil)
+	a.Apply(func(_, _ int, _ float64) float64 { return r.NormFloat64() }, a)
+	s := mat.NewSymDense(n, nil)
+	s.SymOuterK(1, a)
+	s.AddSym(s, mat.NewDiagDense(n, slices.Repeat([]float64{jitter}, n)))
+	return s
+}
+
+// TimeOrBound: the first time F ≤ target, else the whole run (a lower bound), checked on a hand-made trace.
+func TestTimeOrBound(t *testing.T) {
+	tr := &Trace{T: []float64{1, 2, 3}, F: []float64{5, 3, 1}, Evals: []int{2, 4, 6}, Time: 3.5}
+	if a, e, ok := tr.TimeOrBound(3); a != 2 || e != 4 || !ok {
+		t.Errorf("target 3: %v, %v, %v; want 2, 4, true", a, e, ok)
+	}
+	if a, e, ok := tr.TimeOrBound(0); a != 3.5 || e != 6 || ok {
+		t.Errorf("target 0: %v, %v, %v; want 3.5, 6, false", a, e, ok)
+	}
+}

@@ -58,10 +58,8 @@ func TestReproMoGFig5(t *testing.T) {
 	ttt := func(meth string) (tm, ev float64, reached int) {
 		var ts, es []float64
 		for _, tr := range res[meth] {
-			a, e := tr.TimeToTarget(target)
-			if math.IsInf(a, 1) {
-				a, e = tr.Time, tr.Evals[len(tr.Evals)-1]
-			} else {
+			a, e, ok := tr.TimeOrBound(target)
+			if ok {
 				reached++
 			}
 			ts = append(ts, a)

@@ -1,16 +1,12 @@
 package nfa
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"time"
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/geovb/geovb/algos/rcg"
-	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/rng"
 )
 
@@ -121,7 +117,7 @@ func SyntheticNFA(T int, seed uint64) []float64 {
 // Init sets the posterior state for one run from seed and returns the initial means [I; notes §10.8]: sources from
 // PCA of the data (the d leading components, unit variance) plus N(0, 0.1²) noise, f weights N(0, 1/fan-in)
 // (biases 0), g weights near zero (dynamics ≈ identity), variances 0.01 (sources, states) and 1e-4 (weights),
-// breve 0, noise log-stds at log 0.5 with variance 1e-4.
+// breve 0, noise log-stds at log 0.5 with variance 1e-4, ARD log-stds (Config.ARD) at 0 with variance 1e-4.
 func (m *Model) Init(seed uint64) ([]float64, error) {
 	d, T, P := m.Cfg.D, m.T, m.P
 	if d > P {
@@ -179,6 +175,8 @@ func (m *Model) Init(seed uint64) ([]float64, error) {
 	fill(m.WVarF, 1e-4)
 	fill(m.VnMean, math.Log(0.5))
 	fill(m.VnVar, 1e-4)
+	fill(m.VPhiMean, 0) // ARD: start at the unit prior
+	fill(m.VPhiVar, 1e-4)
 	if m.Cfg.Dynamic {
 		C, _, D, _ := m.g.split(wg)
 		for i := range C {
@@ -196,86 +194,4 @@ func (m *Model) Init(seed uint64) ([]float64, error) {
 		fill(m.SVar, 0.01)
 	}
 	return x, nil
-}
-
-// Methods are the methods Run accepts.
-var Methods = []string{"RCG", "RG", "CG", "GD"}
-
-// Run fits m from Init(seed) with one method: the joint gradient step on all means with the Powell–Beale restart
-// (7) for the conjugate methods, the between-step updates of Update, and the rule |ΔF| < tol for patience
-// consecutive iterations (§3.5: tol = 1e-5·T/80, patience 5), within a cap of limit process CPU time (0: none). It
-// returns the F(t) trace for time-to-target summaries, with t in seconds of process CPU time (user + system, as the
-// paper's CPU time; on a machine without getrusage, wall time).
-func Run(m *Model, seed uint64, method string, tol float64, patience int, limit time.Duration) (*rcg.Trace, error) {
-	x0, err := m.Init(seed)
-	if err != nil {
-		return nil, err
-	}
-	s := rcg.Settings{Tol: tol, Patience: patience, PowellBeale: 0.2}
-	switch method {
-	case "RCG":
-		s.Method = rcg.RCG
-	case "RG":
-		s.Method = rcg.RG
-	case "CG":
-		s.Method = rcg.CG
-	case "GD":
-		s.Method = rcg.GD
-	default:
-		return nil, fmt.Errorf("%w: method %q", ErrBadInput, method)
-	}
-	tr := &rcg.Trace{Method: method, Seed: int(seed)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	start := rcg.CPUTime()
-	ctl := run.Control{Ctx: ctx, MaxIter: 1 << 30, Recorder: run.Func(func(r run.Record) {
-		el := rcg.CPUTime() - start
-		tr.T = append(tr.T, el.Seconds())
-		tr.F = append(tr.F, r.Extra["F"])
-		tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
-		if limit > 0 && el >= limit {
-			cancel() // the loop stops before the next iteration
-		}
-	})}
-	res, err := rcg.Minimize(m, x0, s, ctl)
-	if res == nil {
-		return nil, err
-	}
-	tr.Final, tr.Iters, tr.Reason, tr.Time = res.F, res.Iters, res.Reason.String(), (rcg.CPUTime() - start).Seconds()
-	return tr, nil
-}
-
-// Sweep runs methods over seeds on one synthetic data set of size T (NSSM-SYN when dyn, else NFA-SYN) fitted with
-// d = 5, H = 20 and the §3.5 rule ε = 1e-5·T/80 over 5 iterations. RCG runs first, capped at rcgCap (0: none); the
-// other methods are capped at capFactor × RCG's median run time (the §6.7 budget form), so a method that never
-// converges within it has a lower-bound time. Times and caps are process CPU time (Run). It returns the traces per
-// method.
-func Sweep(dyn bool, T, seeds int, methods []string, rcgCap time.Duration, capFactor float64, mo Moments) (map[string][]*rcg.Trace, error) {
-	X := SyntheticNFA(T, 1)
-	if dyn {
-		X = SyntheticNSSM(T, 1)
-	}
-	m, err := New(X, T, 21, Config{Dynamic: dyn, D: 5, H: 20, Moments: mo})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]*rcg.Trace{}
-	var rcgTimes []float64
-	for _, meth := range methods {
-		limit := rcgCap
-		if meth != "RCG" && len(rcgTimes) > 0 {
-			limit = time.Duration(capFactor * rcg.Median(rcgTimes) * float64(time.Second))
-		}
-		for seed := range seeds {
-			tr, err := Run(m, uint64(seed), meth, 1e-5*float64(T)/80, 5, limit)
-			if err != nil {
-				return nil, err
-			}
-			out[meth] = append(out[meth], tr)
-			if meth == "RCG" {
-				rcgTimes = append(rcgTimes, tr.Time)
-			}
-		}
-	}
-	return out, nil
 }

@@ -3,9 +3,11 @@
 // hyperparameters and the NFA sources, independent scalar Gaussian Markov chains for the NSSM states (eq. 20).
 // Moments of the MLP outputs are propagated with the Taylor or the Gauss–Hermite rule (notes §4.2.5). The free
 // energy (eqs. 97–103) includes every constant; its gradient with respect to all means, variances and
-// hyperparameters is hand-written reverse mode. The model is an rcg.Objective over the means (sources/states and
+// hyperparameters is hand-written reverse mode. The model is an rcg.Objective (Dim, Value, Grad, NatGrad, Update,
+// State, SetState; it does not import algos/rcg, which adapts it) over the means (sources/states and
 // weights); variances follow the fixed point (13) and the noise hyperparameters a VB-EM-type Newton update
-// between steps (notes §4.2.6). See docs/rcg.md for the deviations (fixed weight priors, no ARD).
+// between steps (notes §4.2.6), and so do the ARD weight log-stds when Config.ARD is set. See docs/rcg.md for the
+// deviations (no hierarchical priors of the bias means, variances and ARD log-stds).
 package nfa
 
 import (
@@ -22,6 +24,11 @@ type Config struct {
 	HG      int     // hidden units of g (NSSM); 0 means H
 	Moments Moments // Taylor or GaussHermite
 	GHOrder int     // quadrature nodes for GaussHermite; 0 means 10
+	// ARD gives the weights Φ ∈ {B, C, D} the priors Φ_ij ~ N(0, e^{2v_Φj}), one latent log-std per column j
+	// (notes §4.2.2, eqs. 92–96): the columns of B for f (its hidden units), of C (state components) and D (hidden
+	// units) for g. Each v_Φj has q = N(v̄, ṽ) under the vague N(0, 100²) prior [I: no hierarchical m_vΦ, v_vΦ]
+	// and is updated between steps like the noise log-stds. Without ARD every weight has the N(0, 1) prior.
+	ARD bool
 }
 
 const (
@@ -49,6 +56,11 @@ type Model struct {
 	WVarF, WVarG  []float64 // weight variances of f and g
 	VnMean, VnVar []float64 // q of the noise log-stds v_n (p)
 	VmMean, VmVar []float64 // q of the process noise log-stds v_m (d; NSSM)
+	// q of the ARD log-stds v_Φ (Config.ARD): the columns of B, then (NSSM) of C and of D.
+	VPhiMean, VPhiVar []float64
+
+	ardF, ardG []int     // ARD group of each f and g weight, −1 for the fixed N(0, 1) prior
+	phiE, phiM []float64 // per ARD group: Σ(Φ̄² + Φ̃) of the last evaluation, and the number of weights
 
 	// Scratch.
 	sTil, xm, xv, gxm, gxv, hm, hv, gJ []float64
@@ -67,6 +79,8 @@ type Grad struct {
 	WVarF, WVarG  []float64
 	VnMean, VnVar []float64
 	VmMean, VmVar []float64
+	VPhiMean      []float64 // Config.ARD
+	VPhiVar       []float64
 }
 
 // New returns a model of the T×p data X with cfg. Errors: d, H < 1, T < 2, non-finite data.
@@ -110,8 +124,46 @@ func New(X []float64, T, P int, cfg Config) (*Model, error) {
 	m.ghm, m.ghv = make([]float64, d), make([]float64, d)
 	m.obsE, m.stE = make([]float64, P), make([]float64, d)
 	m.gsTil, m.direct = make([]float64, T*d), make([]float64, T*d)
+	if cfg.ARD {
+		m.ardF = ardGroups(m.f, false, 0)
+		if cfg.Dynamic {
+			m.ardG = ardGroups(m.g, true, m.f.hid)
+		}
+		n := m.f.hid
+		if cfg.Dynamic {
+			n += m.g.in + m.g.hid
+		}
+		m.VPhiMean, m.VPhiVar = make([]float64, n), make([]float64, n)
+		m.phiE, m.phiM = make([]float64, n), make([]float64, n)
+		for _, k := range append(append([]int(nil), m.ardF...), m.ardG...) {
+			if k >= 0 {
+				m.phiM[k]++
+			}
+		}
+	}
 	m.grad = m.NewGrad()
 	return m, nil
+}
+
+// ardGroups maps each weight of l (order A, a, B, b) to its ARD group, numbered from first: the columns of the
+// second-layer matrix B (one per hidden unit) and, when first is set, before them the columns of the first-layer
+// matrix A (one per input); −1 for the rest (notes §4.2.2: Φ ∈ {B, C, D}, the NSSM's g = D tanh(Cs + c) + d).
+func ardGroups(l layer, first bool, from int) []int {
+	grp := make([]int, l.size())
+	for i := range grp {
+		grp[i] = -1
+	}
+	nA := l.hid * l.in // A is hid×in, then a (hid), B (out×hid), b (out), as layer.split
+	if first {
+		for i := range nA {
+			grp[i] = from + i%l.in
+		}
+		from += l.in
+	}
+	for i := range l.out * l.hid {
+		grp[nA+l.hid+i] = from + i%l.hid
+	}
+	return grp
 }
 
 // Dim returns the number of means updated by gradient steps: Td + |f| + |g|.
@@ -134,6 +186,9 @@ func (m *Model) NewGrad() *Grad {
 		gr.VmMean, gr.VmVar = make([]float64, m.Cfg.D), make([]float64, m.Cfg.D)
 	} else {
 		gr.SVar = make([]float64, n)
+	}
+	if m.VPhiMean != nil {
+		gr.VPhiMean, gr.VPhiVar = make([]float64, len(m.VPhiMean)), make([]float64, len(m.VPhiVar))
 	}
 	return gr
 }
@@ -180,7 +235,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 	d, T, P := m.Cfg.D, m.T, m.P
 	dyn := m.Cfg.Dynamic
 	sm, wf, wg := m.split(x)
-	if !allPositive(m.WVarF, m.VnVar) || dyn && !allPositive(m.Ring, m.WVarG, m.VmVar) || !dyn && !allPositive(m.SVar) {
+	if !allPositive(m.WVarF, m.VnVar, m.VPhiVar) || dyn && !allPositive(m.Ring, m.WVarG, m.VmVar) || !dyn && !allPositive(m.SVar) {
 		return math.NaN()
 	}
 	sTil := m.sTil
@@ -199,7 +254,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 	var gsm, gwf, gwg, gwvf, gwvg, gsTil []float64
 	if gr != nil {
 		for _, v := range [][]float64{gr.Mean, gr.SVar, gr.Ring, gr.Breve, gr.WVarF, gr.WVarG, gr.VnMean, gr.VnVar,
-			gr.VmMean, gr.VmVar} {
+			gr.VmMean, gr.VmVar, gr.VPhiMean, gr.VPhiVar} {
 			clear(v)
 		}
 		gsm, gwf, gwg = m.split(gr.Mean)
@@ -283,42 +338,56 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 			}
 		}
 	}
-	// Weight priors N(0, 1) [I: fixed, no ARD] and their entropies.
-	weights := func(w, wv, gw, gwv []float64) {
+	// Weight priors and their entropies: N(0, 1), or with ARD N(0, e^{2v_Φj}) by eq. (101) with a zero mean,
+	// E{−log p(Φ_ij)} = ½log 2π + v̄_j + ½(Φ̄² + Φ̃)e^{2ṽ_j−2v̄_j}.
+	psiPhi := make([]float64, len(m.VPhiMean))
+	for k := range psiPhi {
+		psiPhi[k] = math.Exp(2*m.VPhiVar[k] - 2*m.VPhiMean[k])
+	}
+	clear(m.phiE)
+	weights := func(w, wv, gw, gwv []float64, grp []int) {
 		var ft float64
 		for i := range w {
-			ft += 0.5*log2pi + 0.5*(w[i]*w[i]+wv[i]) - 0.5*math.Log(2*math.Pi*math.E*wv[i])
+			e, vm, psi := w[i]*w[i]+wv[i], 0.0, 1.0
+			if grp != nil && grp[i] >= 0 {
+				k := grp[i]
+				m.phiE[k] += e
+				vm, psi = m.VPhiMean[k], psiPhi[k]
+			}
+			ft += 0.5*log2pi + vm + 0.5*e*psi - 0.5*math.Log(2*math.Pi*math.E*wv[i])
 			if gr != nil {
-				gw[i] += w[i]
-				gwv[i] += 0.5 - 0.5/wv[i]
+				gw[i] += w[i] * psi
+				gwv[i] += 0.5*psi - 0.5/wv[i]
 			}
 		}
 		F.add(ft)
 	}
-	weights(wf, m.WVarF, gwf, gwvf)
+	weights(wf, m.WVarF, gwf, gwvf, m.ardF)
 	if dyn {
-		weights(wg, m.WVarG, gwg, gwvg)
+		weights(wg, m.WVarG, gwg, gwvg, m.ardG)
 	}
 	// Noise log-stds with the vague prior N(0, 100²), eq. (100)–(101) at the top level.
-	hyper := func(vm, vv, sumE []float64, cnt float64, psi []float64, gm, gv []float64) {
+	hyper := func(vm, vv, sumE []float64, cnt func(int) float64, psi []float64, gm, gv []float64) {
 		var ft float64
 		for i := range vm {
 			ft += 0.5*(log2pi-math.Log(hyperPrec)) + 0.5*hyperPrec*(vm[i]*vm[i]+vv[i]) - 0.5*math.Log(2*math.Pi*math.E*vv[i])
 			if gr != nil {
-				gm[i] = cnt - sumE[i]*psi[i] + hyperPrec*vm[i]
+				gm[i] = cnt(i) - sumE[i]*psi[i] + hyperPrec*vm[i]
 				gv[i] = sumE[i]*psi[i] + 0.5*hyperPrec - 0.5/vv[i]
 			}
 		}
 		F.add(ft)
 	}
-	hyper(m.VnMean, m.VnVar, m.obsE, float64(T), psiN, gr.vnMean(), gr.vnVar())
+	hyper(m.VnMean, m.VnVar, m.obsE, func(int) float64 { return float64(T) }, psiN, gr.vnMean(), gr.vnVar())
 	if dyn {
 		psiM := make([]float64, d)
 		for i := range d {
 			psiM[i] = math.Exp(2*m.VmVar[i] - 2*m.VmMean[i])
 		}
-		hyper(m.VmMean, m.VmVar, m.stE, float64(T-1), psiM, gr.vmMean(), gr.vmVar())
+		hyper(m.VmMean, m.VmVar, m.stE, func(int) float64 { return float64(T - 1) }, psiM, gr.vmMean(), gr.vmVar())
 	}
+	// ARD log-stds v_Φ with the same vague prior; their children are the weights of each column.
+	hyper(m.VPhiMean, m.VPhiVar, m.phiE, func(k int) float64 { return m.phiM[k] }, psiPhi, gr.vPhiMean(), gr.vPhiVar())
 	// Source entropies, eq. (98).
 	var ent float64
 	if dyn {
@@ -363,6 +432,10 @@ func (g *Grad) vnMean() []float64 { return g.field(func(g *Grad) []float64 { ret
 func (g *Grad) vnVar() []float64  { return g.field(func(g *Grad) []float64 { return g.VnVar }) }
 func (g *Grad) vmMean() []float64 { return g.field(func(g *Grad) []float64 { return g.VmMean }) }
 func (g *Grad) vmVar() []float64  { return g.field(func(g *Grad) []float64 { return g.VmVar }) }
+func (g *Grad) vPhiMean() []float64 {
+	return g.field(func(g *Grad) []float64 { return g.VPhiMean })
+}
+func (g *Grad) vPhiVar() []float64 { return g.field(func(g *Grad) []float64 { return g.VPhiVar }) }
 
 func (g *Grad) field(f func(*Grad) []float64) []float64 {
 	if g == nil {

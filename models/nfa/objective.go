@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/models/fisher"
 )
 
 // Value returns F(x) (rcg.Objective).
@@ -29,18 +29,18 @@ func (m *Model) NatGrad(dst, g, x []float64) {
 			for t := range T {
 				col[t], br[t], ri[t] = g[t*d+i], m.Breve[t*d+i], m.Ring[t*d+i]
 			}
-			rcg.ChainNatGrad(col, col, br, ri)
+			fisher.ChainNatGrad(col, col, br, ri)
 			for t := range T {
 				dst[t*d+i] = col[t]
 			}
 		}
 	} else {
-		rcg.DiagNatGrad(dst[:n], m.SVar, g[:n])
+		fisher.DiagNatGrad(dst[:n], m.SVar, g[:n])
 	}
 	nf := m.f.size()
-	rcg.DiagNatGrad(dst[n:n+nf], m.WVarF, g[n:n+nf])
+	fisher.DiagNatGrad(dst[n:n+nf], m.WVarF, g[n:n+nf])
 	if m.Cfg.Dynamic {
-		rcg.DiagNatGrad(dst[n+nf:], m.WVarG, g[n+nf:])
+		fisher.DiagNatGrad(dst[n+nf:], m.WVarG, g[n+nf:])
 	}
 }
 
@@ -128,9 +128,9 @@ func (m *Model) fixedPoint(gr *Grad) {
 	}
 }
 
-// updateHyper sets q(v) of every noise log-std from the squared-error sums of the last evaluation (notes §4.2.6):
-// C(v̄, ṽ) = M v̄ + ½ S e^{2ṽ−2v̄} + ½·10⁻⁴(v̄² + ṽ) − ½ log ṽ, convex in v̄ (Newton) and with the fixed point
-// ṽ = 1/(2S e^{2ṽ−2v̄} + 10⁻⁴).
+// updateHyper sets q(v) of every noise log-std (and ARD log-std) from the squared-error sums of the last evaluation
+// (notes §4.2.6): C(v̄, ṽ) = M v̄ + ½ S e^{2ṽ−2v̄} + ½·10⁻⁴(v̄² + ṽ) − ½ log ṽ, convex in v̄ (Newton) and with the
+// fixed point ṽ = 1/(2S e^{2ṽ−2v̄} + 10⁻⁴).
 func (m *Model) updateHyper() {
 	for i := range m.VnMean {
 		newtonLogStd(m.obsE[i], float64(m.T), &m.VnMean[i], &m.VnVar[i])
@@ -139,6 +139,9 @@ func (m *Model) updateHyper() {
 		for i := range m.VmMean {
 			newtonLogStd(m.stE[i], float64(m.T-1), &m.VmMean[i], &m.VmVar[i])
 		}
+	}
+	for k := range m.VPhiMean { // ARD: the children of v_Φk are the weights of column k (notes §4.2.6)
+		newtonLogStd(m.phiE[k], m.phiM[k], &m.VPhiMean[k], &m.VPhiVar[k])
 	}
 }
 
@@ -192,6 +195,7 @@ func (m *Model) SetState(s []float64) error {
 }
 
 func (m *Model) stateParts() [][]float64 {
-	return slices.DeleteFunc([][]float64{m.SVar, m.Ring, m.Breve, m.WVarF, m.WVarG, m.VnMean, m.VnVar, m.VmMean, m.VmVar},
+	return slices.DeleteFunc([][]float64{m.SVar, m.Ring, m.Breve, m.WVarF, m.WVarG, m.VnMean, m.VnVar, m.VmMean, m.VmVar,
+		m.VPhiMean, m.VPhiVar},
 		func(v []float64) bool { return v == nil })
 }

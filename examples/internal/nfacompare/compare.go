@@ -3,6 +3,7 @@ package nfacompare
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -14,9 +15,16 @@ import (
 	"github.com/geovb/geovb/models/nfa"
 )
 
-// Main runs nfa.Sweep over the comma-separated sizes in grid and writes JSON lines to stdout and an SVG to svg.
-func Main(dyn bool, grid string, seeds int, rcgCap time.Duration, capF float64, gh bool, svg string) error {
-	methods := []string{"RCG", "CG", "RG"}
+// Main runs rcg.SweepNFA with the comma-separated methods (RCG first: it sets the target and the others' caps) over
+// the comma-separated sizes in grid and writes JSON lines to stdout and an SVG to svg.
+func Main(dyn bool, grid, methodList string, seeds int, rcgCap time.Duration, capF float64, gh bool, svg string) error {
+	methods := strings.Split(methodList, ",")
+	for i := range methods {
+		methods[i] = strings.TrimSpace(methods[i])
+	}
+	if len(methods) == 0 || methods[0] != "RCG" {
+		return fmt.Errorf("methods %q: RCG must come first", methodList)
+	}
 	mo := nfa.Taylor
 	if gh {
 		mo = nfa.GaussHermite
@@ -31,7 +39,7 @@ func Main(dyn bool, grid string, seeds int, rcgCap time.Duration, capF float64, 
 		if err != nil {
 			return err
 		}
-		runs, err := nfa.Sweep(dyn, T, seeds, methods, rcgCap, capF, mo)
+		runs, err := rcg.SweepNFA(dyn, T, seeds, methods, rcgCap, capF, mo)
 		if err != nil {
 			return err
 		}

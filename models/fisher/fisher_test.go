@@ -1,4 +1,4 @@
-package rcg
+package fisher
 
 import (
 	"math"
@@ -383,25 +383,6 @@ func TestInnerProductIdentity(t *testing.T) {
 		cheap := (dotF(gk, tk) - dotF(gk, tk1)) / dotF(gk1, tk1)
 		if math.Abs(metricBeta-cheap) > 1e-12*(1+math.Abs(cheap)) {
 			t.Errorf("%s: PR β with metric products %v, cheap form %v", m.name, metricBeta, cheap)
-		}
-	}
-}
-
-func TestRestartPeriod(t *testing.T) {
-	for _, c := range []struct{ n, want int }{{2010, 45}, {7016, 84}, {1, 1}, {4, 2}, {5, 3}, {10000, 100}, {10001, 101}} {
-		if got := RestartPeriod(c.n); got != c.want {
-			t.Errorf("RestartPeriod(%d) = %d, want %d", c.n, got, c.want)
-		}
-	}
-}
-
-func TestPowellBealeFires(t *testing.T) {
-	for _, c := range []struct {
-		cross, norm2 float64
-		want         bool
-	}{{0.2, 1, true}, {-0.2, 1, true}, {0.1999999, 1, false}, {-0.19, 1, false}, {5, 10, true}, {0, 0, true}} {
-		if got := PowellBealeFires(c.cross, c.norm2, 0.2); got != c.want {
-			t.Errorf("PowellBealeFires(%v, %v) = %v, want %v", c.cross, c.norm2, got, c.want)
 		}
 	}
 }

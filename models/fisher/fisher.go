@@ -1,8 +1,12 @@
-package rcg
-
-// Metrics of notes §2: each gives the natural gradient G⁻¹g in closed form and linear time. The cheap inner
-// products of §2.2 (⟨G⁻¹a, G⁻¹b⟩_G = aᵀG⁻¹b) make products with G unnecessary in the optimiser; the Apply forms
-// below exist for tests and diagnostics.
+// Package fisher holds the Fisher metrics of the fixed-form posterior families q used with Riemannian
+// conjugate gradient (paper 004, notes §2): diagonal, full-mean and Gaussian Markov chain metrics of Gaussian means,
+// the softmax metric of categorical responsibilities and the mixture-of-Gaussians mean metric. Each gives the natural
+// gradient G⁻¹g in closed form and linear time. The cheap inner products of §2.2 (⟨G⁻¹a, G⁻¹b⟩_G = aᵀG⁻¹b) make
+// products with G unnecessary in the optimiser; the Apply forms exist for tests and diagnostics.
+//
+// The package imports nothing from the project: models compute their natural gradients with it, and algos/rcg
+// (which drives them) shares it, so neither imports the other for the metric.
+package fisher
 
 // DiagNatGrad writes v ⊙ g into dst: the natural gradient of the means of a diagonal Gaussian q with variances v
 // (eqs. 15, 35: I_μμ = 1/v).

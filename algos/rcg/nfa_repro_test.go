@@ -1,0 +1,171 @@
+package rcg
+
+import (
+	"math"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/models/nfa"
+)
+
+// The long NFA/NSSM experiments of paper 004 (notes §6.6–6.8, gates 19–20) and the curvature premise of RCG on the
+// NSSM; they moved here from models/nfa, which no longer imports this package.
+
+// warmNSSM returns the gate's NSSM (NSSM-SYN, d = 5, H = 20) of size T after iters RCG iterations from Init(0),
+// with the between-step update applied at the returned means.
+func warmNSSM(t *testing.T, T int, mo nfa.Moments, iters int) (*nfa.Model, []float64) {
+	t.Helper()
+	m, err := nfa.New(nfa.SyntheticNSSM(T, 1), T, 21, nfa.Config{Dynamic: true, D: 5, H: 20, Moments: mo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x0, err := m.Init(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Minimize(m, x0, Settings{Method: RCG, PowellBeale: 0.2}, run.Control{MaxIter: iters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Update(res.X); err != nil {
+		t.Fatal(err)
+	}
+	return m, res.X
+}
+
+// TestReproMetricIsCurvature checks the premise of RCG on the NSSM (notes §2.1): with the fixed-point variances
+// (13), the Fisher metric of q matches the curvature of F in the means (Price/Bonnet), so a unit natural-gradient
+// step is a (block-diagonal) Newton step. On the gate's NSSM-SYN (T = 100) after 100 RCG iterations with the
+// Gauss–Hermite moments (≈ 10 s):
+//   - weights: the diagonal Hessian ∂²F/∂w̄² by central differences of the analytic gradient (h = 1e-5, every third
+//     weight) times the variance w̃ (the inverse of the metric) has median in [0.9, 1.1] and 5–95 % quantiles in
+//     [0.75, 1.33];
+//   - states: the decrease of F under the unit step −G⁻¹g on the state block (two chain scans per component) is
+//     within 35 % of the quadratic model's ½gᵀG⁻¹g. (For the weights the unit step is not a Newton step: the diagonal
+//     metric ignores their correlations, which the conjugate directions take care of.)
+//
+// Both checks fail without the clamp of the Gauss–Hermite residual variance (measured: H·w̃ 5–95 % 0.33–2.35, the
+// unit state step raising F by 3.5e6), and the weight check fails with the Taylor moments (95 % quantile 2.54; up to
+// ≈ 500 at other points, docs/rcg.md): the Taylor mean ½φ″(ȳ)ỹ breaks the Price/Bonnet identity when a
+// pre-activation variance is O(1).
+func TestReproMetricIsCurvature(t *testing.T) {
+	repro.Require(t)
+	m, x := warmNSSM(t, 100, nfa.GaussHermite, 100)
+	g, gt := make([]float64, len(x)), make([]float64, len(x))
+	F0 := m.Grad(g, x)
+	m.NatGrad(gt, g, x)
+	n := m.T * m.Cfg.D
+	wv := append(append([]float64(nil), m.WVarF...), m.WVarG...)
+	gp, gm := make([]float64, len(x)), make([]float64, len(x))
+	var r []float64
+	for k := 0; k < len(wv); k += 3 { // every third weight
+		i := n + k
+		old, h := x[i], 1e-5
+		x[i] = old + h
+		m.Grad(gp, x)
+		x[i] = old - h
+		m.Grad(gm, x)
+		x[i] = old
+		r = append(r, (gp[i]-gm[i])/(2*h)*wv[k])
+	}
+	sort.Float64s(r)
+	q := func(p float64) float64 { return r[int(p*float64(len(r)-1))] }
+	t.Logf("weights: H·w̃ quantiles 5%% %.3g, 50%% %.3g, 95%% %.3g (%d weights)", q(0.05), q(0.5), q(0.95), len(r))
+	if q(0.5) < 0.9 || q(0.5) > 1.1 || q(0.05) < 0.75 || q(0.95) > 1.33 {
+		t.Errorf("weights: H·w̃ quantiles %.3g, %.3g, %.3g not ≈ 1", q(0.05), q(0.5), q(0.95))
+	}
+	// The states: the chain metric has the tridiagonal structure of their Hessian, so the unit step on the block
+	// should realise the quadratic model's decrease.
+	xt := append([]float64(nil), x...)
+	var gn float64
+	for i := range n {
+		xt[i] -= gt[i]
+		gn += g[i] * gt[i]
+	}
+	dF := m.Value(xt) - F0
+	t.Logf("states: unit natural step ΔF %.4g, quadratic model −½gᵀG⁻¹g %.4g", dF, -gn/2)
+	if rel := math.Abs(dF+gn/2) / (gn / 2); !(rel <= 0.35) {
+		t.Errorf("states: unit natural step ΔF %.4g vs model %.4g (relative difference %.2g)", dF, -gn/2, rel)
+	}
+}
+
+// gate runs Sweep at size T and returns the median time-to-target of each method (target: RCG's median final F + ε);
+// a run that never reaches the target counts with its whole (capped) run time, so the ratios are then lower bounds.
+// Times are process CPU seconds (Run).
+func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float64, mo nfa.Moments, methods ...string) map[string]float64 {
+	runs, err := SweepNFA(dyn, T, seeds, methods, rcgCap, capF, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fin []float64
+	for _, tr := range runs["RCG"] {
+		fin = append(fin, tr.Final)
+	}
+	target := Median(fin) + 1e-5*float64(T)/80
+	t.Logf("T=%d, %v moments, target F %.4f (RCG's median final F + ε)", T, mo, target)
+	ttt := map[string]float64{}
+	for _, m := range methods {
+		var ts, es, fs, rt []float64
+		reached := 0
+		for _, tr := range runs[m] {
+			a, e, ok := tr.TimeOrBound(target)
+			if ok {
+				reached++
+			}
+			ts, es = append(ts, a), append(es, float64(e))
+			fs, rt = append(fs, tr.Final), append(rt, tr.Time)
+		}
+		ttt[m] = Median(ts)
+		t.Logf("%s: median time-to-target %.3gs (%g evaluations), reached %d/%d, median run time %.3gs, median final F %.4f",
+			m, ttt[m], Median(es), reached, seeds, Median(rt), Median(fs))
+	}
+	return ttt
+}
+
+// TestReproNSSMGate is acceptance gate 19 on NSSM-SYN (notes §6.10): RCG ≥ 10× faster than RG and CG to RCG's
+// median final F at the largest size run here — T = 100, 2 seeds, RCG capped at 4 s of CPU time, the others at
+// 10× RCG's median run time (the 3-minute budget on 2 cores; the paper's sizes are 200–500 and 1000), with the
+// Gauss–Hermite moments. With the Taylor moments RCG stalls and the gate fails (docs/rcg.md: the Taylor mean breaks
+// the Price/Bonnet identity, so the Fisher metric is no curvature model for weakly determined weights).
+func TestReproNSSMGate(t *testing.T) {
+	repro.Require(t)
+	ttt := gate(t, true, 100, 2, 4*time.Second, 10, nfa.GaussHermite, "RCG", "CG", "RG")
+	for _, m := range []string{"CG", "RG"} {
+		r := ttt[m] / ttt["RCG"]
+		t.Logf("%s/RCG time-to-target %.3g", m, r)
+		if r < 10 {
+			t.Errorf("NSSM: %s/RCG time-to-target %.3g, gate ≥ 10", m, r)
+		}
+	}
+}
+
+// TestReproNFAGate is acceptance gate 20 on NFA-SYN: RCG fastest (T = 100, 3 seeds, RCG capped at 15 s of CPU time,
+// others capped at 2× RCG's median run time, Taylor moments).
+func TestReproNFAGate(t *testing.T) {
+	repro.Require(t)
+	ttt := gate(t, false, 100, 3, 15*time.Second, 2, nfa.Taylor, "RCG", "CG", "RG")
+	for _, m := range []string{"CG", "RG"} {
+		if ttt[m] <= ttt["RCG"] {
+			t.Errorf("NFA: %s time-to-target %.3g ≤ RCG's %.3g", m, ttt[m], ttt["RCG"])
+		}
+	}
+}
+
+// TestReproNSSMOld puts the heuristic Old of Valpola & Karhunen (2002) against RCG on the NSSM gate's problem
+// (NSSM-SYN T = 100, 2 seeds, Gauss–Hermite, RCG capped at 4 s of CPU time, Old at 5× RCG's median run time; ≈ 50 s
+// of CPU time). Gates: RCG's median time-to-target (RCG's median final F + ε) is below Old's (§6.6: RCG < Old), and
+// the ratio is at least 3 (the hard gate of §6.7, set there for T = 1000, d = 7, H = 30; lower bound when Old never
+// reaches the target). Where Old lands against RG and CG (§6.6: Old < min(RG, CG)) is measured with rcg-nssm and
+// reported in docs/rcg.md, not here: RG and CG need another 80 s at this cap.
+func TestReproNSSMOld(t *testing.T) {
+	repro.Require(t)
+	ttt := gate(t, true, 100, 2, 4*time.Second, 5, nfa.GaussHermite, "RCG", "Old")
+	r := ttt["Old"] / ttt["RCG"]
+	t.Logf("Old/RCG time-to-target %.3g", r)
+	if !(ttt["RCG"] < ttt["Old"]) || r < 3 {
+		t.Errorf("NSSM: Old/RCG time-to-target %.3g (RCG %.3gs, Old %.3gs), gates RCG < Old and ratio ≥ 3", r, ttt["RCG"], ttt["Old"])
+	}
+}

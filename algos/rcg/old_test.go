@@ -1,0 +1,180 @@
+package rcg
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/models/nfa"
+)
+
+// diagQuad is F = ½Σa_i x_i² with the fixed diagonal metric 1/v (natural gradient v ⊙ g), so the Old iterates have
+// a closed form per coordinate.
+type diagQuad struct{ a, v []float64 }
+
+func (q diagQuad) Dim() int { return len(q.a) }
+func (q diagQuad) Value(x []float64) float64 {
+	var f float64
+	for i, xi := range x {
+		f += 0.5 * q.a[i] * xi * xi
+	}
+	return f
+}
+func (q diagQuad) Grad(g, x []float64) float64 {
+	for i, xi := range x {
+		g[i] = q.a[i] * xi
+	}
+	return q.Value(x)
+}
+func (q diagQuad) NatGrad(dst, g, x []float64) {
+	for i := range g {
+		dst[i] = q.v[i] * g[i]
+	}
+}
+
+// TestOldMultiplierRule checks the Old heuristic (notes §4.2.7) against its rule worked out by hand on separable
+// quadratics, where −g̃_i = −c_i x_i with c_i = v_i a_i: the first step is the unit natural step x_i(1 − c_i); the
+// multiplier of a coordinate then grows ×1.05 while the sign of its step repeats and shrinks ×0.8 when it flips.
+// Case 1: c = (0.5, 1.5, 0.3), three iterations, every step accepted. Case 2: c = 2.5 in one dimension: the unit
+// step raises F (|1 − 2.5| > 1), is rejected and retried with the multiplier halved (x = −0.25); the next step's
+// sign flips, 0.5·0.8 = 0.4 and 0.4·2.5 = 1 lands on the minimum. Tolerance 1e-14 relative (a few roundings).
+func TestOldMultiplierRule(t *testing.T) {
+	q := diagQuad{a: []float64{2, 1, 3}, v: []float64{0.25, 1.5, 0.1}}
+	x0 := []float64{1, -2, 0.5}
+	// By hand: per coordinate x_{k+1} = x_k(1 − m_k c), with m_1 = 1 and m_k ← m_{k−1}·(1.05 if 1 − m_{k−1}c > 0,
+	// i.e. the step keeps its sign, else 0.8).
+	want := [][]float64{
+		{0.5, 2 * 0.5, 0.5 * 0.7}, // 1 − c = 0.5, −0.5, 0.7
+		{0.5 * (1 - 1.05*0.5), 2 * 0.5 * (1 - 0.8*1.5), 0.35 * (1 - 1.05*0.3)}, // repeat, flip, repeat
+	}
+	want = append(want, []float64{
+		want[1][0] * (1 - 1.05*1.05*0.5), // 1 − 0.525 > 0: repeat
+		want[1][1] * (1 - 0.8*0.8*1.5),   // 1 − 1.2 < 0: flip
+		want[1][2] * (1 - 1.05*1.05*0.3), // repeat
+	})
+	for k, w := range want {
+		res, err := Minimize(q, x0, Settings{Method: Old}, run.Control{MaxIter: k + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range w {
+			if math.Abs(res.X[i]-w[i]) > 1e-14*math.Abs(w[i]) {
+				t.Errorf("iteration %d: x[%d] = %.17g, want %.17g", k+1, i, res.X[i], w[i])
+			}
+		}
+	}
+	one := diagQuad{a: []float64{1}, v: []float64{2.5}}
+	res, err := Minimize(one, []float64{1}, Settings{Method: Old}, run.Control{MaxIter: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.X[0] != -0.25 || res.FEvals != 2 {
+		t.Errorf("rejected unit step: x = %v after %d evaluations, want −0.25 after 2", res.X[0], res.FEvals)
+	}
+	res, err = Minimize(one, []float64{1}, Settings{Method: Old}, run.Control{MaxIter: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(res.X[0]) > 1e-15 {
+		t.Errorf("after the flip (multiplier 0.4): x = %v, want 0", res.X[0])
+	}
+}
+
+// smallNSSM is a small NSSM-SYN problem (T = 40, d = 2, H = 6, Gauss–Hermite moments) for the short tests.
+func smallNSSM(t *testing.T) *nfa.Model {
+	t.Helper()
+	const T = 40
+	m, err := nfa.New(nfa.SyntheticNSSM(T, 1), T, 21, nfa.Config{Dynamic: true, D: 2, H: 6, Moments: nfa.GaussHermite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestOldNSSM runs Old on a small NSSM for 60 iterations from Init(seed): the recorded F never rises (the between-
+// step update and the accepted steps both lower it), the final F is below F at the initial state (evaluated by the
+// model before any update) by at least 10 % of that value's distance to what 60 RCG iterations reach, and Result.F
+// agrees with the model's F at Result.X (1e-12 relative). Two runs from the same seed give bit-identical traces; a
+// run from another seed differs.
+func TestOldNSSM(t *testing.T) {
+	m := smallNSSM(t)
+	fit := func(meth Method, seed uint64) (*Result, []float64, float64) {
+		x0, err := m.Init(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		F0 := m.Value(x0)
+		var fs []float64
+		res, err := Minimize(m, x0, Settings{Method: meth, PowellBeale: 0.2}, run.Control{MaxIter: 60,
+			Recorder: run.Func(func(r run.Record) { fs = append(fs, r.Extra["F"]) })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, fs, F0
+	}
+	res, fs, F0 := fit(Old, 3)
+	for i := 1; i < len(fs); i++ {
+		if fs[i] > fs[i-1]+1e-12*math.Abs(fs[i-1]) {
+			t.Errorf("F rose at iteration %d: %.15g → %.15g", i, fs[i-1], fs[i])
+		}
+	}
+	if got := m.Value(res.X); math.Abs(got-res.F) > 1e-12*math.Abs(got) {
+		t.Errorf("Result.F %.15g, model F at Result.X %.15g", res.F, got)
+	}
+	rc, _, _ := fit(RCG, 3)
+	t.Logf("F: initial %.4f, Old after %d iterations %.4f, RCG %.4f", F0, len(fs), res.F, rc.F)
+	if !(res.F < F0-0.1*(F0-rc.F)) {
+		t.Errorf("Old: F %.6g → %.6g, not 10 %% of the way to RCG's %.6g", F0, res.F, rc.F)
+	}
+	again, fs2, _ := fit(Old, 3)
+	if len(fs2) != len(fs) || again.F != res.F {
+		t.Fatalf("same seed: %d iterations to F %v, then %d to %v", len(fs), res.F, len(fs2), again.F)
+	}
+	for i := range fs {
+		if fs[i] != fs2[i] {
+			t.Fatalf("same seed: traces differ at iteration %d: %v vs %v", i, fs[i], fs2[i])
+		}
+	}
+	if other, _, _ := fit(Old, 4); other.F == res.F {
+		t.Errorf("seeds 3 and 4 gave the same final F %v", res.F)
+	}
+}
+
+// noUpdate hides the model's Update so that Minimize sees the state as given.
+type noUpdate struct{ m *nfa.Model }
+
+func (n noUpdate) Dim() int                    { return n.m.Dim() }
+func (n noUpdate) Value(x []float64) float64   { return n.m.Value(x) }
+func (n noUpdate) Grad(g, x []float64) float64 { return n.m.Grad(g, x) }
+func (n noUpdate) NatGrad(d, g, x []float64)   { n.m.NatGrad(d, g, x) }
+
+// TestNFANotFiniteStart: an NSSM state with a negative chain variance has F = NaN, which every method rejects before
+// iterating (ErrNotFinite).
+func TestNFANotFiniteStart(t *testing.T) {
+	m := smallNSSM(t)
+	x, err := m.Init(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Ring[3] = -1
+	for _, meth := range []Method{RCG, Old} {
+		if _, err := Minimize(noUpdate{m}, x, Settings{Method: meth}, run.Control{MaxIter: 3}); !errors.Is(err, ErrNotFinite) {
+			t.Errorf("%v with a negative variance: err = %v", meth, err)
+		}
+	}
+}
+
+// TestRunNFAMethods: RunNFA accepts every name in NFAMethods and rejects another one.
+func TestRunNFAMethods(t *testing.T) {
+	m := smallNSSM(t)
+	for _, name := range NFAMethods {
+		tr, err := RunNFA(m, 0, name, 1e9, 1, 0) // a tolerance that stops after one iteration
+		if err != nil || tr.Method != name || tr.Iters != 1 || len(tr.F) != 1 {
+			t.Errorf("%s: trace %+v, err %v", name, tr, err)
+		}
+	}
+	if _, err := RunNFA(m, 0, "BFGS", 1, 1, 0); !errors.Is(err, ErrBadInput) {
+		t.Errorf("unknown method: err = %v", err)
+	}
+}

@@ -72,3 +72,30 @@ func benchSparse(b *testing.B, f Sparse, m Model, kind Kind, opt Optimizer) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkArrowHostCopies is the part of an Alg 2c iteration that moves θ to the host and ∇log p back (the model
+// runs on the host): one Download of θ and one Upload of ∇log p (d = 3e5 + 9 at 1e5 Epilepsy-like groups), to be
+// read against BenchmarkArrowNatural/groups=100000, the whole iteration.
+func BenchmarkArrowHostCopies(b *testing.B) {
+	be := testbackend.Open(b)
+	m, err := glmm.SyntheticEpilepsy(100000, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := NewArrow(be, m.Groups(), m.GlobalDim(), 10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	c := f.core()
+	b.SetBytes(int64(2 * 8 * c.d))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := c.b.Download(c.hthT, c.th); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.b.Upload(c.gp, c.hgpT); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

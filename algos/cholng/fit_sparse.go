@@ -2,6 +2,7 @@ package cholng
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/geovb/geovb/algos/run"
@@ -17,8 +18,11 @@ type SparseResult struct {
 	Time   time.Duration
 }
 
-// sparseCheckpoint is the resumable state of FitSparse (method "cholng-sparse", version 2): the parameter
-// buffer and the optimiser moments in the family's flat layout (which depends only on the family's sizes).
+// sparseCheckpoint is the resumable state of FitSparse (method "cholng-sparse", version sparseCheckpointVersion):
+// the parameter buffer and the optimiser moments in the family's flat layout, which is a function of the group
+// sizes (Sizes, in the user's order) and d (Dm; the global block has the rest). Version 3: the groups are bucketed by size (one
+// bucket per distinct size) instead of runs of consecutive equal sizes; a version-2 file is refused by
+// run.LoadCheckpoint with a message naming both versions.
 type sparseCheckpoint struct {
 	Iter          int
 	P, M, S       []float64
@@ -26,7 +30,10 @@ type sparseCheckpoint struct {
 	Sum           float64
 	N, Kind, Opt  int
 	NumParams, Dm int
+	Sizes         []int
 }
+
+const sparseCheckpointVersion = 3
 
 // FitSparse runs Snngm or Adam (cfg.Optimizer, cfg.Kind; cfg.Param and cfg.Init0 are ignored: the family fixes
 // them) on a structured family from its current λ, with the stopping rule and run control of Fit. Every iteration
@@ -58,10 +65,11 @@ func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*Sp
 	done := 0
 	if resume {
 		var cp sparseCheckpoint
-		if err := run.LoadCheckpoint(ctl.CheckpointPath, "cholng-sparse", 2, &cp); err != nil {
+		if err := run.LoadCheckpoint(ctl.CheckpointPath, "cholng-sparse", sparseCheckpointVersion, &cp); err != nil {
 			return nil, err
 		}
 		if cp.NumParams != np || cp.Dm != d || cp.Kind != int(cfg.Kind) || cp.Opt != int(cfg.Optimizer) ||
+			!slices.Equal(cp.Sizes, c.sizes) ||
 			len(cp.P) != c.plen || len(cp.M) != c.plen || (st.s != nil && len(cp.S) != c.plen) {
 			return nil, fmt.Errorf("cholng: checkpoint %s is for another configuration", ctl.CheckpointPath)
 		}
@@ -122,6 +130,6 @@ func saveSparseCheckpoint(c *sparseCore, o *optimizer, r *StopRule, iter int, pa
 		}
 	}
 	cp := sparseCheckpoint{Iter: iter, P: p, M: mo, S: so, Means: r.Means, Sum: r.sum, N: r.n, Kind: int(cfg.Kind),
-		Opt: int(cfg.Optimizer), NumParams: c.np, Dm: c.d}
-	return run.SaveCheckpoint(path, "cholng-sparse", 2, cp)
+		Opt: int(cfg.Optimizer), NumParams: c.np, Dm: c.d, Sizes: c.sizes}
+	return run.SaveCheckpoint(path, "cholng-sparse", sparseCheckpointVersion, cp)
 }

@@ -16,10 +16,17 @@ import (
 // family (Fisher of the pattern entries solved, notes §4.1): masking the dense formula is wrong (≈ 30 % error) and
 // is not done.
 //
-// The parameters live in one flat backend buffer (μ, then the blocks of each run of equal-size groups, then the
-// global block; padded), with the gradient in a second buffer of the same layout, so that the optimiser updates all
-// of λ with a few element-wise passes. Lambda and SetLambda convert to the paper's order λ = (μ, factor entries of
-// the pattern) on the host.
+// The groups (blocks) are bucketed by size once, at construction: internally θ, z and the parameters are ordered
+// bucket by bucket (sizes in order of first appearance, groups in the user's order within a bucket), so each
+// distinct size is one batch of the backend's block operations however the sizes alternate. The permutation stays
+// inside: θ and ∇log p cross to the model in the user's order, draw k of Sample goes to the user's coordinate k,
+// and Lambda/SetLambda use the user's order. When every size already forms one consecutive run the permutation is
+// the identity and costs nothing.
+//
+// The parameters live in one flat backend buffer (μ, then the blocks of each bucket, then the global block;
+// padded), with the gradient in a second buffer of the same layout, so that the optimiser updates all of λ with a
+// few element-wise passes. Lambda and SetLambda convert to the paper's order λ = (μ, factor entries of the pattern)
+// on the host.
 type Sparse interface {
 	Dim() int
 	// NumParams is ℓ_λ counting only the free entries of the pattern (notes §8.7).
@@ -88,12 +95,13 @@ func diagOf(t *T) *T {
 	return viewOf(t, 0, tensor.Shape{Batch: t.Batch(), Rows: t.Rows(), Cols: 1}, t.BatchStride(), t.RowStride()+1)
 }
 
-// bucket is a run of consecutive groups (blocks) of equal size r: its blocks form one batch of the block operations.
+// bucket is the groups (blocks) of one size r, consecutive in the internal order: its blocks form one batch of the
+// block operations.
 type bucket struct {
 	n, r       int
-	zoff       int // first coordinate in θ
-	loff, moff int // offsets in the parameter buffer of the diagonal blocks (n·r²) and coupling blocks (n·q·r)
-	first      int // index of the first group
+	zoff       int   // first coordinate in the internal θ
+	loff, moff int   // offsets in the parameter buffer of the diagonal blocks (n·r²) and coupling blocks (n·q·r)
+	groups     []int // the user's index of each group of the bucket
 
 	l, m, gl, gm          *T // parameter and gradient blocks (m, gm: Arrow only)
 	leff, diagL, diagLeff *T // Block with LogDiag: C with the diagonal exponentiated, and the diagonal views
@@ -120,10 +128,27 @@ type sparseCore struct {
 	slots              []*T
 	extra              []*T
 
-	hth, hgp, hz, hscal []float64
+	hth, hgp, hz, hscal []float64 // host copies in the internal order
 	hthT, hgpT, hzT     *T
 	hscalT              *T
+
+	// The group permutation (nil cperm: identity). cperm maps an internal coordinate to the user's; where maps a
+	// user group to (bucket, index in the bucket). θ and ∇log p meet the model in hthU and hgpU (the user's order;
+	// the same slices as hth and hgp when the permutation is the identity). Sample draws into zU in the user's
+	// order and moves the draws with the strided copies zseg — or, when the sizes are so irregular that the copies
+	// would be many (hostZ), draws on the host.
+	cperm          []int32
+	where          [][2]int
+	hthU, hgpU     []float64
+	zU             *T
+	zUFull, zUTail *T
+	zseg           [][2]*T // (dst in z, src in zU)
+	hostZ          bool
+	hzU            []float64
 }
+
+// maxZSegments is the number of strided copies above which Sample draws z on the host and uploads it.
+const maxZSegments = 64
 
 func (c *sparseCore) core() *sparseCore        { return c }
 func (c *sparseCore) Dim() int                 { return c.d }
@@ -133,25 +158,31 @@ func (c *sparseCore) Backend() backend.Backend { return c.b }
 // slot is scalar result k (a 1×1×1 view of scal).
 func (c *sparseCore) slot(k int) *T { return c.slots[k] }
 
-// runs splits sizes into runs of consecutive equal sizes.
-func runs(sizes []int) [][2]int {
-	var out [][2]int // (first, count)
-	for i := 0; i < len(sizes); {
-		j := i
-		for j < len(sizes) && sizes[j] == sizes[i] {
-			j++
+// bucketSizes groups the indices of sizes by size, sizes in order of first appearance and indices ascending within
+// a size: the internal order of the groups.
+func bucketSizes(sizes []int) [][]int {
+	var out [][]int
+	at := map[int]int{}
+	for g, s := range sizes {
+		k, ok := at[s]
+		if !ok {
+			k = len(out)
+			at[s] = k
+			out = append(out, nil)
 		}
-		out = append(out, [2]int{i, j - i})
-		i = j
+		out[k] = append(out[k], g)
 	}
 	return out
 }
 
-// newCore lays out and allocates the buffers: μ (dpad), then per run the diagonal blocks and (coupling q > 0) the
-// coupling blocks, then tail more parameters (the global block of Arrow); nscal scalar slots.
-func newCore(b backend.Backend, sizes []int, q, tail, nscal int) (*sparseCore, error) {
+// newCore lays out and allocates the buffers: μ (dpad), then per bucket the diagonal blocks and (coupling q > 0)
+// the coupling blocks, then tail more parameters (the global block of Arrow); nscal0 + nscalB per bucket scalar
+// slots.
+func newCore(b backend.Backend, sizes []int, q, tail, nscal0, nscalB int) (*sparseCore, error) {
 	c := &sparseCore{b: b, sizes: append([]int(nil), sizes...)}
-	for _, s := range sizes {
+	uoff := make([]int, len(sizes)) // the user's offset of each group
+	for g, s := range sizes {
+		uoff[g] = c.d
 		c.d += s
 	}
 	c.d += q
@@ -162,9 +193,27 @@ func newCore(b backend.Backend, sizes []int, q, tail, nscal int) (*sparseCore, e
 	c.np = c.d
 	off := c.dpad
 	zoff := 0
-	for _, rn := range runs(sizes) {
-		r := sizes[rn[0]]
-		bk := &bucket{n: rn[1], r: r, zoff: zoff, first: rn[0], loff: off}
+	buckets := bucketSizes(sizes)
+	nscal := nscal0 + nscalB*len(buckets)
+	c.where = make([][2]int, len(sizes))
+	ident := true
+	cperm := make([]int32, c.d)
+	for k := range cperm {
+		cperm[k] = int32(k) // the global block keeps its place
+	}
+	for bi, gs := range buckets {
+		r := sizes[gs[0]]
+		bk := &bucket{n: len(gs), r: r, zoff: zoff, groups: gs, loff: off}
+		for j, g := range gs {
+			c.where[g] = [2]int{bi, j}
+			io := zoff + j*r
+			if io != uoff[g] {
+				ident = false
+			}
+			for a := 0; a < r; a++ {
+				cperm[io+a] = int32(uoff[g] + a)
+			}
+		}
 		off += bk.n * r * r
 		c.np += bk.n * r * (r + 1) / 2
 		if q > 0 {
@@ -225,7 +274,83 @@ func newCore(b backend.Backend, sizes []int, q, tail, nscal int) (*sparseCore, e
 	c.hgpT, _ = tensor.FromSlice(c.hgp, 1, c.dpad/flatW, flatW)
 	c.hzT, _ = tensor.FromSlice(c.hz, 1, c.dpad/flatW, flatW)
 	c.hscalT, _ = tensor.FromSlice(c.hscal, 1, 1, nscal)
+	c.hthU, c.hgpU = c.hth, c.hgp
+	if !ident {
+		if err := c.permSetup(cperm, uoff, q); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// permSetup prepares a non-identity group permutation: the user-order host buffers and the moves of the draws.
+// Within a bucket the groups are in the user's order, so a run of them at evenly spaced user offsets is one strided
+// copy from zU; the global block (q) is one more.
+func (c *sparseCore) permSetup(cperm []int32, uoff []int, q int) error {
+	c.cperm = cperm
+	c.hthU, c.hgpU, c.hzU = make([]float64, c.d), make([]float64, c.d), make([]float64, c.d)
+	type seg struct{ io, uo, n, r, stride int }
+	var segs []seg
+	for _, bk := range c.bk {
+		for j := 0; j < bk.n; {
+			s := seg{io: bk.zoff + j*bk.r, uo: uoff[bk.groups[j]], n: 1, r: bk.r, stride: bk.r}
+			if j+1 < bk.n {
+				s.stride = uoff[bk.groups[j+1]] - s.uo
+				for j+s.n < bk.n && uoff[bk.groups[j+s.n]]-uoff[bk.groups[j+s.n-1]] == s.stride {
+					s.n++
+				}
+			}
+			segs = append(segs, s)
+			j += s.n
+		}
+	}
+	if q > 0 {
+		segs = append(segs, seg{io: c.d - q, uo: c.d - q, n: 1, r: q, stride: q})
+	}
+	if len(segs) > maxZSegments {
+		c.hostZ = true
+		return nil
+	}
+	var err error
+	if c.zU, err = c.b.Alloc(tensor.Shape{Batch: 1, Rows: c.dpad / flatW, Cols: flatW}); err != nil {
+		return err
+	}
+	c.extra = append(c.extra, c.zU)
+	if full := c.d / flatW * flatW; full > 0 {
+		c.zUFull = wideView(c.zU, 0, full)
+	}
+	if rem := c.d % flatW; rem > 0 {
+		c.zUTail = viewOf(c.zU, c.d/flatW*flatW, tensor.Shape{Batch: 1, Rows: 1, Cols: rem}, rem, rem)
+	}
+	for _, s := range segs {
+		sh := tensor.Shape{Batch: s.n, Rows: s.r, Cols: 1}
+		c.zseg = append(c.zseg, [2]*T{viewOf(c.z, s.io, sh, s.r, 1), viewOf(c.zU, s.uo, sh, s.stride, 1)})
+	}
+	return nil
+}
+
+// toUser returns the user-order copy of an internal-order d-vector; fromUser writes the internal order of u into h.
+func (c *sparseCore) toUser(h []float64) []float64 {
+	out := make([]float64, c.d)
+	if c.cperm == nil {
+		copy(out, h[:c.d])
+		return out
+	}
+	for i, u := range c.cperm {
+		out[u] = h[i]
+	}
+	return out
+}
+
+func (c *sparseCore) fromUser(h, u []float64) {
+	if c.cperm == nil {
+		copy(h[:c.d], u)
+		return
+	}
+	for i, k := range c.cperm {
+		h[i] = u[k]
+	}
 }
 
 // Close frees the backend buffers; the family must not be used afterwards. A second Close does nothing.
@@ -242,25 +367,41 @@ func (c *sparseCore) Close() {
 	c.extra = nil
 }
 
-// Sample draws z from stream c (draw c.Offset + k for coordinate k).
+// Sample draws z from stream c (draw c.Offset + k for the user's coordinate k).
 func (c *sparseCore) Sample(ctr rng.Counter) error {
-	if c.zFull != nil {
-		if err := c.b.FillNormal(c.zFull, ctr); err != nil {
+	if c.hostZ {
+		ctr.FillNormal(c.hzU)
+		c.fromUser(c.hz, c.hzU)
+		return c.b.Upload(c.z, c.hzT)
+	}
+	full, tail := c.zFull, c.zTail
+	if c.cperm != nil {
+		full, tail = c.zUFull, c.zUTail
+	}
+	if full != nil {
+		if err := c.b.FillNormal(full, ctr); err != nil {
 			return err
 		}
 	}
-	if c.zTail != nil {
-		return c.b.FillNormal(c.zTail, ctr.Advance(c.d/flatW*flatW))
+	if tail != nil {
+		if err := c.b.FillNormal(tail, ctr.Advance(c.d/flatW*flatW)); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.zseg {
+		if err := c.b.Copy(s[0], s[1]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// SetZ sets z (length d).
+// SetZ sets z (length d, the user's order).
 func (c *sparseCore) SetZ(z []float64) error {
 	if len(z) != c.d {
 		return fmt.Errorf("cholng: z has %d entries, want %d", len(z), c.d)
 	}
-	copy(c.hz, z) // the padding stays 0
+	c.fromUser(c.hz, z) // the padding stays 0
 	return c.b.Upload(c.z, c.hzT)
 }
 
@@ -279,17 +420,31 @@ func (c *sparseCore) upFlat(t *T, h []float64) error {
 	return c.b.Upload(wideView(t, 0, len(h)), ht)
 }
 
-// finishDraw sets θ = μ + w and brings θ to the host.
+// finishDraw sets θ = μ + w and brings θ to the host (hthU, the user's order).
 func (c *sparseCore) finishDraw() error {
 	if err := c.b.Axpby(c.th, 1, c.w, 1, c.muW); err != nil {
 		return err
 	}
-	return c.b.Download(c.hthT, c.th)
+	if err := c.b.Download(c.hthT, c.th); err != nil {
+		return err
+	}
+	if c.cperm != nil {
+		for i, u := range c.cperm {
+			c.hthU[u] = c.hth[i]
+		}
+	}
+	return nil
 }
 
-// logJoint evaluates the model at the host θ and uploads its gradient.
+// evalModel evaluates the model at the host θ (the user's order), leaving ∇log p in hgpU.
+func (c *sparseCore) evalModel(m Model) float64 { return m.LogJoint(c.hthU[:c.d], c.hgpU[:c.d]) }
+
+// logJoint evaluates the model at the host θ and uploads its gradient (in the internal order).
 func (c *sparseCore) logJoint(m Model) (float64, error) {
-	lp := m.LogJoint(c.hth[:c.d], c.hgp[:c.d])
+	lp := c.evalModel(m)
+	if c.cperm != nil {
+		c.fromUser(c.hgp, c.hgpU)
+	}
 	return lp, c.b.Upload(c.gp, c.hgpT)
 }
 
@@ -323,14 +478,14 @@ func checkLambda(lam []float64, np int) error {
 
 // Block is the block-diagonal covariance family Σ = CCᵀ, C = blockdiag(C_1 … C_N) of Alg 1c (notes §4.2). λ = (μ,
 // packed lower C_1, …, packed lower C_N), each block row-major. With LogDiag the diagonal entries are stored as
-// log C_ii (notes §3.7: C′; C_ii > 0 always). Consecutive blocks of equal size are one batch of the backend's block
-// operations; put blocks of equal size next to each other for speed.
+// log C_ii (notes §3.7: C′; C_ii > 0 always). The blocks of each size are one batch of the backend's block
+// operations, wherever they stand (see Sparse).
 type Block struct {
 	*sparseCore
 	LogDiag bool
 }
 
-// Block scalar slots: ‖z‖², ‖ĝ‖²/‖g̃‖², then Σ log|C_ii| per run.
+// Block scalar slots: ‖z‖², ‖ĝ‖²/‖g̃‖², then Σ log|C_ii| per bucket.
 const (
 	bsZZ = iota
 	bsNorm
@@ -350,7 +505,7 @@ func NewBlock(b backend.Backend, sizes []int, diag0 float64, logDiag bool) (*Blo
 	if diag0 == 0 || math.IsNaN(diag0) || math.IsInf(diag0, 0) || (logDiag && diag0 < 0) {
 		return nil, fmt.Errorf("%w: initial diagonal %g", ErrFactor, diag0)
 	}
-	c, err := newCore(b, sizes, 0, 0, bsFixed+len(runs(sizes)))
+	c, err := newCore(b, sizes, 0, 0, bsFixed, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -379,6 +534,44 @@ func NewBlock(b backend.Backend, sizes []int, diag0 float64, logDiag bool) (*Blo
 	return f, nil
 }
 
+// NewBlockDiag is NewBlock with initial diagonal diag0[k] for block k (the RVB initialisation of notes §7.3.4: 1
+// for the transformed locals, 0.1 for the global block).
+func NewBlockDiag(b backend.Backend, sizes []int, diag0 []float64, logDiag bool) (*Block, error) {
+	if len(diag0) != len(sizes) {
+		return nil, fmt.Errorf("cholng: %d initial diagonals for %d blocks", len(diag0), len(sizes))
+	}
+	f, err := NewBlock(b, sizes, 1, logDiag)
+	if err != nil {
+		return nil, err
+	}
+	lam, err := f.Lambda()
+	if err == nil {
+		k := f.d
+		for g, s := range sizes {
+			v := diag0[g]
+			if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) || (logDiag && v < 0) {
+				err = fmt.Errorf("%w: initial diagonal %g of block %d", ErrFactor, v, g)
+				break
+			}
+			if logDiag {
+				v = math.Log(v)
+			}
+			for a := 0; a < s; a++ {
+				lam[k+lowIdx(a, a)] = v
+			}
+			k += s * (s + 1) / 2
+		}
+	}
+	if err == nil {
+		err = f.SetLambda(lam)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // Param is Covariance.
 func (f *Block) Param() Param { return Covariance }
 
@@ -397,14 +590,13 @@ func (f *Block) toLambda(buf *T) ([]float64, error) {
 		return nil, err
 	}
 	out := make([]float64, 0, f.np)
-	out = append(out, h[:f.d]...)
-	for _, bk := range f.bk {
+	out = append(out, f.toUser(h)...)
+	for _, w := range f.where {
+		bk := f.bk[w[0]]
 		r := bk.r
-		for j := 0; j < bk.n; j++ {
-			blk := h[bk.loff+j*r*r:]
-			for a := 0; a < r; a++ {
-				out = append(out, blk[a*r:a*r+a+1]...)
-			}
+		blk := h[bk.loff+w[1]*r*r:]
+		for a := 0; a < r; a++ {
+			out = append(out, blk[a*r:a*r+a+1]...)
 		}
 	}
 	return out, nil
@@ -416,18 +608,17 @@ func (f *Block) SetLambda(lam []float64) error {
 		return err
 	}
 	h := make([]float64, f.plen)
-	copy(h, lam[:f.d])
+	f.fromUser(h, lam[:f.d])
 	k := f.d
-	for _, bk := range f.bk {
+	for g, w := range f.where {
+		bk := f.bk[w[0]]
 		r := bk.r
-		for j := 0; j < bk.n; j++ {
-			blk := h[bk.loff+j*r*r:]
-			for a := 0; a < r; a++ {
-				copy(blk[a*r:a*r+a+1], lam[k:k+a+1])
-				k += a + 1
-				if !f.LogDiag && blk[a*r+a] == 0 {
-					return fmt.Errorf("%w: block %d diagonal %d is 0", ErrFactor, bk.first+j, a)
-				}
+		blk := h[bk.loff+w[1]*r*r:]
+		for a := 0; a < r; a++ {
+			copy(blk[a*r:a*r+a+1], lam[k:k+a+1])
+			k += a + 1
+			if !f.LogDiag && blk[a*r+a] == 0 {
+				return fmt.Errorf("%w: block %d diagonal %d is 0", ErrFactor, g, a)
 			}
 		}
 	}
@@ -503,7 +694,7 @@ func (f *Block) Eval(m Model) (float64, error) {
 	if err := f.draw(); err != nil {
 		return 0, err
 	}
-	lp := m.LogJoint(f.hth[:f.d], f.hgp[:f.d])
+	lp := f.evalModel(m)
 	s, err := f.scalars()
 	if err != nil {
 		return 0, err
@@ -582,7 +773,7 @@ func (f *Block) Gradient(m Model, kind Kind) (float64, float64, error) {
 // lower triangular, diagonal blocks T_i (local, r_i×r_i) and T_G (global, d_G×d_G) and a last block row of dense
 // T_Gi (d_G×r_i); θ = (b_1, …, b_n, θ_G). λ = (μ, [packed lower T_i, row-major T_Gi]_{i=1..n}, packed lower T_G):
 // this order makes the Fisher block diagonal. Memory and work per iteration are O(Σ_i (r_i² + r_i d_G) + d_G²).
-// Consecutive groups of equal size form one batch of the backend's block operations (a GLMM has one).
+// The groups of each size form one batch of the backend's block operations, wherever they stand (see Sparse).
 type Arrow struct {
 	*sparseCore
 	dG, dl     int
@@ -602,7 +793,7 @@ const (
 	asZZG
 	asTriG
 	asNorm
-	asFixed // then per run: Σ log|T_ii|, tri-norm
+	asFixed // then per bucket: Σ log|T_ii|, tri-norm
 )
 
 // NewArrow makes the family on b for local blocks of the given sizes and a global block of size dG, with μ = 0
@@ -619,8 +810,7 @@ func NewArrow(b backend.Backend, sizes []int, dG int, diag0 float64) (*Arrow, er
 			return nil, fmt.Errorf("cholng: group %d has %d local variables", i, s)
 		}
 	}
-	nr := len(runs(sizes))
-	c, err := newCore(b, sizes, dG, dG*dG, asFixed+2*nr)
+	c, err := newCore(b, sizes, dG, dG*dG, asFixed, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -683,17 +873,16 @@ func (f *Arrow) toLambda(buf *T) ([]float64, error) {
 		return nil, err
 	}
 	out := make([]float64, 0, f.np)
-	out = append(out, h[:f.d]...)
+	out = append(out, f.toUser(h)...)
 	q := f.dG
-	for _, bk := range f.bk {
+	for _, w := range f.where {
+		bk, j := f.bk[w[0]], w[1]
 		r := bk.r
-		for j := 0; j < bk.n; j++ {
-			blk := h[bk.loff+j*r*r:]
-			for a := 0; a < r; a++ {
-				out = append(out, blk[a*r:a*r+a+1]...)
-			}
-			out = append(out, h[bk.moff+j*q*r:bk.moff+(j+1)*q*r]...)
+		blk := h[bk.loff+j*r*r:]
+		for a := 0; a < r; a++ {
+			out = append(out, blk[a*r:a*r+a+1]...)
 		}
+		out = append(out, h[bk.moff+j*q*r:bk.moff+(j+1)*q*r]...)
 	}
 	for a := 0; a < q; a++ {
 		out = append(out, h[f.goff+a*q:f.goff+a*q+a+1]...)
@@ -707,7 +896,7 @@ func (f *Arrow) SetLambda(lam []float64) error {
 		return err
 	}
 	h := make([]float64, f.plen)
-	copy(h, lam[:f.d])
+	f.fromUser(h, lam[:f.d])
 	k, q := f.d, f.dG
 	tri := func(dst []float64, r int, what string) error {
 		for a := 0; a < r; a++ {
@@ -719,15 +908,14 @@ func (f *Arrow) SetLambda(lam []float64) error {
 		}
 		return nil
 	}
-	for _, bk := range f.bk {
+	for g, w := range f.where {
+		bk, j := f.bk[w[0]], w[1]
 		r := bk.r
-		for j := 0; j < bk.n; j++ {
-			if err := tri(h[bk.loff+j*r*r:], r, fmt.Sprintf("group %d", bk.first+j)); err != nil {
-				return err
-			}
-			copy(h[bk.moff+j*q*r:bk.moff+(j+1)*q*r], lam[k:k+q*r])
-			k += q * r
+		if err := tri(h[bk.loff+j*r*r:], r, fmt.Sprintf("group %d", g)); err != nil {
+			return err
 		}
+		copy(h[bk.moff+j*q*r:bk.moff+(j+1)*q*r], lam[k:k+q*r])
+		k += q * r
 	}
 	if err := tri(h[f.goff:], q, "global block"); err != nil {
 		return err
@@ -862,7 +1050,7 @@ func (f *Arrow) Eval(m Model) (float64, error) {
 	if err := f.draw(); err != nil {
 		return 0, err
 	}
-	lp := m.LogJoint(f.hth[:f.d], f.hgp[:f.d])
+	lp := f.evalModel(m)
 	s, err := f.scalars()
 	if err != nil {
 		return 0, err
@@ -870,7 +1058,7 @@ func (f *Arrow) Eval(m Model) (float64, error) {
 	return lp - f.logQ(s), nil
 }
 
-// localSum runs BlockLower over the runs, accumulating Σ_i T_Gi(·)_i into sG (zero with no groups).
+// localSum runs BlockLower over the buckets, accumulating Σ_i T_Gi(·)_i into sG (zero with no groups).
 func (f *Arrow) localSum(solve bool, dst, x func(*bucket) *T) error {
 	if len(f.bk) == 0 {
 		return f.b.Fill(f.sG, 0)

@@ -207,3 +207,20 @@ func TestFitSparseMatchesHostLoop(t *testing.T) {
 	}
 	t.Logf("block log-diagonal Snngm: rel difference to the host loop %.2g", e)
 }
+
+// fitVsHost runs iters iterations of FitSparse on f (closed at the end of the test) and of the host loop on hf from
+// the same λ and draws, and reports an error when λ differs by more than rel tol; it returns the difference.
+func fitVsHost(t *testing.T, f Sparse, hf hostFamily, m Model, cfg Config, iters int, tol float64) float64 {
+	t.Helper()
+	closeAfter(t, f)
+	hostRun(hf, m, cfg, iters)
+	res, err := FitSparse(f, m, cfg, run.Control{MaxIter: iters}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := relOK(res.Lambda, hf.Lambda(), tol)
+	if !ok {
+		t.Errorf("%T %v/%v: λ after %d iterations differs from the host loop: rel %.2g", f, cfg.Optimizer, cfg.Kind, iters, e)
+	}
+	return e
+}

@@ -105,7 +105,7 @@ func gradOf(t testing.TB, f Sparse, m Model, kind Kind) (g []float64, h, n2 floa
 }
 
 // thetaOf is θ of the last draw; vOf downloads v = T⁻¹g of the last Arrow gradient.
-func thetaOf(f Sparse) []float64 { return append([]float64(nil), f.core().hth[:f.Dim()]...) }
+func thetaOf(f Sparse) []float64 { return append([]float64(nil), f.core().hthU[:f.Dim()]...) }
 
 func vOf(t testing.TB, f *Arrow) []float64 {
 	t.Helper()
@@ -113,7 +113,7 @@ func vOf(t testing.TB, f *Arrow) []float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h[:f.d]
+	return f.toUser(h)
 }
 
 func closeAfter(t testing.TB, f Sparse) { t.Cleanup(f.Close) }
@@ -291,14 +291,14 @@ func TestArrowNaturalEqualsRestrictedFisher(t *testing.T) {
 	t.Logf("guard: min rel difference of the masked dense formula %.3f", minGuard)
 }
 
-// zHost downloads z.
+// zHost downloads z (the user's order).
 func (c *sparseCore) zHost(t testing.TB) []float64 {
 	t.Helper()
 	h, err := c.downFlat(c.z, c.dpad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h[:c.d]
+	return c.toUser(h)
 }
 
 // triDense is the dense T H̿ (notes §3.6), row-major, from a dense lower T (independent of the packed scans).

@@ -161,8 +161,8 @@ func LogJacobian(r int, omega []float64) float64 {
 	return s
 }
 
-// BFromOmega returns B = WWᵀ (r×r row-major) for ω.
-func BFromOmega(r int, omega []float64) []float64 {
+// wFromOmega returns W (r×r row-major, lower): W_kl = ω_kl for k > l, W_kk = exp(ω_kk).
+func wFromOmega(r int, omega []float64) []float64 {
 	w := make([]float64, r*r)
 	for l := 0; l < r; l++ {
 		for k := l; k < r; k++ {
@@ -173,6 +173,12 @@ func BFromOmega(r int, omega []float64) []float64 {
 			w[k*r+l] = v
 		}
 	}
+	return w
+}
+
+// BFromOmega returns B = WWᵀ (r×r row-major) for ω.
+func BFromOmega(r int, omega []float64) []float64 {
+	w := wFromOmega(r, omega)
 	b := make([]float64, r*r)
 	for a := 0; a < r; a++ {
 		for c := 0; c < r; c++ {

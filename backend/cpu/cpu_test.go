@@ -48,10 +48,13 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-// A whole-tensor reduction keeps its rows-long partials in pooled scratch: after the first call, further calls
-// allocate less than a tenth of one partial (8·rows bytes; 8 MB per call for a d = 1e6 vector before pooling).
-// The collector is off during the count so that it cannot empty the pools.
+// A whole-tensor reduction keeps its rows-long partials in pooled scratch: once warm, ten calls allocate less than
+// half a partial each on average (8·rows bytes per call without pooling: 8 MB for a d = 1e6 vector; one miss of the
+// per-P pool costs a tenth). The collector is off during the count so that it cannot empty the pools.
 func TestReduceAllReusesScratch(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled buffers at random")
+	}
 	b := newBackend(t)
 	const rows = 1 << 17
 	x, err := b.Alloc(tensor.Shape{Batch: 1, Rows: rows, Cols: 1})
@@ -66,11 +69,13 @@ func TestReduceAllReusesScratch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC() // finish any cycle that started before the collector was switched off
 	reduce := func() {
 		if err := b.Reduce(dst, backend.ReduceSum, backend.AxisAll, x); err != nil {
 			t.Fatal(err)
 		}
 	}
+	reduce()
 	reduce()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -81,7 +86,9 @@ func TestReduceAllReusesScratch(t *testing.T) {
 	if got := dst.At(0, 0, 0); got != rows*0.5 {
 		t.Fatalf("sum = %v, want %v", got, rows*0.5)
 	}
-	if per := float64(after.TotalAlloc-before.TotalAlloc) / 10; per > 0.1*8*rows {
-		t.Fatalf("Reduce(AxisAll) allocates %.0f bytes per call, want < %d", per, 8*rows/10)
+	per := float64(after.TotalAlloc-before.TotalAlloc) / 10
+	if per > 0.5*8*rows {
+		t.Fatalf("Reduce(AxisAll) allocates %.0f bytes per call, want < %d", per, 8*rows/2)
 	}
+	t.Logf("%.0f bytes per call (a partial is %d)", per, 8*rows)
 }

@@ -152,6 +152,71 @@ func lrSymL(a blas64.General) blas64.Symmetric {
 	return blas64.Symmetric{Uplo: blas.Lower, N: a.Rows, Stride: a.Stride, Data: a.Data}
 }
 
+// lrSkinny says whether the products with a thin p×k operand use the register-tiled loops of vec (AccTN, DotRows)
+// instead of a GEMM: with k ≤ 16 columns a GEMM's packing costs about another pass over the W block.
+func lrSkinny(p, k int) bool { return vec.UseFMA && k <= 16 && p >= 4 }
+
+// lrAcc accumulates Σ W_blkᵀ X_blk (p×k) over the blocks of a chunk: by GEMM, or transposed (k×p) by vec.AccTN.
+type lrAcc struct {
+	tmp    *scratch
+	p, k   int
+	skinny bool
+	a, at  blas64.General // the p×k sum (GEMM path, or the result) and its k×p transpose (vec path)
+}
+
+func (a *lrAcc) add(wb, xb blas64.General) {
+	if !a.skinny {
+		blas64.Gemm(blas.Trans, blas.NoTrans, 1, wb, xb, 1, a.sum())
+		return
+	}
+	if a.at.Data == nil {
+		a.at = a.tmp.dense(a.k, a.p)
+	}
+	vec.AccTN(a.at.Data, a.at.Stride, wb.Data, wb.Stride, xb.Data, xb.Stride, wb.Rows, a.p, a.k)
+}
+
+// sum returns the p×k sum so far.
+func (a *lrAcc) sum() blas64.General {
+	if a.a.Data == nil {
+		a.a = a.tmp.dense(a.p, a.k)
+	}
+	if a.at.Data != nil {
+		for i := 0; i < a.k; i++ {
+			for j := 0; j < a.p; j++ {
+				a.a.Data[j*a.a.Stride+i] += a.at.Data[i*a.at.Stride+j]
+			}
+		}
+		clear(a.at.Data)
+	}
+	return a.a
+}
+
+// lrThinOp multiplies W blocks by a fixed p×k operand v: T_blk = W_blk v, by GEMM or by vec.DotRows on vᵀ.
+type lrThinOp struct {
+	v, vt blas64.General
+}
+
+func lrThin(tmp *scratch, v blas64.General, skinny bool) lrThinOp {
+	if !skinny {
+		return lrThinOp{v: v}
+	}
+	vt := tmp.dense(v.Cols, v.Rows)
+	for j := 0; j < v.Rows; j++ {
+		for i := 0; i < v.Cols; i++ {
+			vt.Data[i*vt.Stride+j] = v.Data[j*v.Stride+i]
+		}
+	}
+	return lrThinOp{v: v, vt: vt}
+}
+
+func (o lrThinOp) mul(tb, wb blas64.General) {
+	if o.vt.Data == nil {
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, wb, o.v, 0, tb)
+		return
+	}
+	vec.DotRows(tb.Data, tb.Stride, wb.Data, wb.Stride, o.vt.Data, o.vt.Stride, wb.Rows, wb.Cols, o.vt.Rows)
+}
+
 // lrCopyL copies the host tensor l (p×p) into a scratch matrix.
 func lrCopyL(tmp *scratch, l *tensor.Tensor) blas64.General {
 	src := lrGen(l)
@@ -228,8 +293,9 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 	nb := lrBlockRows(max(p, k))
 	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, k) })
 	parts := make([]blas64.General, b.lrChunks(d, max(p, k)))
+	skinny := lrSkinny(p, k) && k > 1
 	b.lrSweep(d, max(p, k), func(g, c, lo, hi int) {
-		acc := tmp.dense(p, k)
+		acc := lrAcc{tmp: tmp, p: p, k: k, skinny: skinny}
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
@@ -245,15 +311,16 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 			wb := lrRows(W, r0, r1)
 			if k == 1 {
 				blas64.Gemv(blas.Trans, 1, wb, blas64.Vector{N: r1 - r0, Inc: 1, Data: tb.Data}, 1,
-					blas64.Vector{N: p, Inc: 1, Data: acc.Data})
+					blas64.Vector{N: p, Inc: 1, Data: acc.sum().Data})
 			} else {
-				blas64.Gemm(blas.Trans, blas.NoTrans, 1, wb, tb, 1, acc)
+				acc.add(wb, tb)
 			}
 		}
-		parts[c] = acc
+		parts[c] = acc.sum()
 	})
 	v := lrAddParts(parts)
 	lapack64.Potrs(lrTri(lrCopyL(tmp, l)), v)
+	vt := lrThin(tmp, v, skinny)
 	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
@@ -264,7 +331,7 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 				blas64.Gemv(blas.NoTrans, 1, wb, blas64.Vector{N: p, Inc: 1, Data: v.Data}, 0,
 					blas64.Vector{N: r1 - r0, Inc: 1, Data: tb.Data})
 			} else {
-				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, wb, v, 0, tb)
+				vt.mul(tb, wb)
 			}
 			for i := r0; i < r1; i++ {
 				f := 1 / ps[i*pinc]
@@ -301,8 +368,9 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 	nb := lrBlockRows(max(p, k))
 	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, k) })
 	parts := make([]blas64.General, b.lrChunks(d, max(p, k)))
+	skinny := lrSkinny(p, k)
 	b.lrSweep(d, max(p, k), func(_, c, lo, hi int) {
-		acc := tmp.dense(p, k)
+		acc := lrAcc{tmp: tmp, p: p, k: k, skinny: skinny}
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
 			if D.Stride == k {
@@ -318,9 +386,9 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 					dr[j] *= f
 				}
 			}
-			blas64.Gemm(blas.Trans, blas.NoTrans, 1, lrRows(W, r0, r1), lrRows(D, r0, r1), 1, acc)
+			acc.add(lrRows(W, r0, r1), lrRows(D, r0, r1))
 		}
-		parts[c] = acc
+		parts[c] = acc.sum()
 	})
 	u := lrAddParts(parts)
 	q := tmp.dense(p, k)
@@ -329,12 +397,13 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 		q.Data[i] -= u.Data[i]
 	}
 	lapack64.Potrs(lrTri(lrCopyL(tmp, l)), q)
+	qt := lrThin(tmp, q, skinny)
 	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
 			tb := lrBlock(t, r1-r0)
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, lrRows(W, r0, r1), q, 0, tb)
+			qt.mul(tb, lrRows(W, r0, r1))
 			for i := r0; i < r1; i++ {
 				f := 1 / ps[i*pinc]
 				m := 0.0

@@ -3,7 +3,16 @@
 package vec
 
 // UseFMA is false off amd64: Dot and Axpy use the generic loops.
-const UseFMA = false
+var UseFMA = false
 
 func dotFMA(x, y []float64) float64         { return dotGeneric(x, y) }
 func axpyFMA(alpha float64, x, y []float64) { axpyGeneric(alpha, x, y) }
+
+// Off amd64 UseFMA is false and AccTN/DotRows never reach the kernels.
+func accTN(w, nc int, c *float64, ldc int, a *float64, lda int, x *float64, ldx int, rows int) {
+	panic("vec: no accTN kernel")
+}
+
+func dotRows(nc int, t *float64, ldt int, w *float64, ldw int, q *float64, ldq int, n, rows int) {
+	panic("vec: no dotRows kernel")
+}

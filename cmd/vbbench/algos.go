@@ -3,15 +3,18 @@ package main
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/geovb/geovb/algos/cholng"
 	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/algos/mgvb"
+	"github.com/geovb/geovb/algos/nnvb"
 	"github.com/geovb/geovb/algos/rcg"
 	algorun "github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/models/mog"
+	"github.com/geovb/geovb/models/nnet"
 	"github.com/geovb/geovb/models/vmf"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -72,7 +75,63 @@ func download(b backend.Backend, t *T) ([]float64, error) {
 	return h.Storage().Host(), nil
 }
 
+// iterTimer is the run recorder of the methods timed per iteration (MGVB, NNVB, RCG): the timed call is a whole
+// fit of a few iterations, and the time reported is the mean of the iterations' own times (run.Record.IterTime,
+// from the loop's Next to its Report), so that the fit's start (allocation, the iteration-0 gradient, copies of
+// the inputs) and its end (downloads of the result) are left out. Iterations with a 0-based index below from are
+// not counted (RCG's first iteration reuses the gradient computed at the start, so it is cheaper than the rest).
+//
+// Each of these methods reads values back to the host inside every iteration, which waits for the device; work
+// it queues after the last read-back of an iteration (momentum updates) is counted in the next iteration's time.
+type iterTimer struct {
+	from int
+	sum  time.Duration
+	n    int
+}
+
+// Record adds the time of one iteration.
+func (t *iterTimer) Record(r algorun.Record) {
+	if r.Iter >= t.from {
+		t.sum += r.IterTime
+		t.n++
+	}
+}
+
+func (t *iterTimer) reset() { t.sum, t.n = 0, 0 }
+
+// seconds is the mean time of the counted iterations of the last fit (NaN when none was counted).
+func (t *iterTimer) seconds() float64 {
+	if t.n == 0 {
+		return math.NaN()
+	}
+	return t.sum.Seconds() / float64(t.n)
+}
+
+// fitTimed runs fit (one whole fit, its recorder t) after a reset and checks that it timed want iterations: a fit
+// that stops early (converged, not finite) would otherwise report the mean of fewer iterations.
+func (t *iterTimer) fitTimed(want int, fit func() error) error {
+	t.reset()
+	if err := fit(); err != nil {
+		return err
+	}
+	if t.n != want {
+		return fmt.Errorf("fit timed %d iterations, want %d", t.n, want)
+	}
+	return nil
+}
+
+// selfTimedInstance is algoInstance with the call timed per iteration by t.
+func selfTimedInstance(b backend.Backend, t *iterTimer, step func() error, out func() ([]float64, error)) *instance {
+	in := algoInstance(b, step, out, nil)
+	in.selfTimed = t.seconds
+	return in
+}
+
 // ---- MGVB ----
+
+// mgvbIters are the iterations of one timed MGVB fit, all of them timed (iteration 0, the natural gradient at
+// the start, runs before the loop and is not).
+const mgvbIters = 3
 
 // isoNormal is the standard normal log posterior −½‖θ‖² (up to a constant) on every column of θ: O(dS) work, so
 // the step's own cost dominates.
@@ -100,10 +159,13 @@ func setupMGVB(b backend.Backend, d dims, f *filler) (*instance, error) {
 	cfg := mgvb.DefaultConfig()
 	cfg.S, cfg.Patience, cfg.Seed = d.K, 0, f.seed
 	var res *mgvb.Result
+	timer := &iterTimer{}
 	step := func() error {
-		r, err := mgvb.Fit(b, isoNormal{d.D}, mu0, s0, cfg, algorun.Control{MaxIter: 1})
-		res = r
-		return err
+		return timer.fitTimed(mgvbIters, func() error {
+			r, err := mgvb.Fit(b, isoNormal{d.D}, mu0, s0, cfg, algorun.Control{MaxIter: mgvbIters, Recorder: timer})
+			res = r
+			return err
+		})
 	}
 	out := func() ([]float64, error) {
 		if res == nil {
@@ -111,7 +173,70 @@ func setupMGVB(b backend.Backend, d dims, f *filler) (*instance, error) {
 		}
 		return append(append([]float64(nil), res.LastMu.Storage().Host()...), res.LastSigma.Storage().Host()...), nil
 	}
-	return algoInstance(b, step, out, nil), nil
+	return selfTimedInstance(b, timer, step, out), nil
+}
+
+// ---- Manifold NNVB ----
+
+// nnvbIters are the iterations of one timed NNVB fit, all of them timed (iteration 0, the gradient and the K-FAC
+// natural gradient at the start, runs before the loop and is not).
+const nnvbIters = 3
+
+// nnetData returns a synthetic data set for the 2×10 network classifier: X (n×p) standard normal, labels drawn
+// from a logistic model with coefficients N(0, 1/p), so that both classes occur.
+func nnetData(n, p int, seed uint64) (x, y []float64) {
+	x = make([]float64, n*p)
+	(rng.Counter{Seed: seed, Stream: 6}).FillNormal(x)
+	beta := make([]float64, p)
+	(rng.Counter{Seed: seed, Stream: 7}).FillNormal(beta)
+	u := make([]float64, n)
+	(rng.Counter{Seed: seed, Stream: 8}).FillUniform(u)
+	y = make([]float64, n)
+	for i := range y {
+		eta := 0.0
+		for j, bj := range beta {
+			eta += x[i*p+j] * bj
+		}
+		if u[i] < 1/(1+math.Exp(-eta/math.Sqrt(float64(p)))) {
+			y[i] = 1
+		}
+	}
+	return x, y
+}
+
+// nnvbDim is d = 10p + 121, the parameter count of the 2×10 network on p inputs (models/nnet).
+func nnvbDim(p int) int { return nnet.Hidden*p + nnet.Hidden*(nnet.Hidden+1) + nnet.Hidden + 1 }
+
+func setupNNVB(b backend.Backend, d dims, f *filler) (*instance, error) {
+	x, y := nnetData(d.N, d.P, f.seed)
+	m, err := nnet.New(x, y, d.N, d.P)
+	if err != nil {
+		return nil, err
+	}
+	p0, err := nnvb.RandomInit(b, m.Dim(), f.seed, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg := nnvb.DefaultConfig()
+	cfg.S, cfg.Seed = d.K, f.seed
+	var res *nnvb.Result
+	timer := &iterTimer{}
+	step := func() error {
+		return timer.fitTimed(nnvbIters, func() error {
+			r, err := nnvb.Fit(b, m, p0, cfg, algorun.Control{MaxIter: nnvbIters, Recorder: timer})
+			res = r
+			return err
+		})
+	}
+	out := func() ([]float64, error) {
+		if res == nil {
+			return nil, fmt.Errorf("no fit")
+		}
+		v := append(append([]float64(nil), res.W1...), res.W2...)
+		v = append(append(v, res.B1...), res.B2...)
+		return append(v, res.LB...), nil
+	}
+	return selfTimedInstance(b, timer, step, out), nil
 }
 
 // ---- L-RVGA ----
@@ -220,6 +345,10 @@ func setupCholNG(b backend.Backend, d dims, f *filler) (*instance, error) {
 // rcgDim is D, the data dimension of the synthetic mixture of §6.2.
 const rcgDim = 2
 
+// rcgIters are the iterations of one timed RCG run; the first is not timed (it reuses the gradient computed at
+// the start), the others are.
+const rcgIters = 4
+
 func setupRCG(b backend.Backend, d dims, f *filler) (*instance, error) {
 	m, err := mog.New(mog.Synthetic(0.3, d.N, 0.03, f.seed), d.N, rcgDim, d.K, mog.DefaultPrior(rcgDim), mog.Options{})
 	if err != nil {
@@ -231,10 +360,13 @@ func setupRCG(b backend.Backend, d dims, f *filler) (*instance, error) {
 	}
 	obj := mog.NewCollapsed(m)
 	var res *rcg.Result
+	timer := &iterTimer{from: 1}
 	step := func() error {
-		r, err := rcg.Minimize(obj, x0, rcg.Settings{RestartEvery: rcg.SqrtN}, algorun.Control{MaxIter: 1})
-		res = r
-		return err
+		return timer.fitTimed(rcgIters-1, func() error {
+			r, err := rcg.Minimize(obj, x0, rcg.Settings{RestartEvery: rcg.SqrtN}, algorun.Control{MaxIter: rcgIters, Recorder: timer})
+			res = r
+			return err
+		})
 	}
 	out := func() ([]float64, error) {
 		if res == nil {
@@ -242,7 +374,7 @@ func setupRCG(b backend.Backend, d dims, f *filler) (*instance, error) {
 		}
 		return res.X, nil
 	}
-	return algoInstance(b, step, out, nil), nil
+	return selfTimedInstance(b, timer, step, out), nil
 }
 
 // algoWorkload fills the fields every method workload shares: the determinism check on the quick dims, one
@@ -263,15 +395,15 @@ func algoWorkload(w *workload, pkg string, setup func(b backend.Backend, d dims,
 var algoWorkloads = []*workload{
 	algoWorkload(&workload{
 		name: "algo.mgvb",
-		desc: "one MGVB iteration (Fit with MaxIter 1: draws, score-function gradient, SPD retraction and transport) of batch fits of dimension d with k draws, N(0, I) target",
+		desc: "one MGVB iteration (mean over a Fit of 3 iterations: draws, score-function gradient, SPD retraction and transport) of batch fits of dimension d with k draws, N(0, I) target",
 		uses: []string{"batch", "d", "k"},
 		sizes: map[string]dims{
 			"quick": {Batch: 2, D: 10, K: 20}, "small": {Batch: 10, D: 25, K: 100},
 			"medium": {Batch: 1, D: 200, K: 100},
 		},
-		// Per fit: draws L z (d²S), the weighted SYRKs of the gradient (2d²S), Cholesky and the preconditioning,
-		// retraction and transport (≈ 12d³): ≈ B·(3d²S + 12d³). Bytes: Σ, the momentum and the gradient (d² each,
-		// read and written) and the d×S draws: 8·B·(6d² + 2dS).
+		// Per iteration of each fit: draws L z (d²S), the weighted SYRKs of the gradient (2d²S), Cholesky and the
+		// preconditioning, retraction and transport (≈ 12d³): ≈ B·(3d²S + 12d³). Bytes: Σ, the momentum and the
+		// gradient (d² each, read and written) and the d×S draws: 8·B·(6d² + 2dS).
 		cost: func(d dims) (float64, float64) {
 			b, n, s := float64(d.Batch), float64(d.D), float64(d.K)
 			return b * (3*n*n*s + 12*n*n*n), 8 * b * (6*n*n + 2*n*s)
@@ -279,6 +411,31 @@ var algoWorkloads = []*workload{
 		setBytes:  func(d dims) float64 { return 8 * float64(d.Batch) * (8*f64(d.D, d.D) + 4*f64(d.D, d.K)) },
 		tempBytes: func(d dims) float64 { return 8 * float64(d.Batch) * (4*f64(d.D, d.D) + 4*f64(d.D, d.K)) },
 	}, "algos/mgvb", setupMGVB),
+	algoWorkload(&workload{
+		name: "algo.nnvb",
+		desc: "one manifold NNVB iteration (mean over a Fit of 3 iterations: draws, reparameterisation gradient, K-FAC natural gradient by KronSolve, QR retraction and transport of W₁, W₂) on the 2×10 network classifier (models/nnet) with p inputs, n synthetic points, k draws; d = 10p + 121",
+		uses: []string{"n", "p", "k"},
+		sizes: map[string]dims{
+			"quick": {N: 100, P: 1, K: 10}, "small": {N: 1000, P: 8, K: 20},
+			"medium": {N: 1000, P: 24, K: 20}, "large": {N: 10000, P: 100, K: 20},
+		},
+		// Rough, per iteration, d = 10p + 121, S = k. The manifold and K-FAC algebra on d×d matrices: the two QR
+		// retractions (2·8d³/3), W₂C_zW₂ᵀ and W₂C_δW₂ᵀ (8d³), the Kronecker solve (14d³/3) and the b₂ solve (d³/3),
+		// two Riemannian gradients and two transports (projections, 4d³ each): ≈ 34d³. The five d×d by d×S
+		// products and two SYRKs of the gradient: 12d²S. The network's forward and backward passes on the host:
+		// ≈ 4nd per draw. Bytes: about 30 d×d reads and writes (W, momenta, gradients, K-FAC factors), about
+		// 24 d×S (the device arrays and their host mirrors), the data read once per draw: 8·(30d² + 24dS + npS).
+		cost: func(d dims) (float64, float64) {
+			n, s, p := float64(nnvbDim(d.P)), float64(d.K), float64(d.P)
+			pts := float64(d.N)
+			return 34*n*n*n + 12*n*n*s + 4*pts*n*s, 8 * (30*n*n + 24*n*s + pts*p*s)
+		},
+		setBytes: func(d dims) float64 { return 8 * (2*f64(nnvbDim(d.P), nnvbDim(d.P)) + f64(d.N, d.P+1)) },
+		tempBytes: func(d dims) float64 {
+			n := nnvbDim(d.P)
+			return 8 * (20*f64(n, n) + 16*f64(n, d.K))
+		},
+	}, "algos/nnvb", setupNNVB),
 	algoWorkload(&workload{
 		name: "algo.lrvga",
 		desc: "one L-RVGA linear-regression step (Filter.Update, n_in = 3 recursive-EM iterations) at dimension d, rank p",
@@ -332,15 +489,15 @@ var algoWorkloads = []*workload{
 	}, "algos/cholng", setupCholNG),
 	algoWorkload(&workload{
 		name: "algo.rcg",
-		desc: "one RCG iteration (Minimize with MaxIter 1: VB-EM update, gradient, natural gradient, line search) on the collapsed mixture of k Gaussians, n 2-D points",
+		desc: "one RCG iteration (mean of iterations 2–4 of a Minimize run: VB-EM update, gradient, natural gradient, line search) on the collapsed mixture of k Gaussians, n 2-D points",
 		uses: []string{"n", "k"},
 		sizes: map[string]dims{
 			"quick": {N: 1000, K: 8}, "small": {N: 10000, K: 8},
 			"medium": {N: 100000, K: 8},
 		},
 		// Host Go: each evaluation of F or its gradient visits every (point, component) pair with O(D²) work (≈ 25
-		// flops at D = 2); the start's evaluations, the update, the gradient and a few line-search trials make about
-		// 8 per iteration: ≈ 200·n·k. Bytes: the n×k responsibilities read and written per evaluation, the data read:
+		// flops at D = 2); the VB-EM update, the gradient, the natural gradient and a few line-search trials make
+		// about 8 per iteration: ≈ 200·n·k. Bytes: the n×k responsibilities read and written per evaluation, the data read:
 		// 8·8·(2nk + nD).
 		cost: func(d dims) (float64, float64) {
 			n, k := float64(d.N), float64(d.K)

@@ -98,6 +98,10 @@ type instance struct {
 	closers []func()            // released by close
 	tensors []*T                // freed by close
 	be      backend.Backend     // owner of the tensors
+	// selfTimed, when set, returns the timed part of the last call in seconds as the call measured it: the mean
+	// time of a method fit's iterations from its run recorder (algos.go), without the fit's start. sample then
+	// reports it in place of the clock around the call (which still sizes the warm-up and the sample count).
+	selfTimed func() float64
 }
 
 // T is tensor.Tensor, as in package backend.

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/backend/cpu/internal/vec"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -159,10 +160,18 @@ func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *t
 	if err := b.prepElementwise("map", dst, []string{"x"}, x); err != nil {
 		return err
 	}
+	scalar := func(v float64) float64 { return Unary(f, v) }
 	b.eachRow(dst, 20, func(bb, i int) {
 		d, xr := row(dst, bb, i), row(x, bb, i)
-		for j := range d {
-			d[j] = Unary(f, alpha*xr[j])
+		switch {
+		case f == backend.Softplus && vec.UseFMA:
+			vec.Softplus(d, xr, alpha, scalar) // the likelihoods of the logistic models spend their time here
+		case f == backend.Sigmoid && vec.UseFMA:
+			vec.Sigmoid(d, xr, alpha, scalar)
+		default:
+			for j := range d {
+				d[j] = Unary(f, alpha*xr[j])
+			}
 		}
 	})
 	return nil

@@ -16,3 +16,11 @@ func accTN(w, nc int, c *float64, ldc int, a *float64, lda int, x *float64, ldx 
 func dotRows(nc int, t *float64, ldt int, w *float64, ldw int, q *float64, ldq int, n, rows int) {
 	panic("vec: no dotRows kernel")
 }
+
+func softplusAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64) bool {
+	panic("vec: no softplus kernel")
+}
+
+func sigmoidAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64) bool {
+	panic("vec: no sigmoid kernel")
+}

@@ -3,9 +3,11 @@ package rcg_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/mog"
 	"github.com/geovb/geovb/models/nfa"
 )
@@ -93,6 +95,56 @@ func BenchmarkOverhead(b *testing.B) {
 				}
 			}
 			_ = s
+		})
+	}
+}
+
+// BenchmarkMoGBatch30 runs 30 initialisations of one mixture (R = 0.3, K = 8, ε = 1e-8·N, ⌈√n⌉ restarts: the
+// Fig. 8 settings) to convergence twice per op — as a loop of host Minimize runs and as one MinimizeBatch on the
+// test backend (GEOVB_BACKEND, else cpu) — and reports the wall-time ratio loop/batched measured in the same op.
+func BenchmarkMoGBatch30(b *testing.B) {
+	be := testbackend.Open(b)
+	for _, N := range []int{1000, 4000} {
+		b.Run(fmt.Sprintf("N=%d", N), func(b *testing.B) {
+			m, err := mog.New(mog.Synthetic(0.3, N, 0.03, 2024), N, 2, 8, mog.DefaultPrior(2), mog.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			const B = 30
+			ms, xs := make([]*mog.Model, B), make([][]float64, B)
+			for i := range B {
+				ms[i] = m
+				if xs[i], err = mog.Init(m, uint64(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s := rcg.Settings{Tol: 1e-8 * float64(N), RestartEvery: rcg.SqrtN}
+			var loop, batched time.Duration
+			iters := 0
+			for b.Loop() {
+				t0 := time.Now()
+				for i := range B {
+					res, err := rcg.Minimize(mog.NewCollapsed(m), xs[i], s, run.Control{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					iters += res.Iters
+				}
+				t1 := time.Now()
+				bt, err := mog.NewBatch(be, ms)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{}); err != nil {
+					b.Fatal(err)
+				}
+				bt.Close()
+				loop, batched = loop+t1.Sub(t0), batched+time.Since(t1)
+			}
+			b.ReportMetric(loop.Seconds()/float64(b.N), "loop-s/op")
+			b.ReportMetric(batched.Seconds()/float64(b.N), "batched-s/op")
+			b.ReportMetric(loop.Seconds()/batched.Seconds(), "loop/batched")
+			b.ReportMetric(float64(iters)/float64(b.N*B), "iters/run")
 		})
 	}
 }

@@ -8,7 +8,8 @@
 // updated between steps through the optional Updater interface; a model that wants VB-EM inside the line search
 // (the mixture of Gaussians, App. B.3) folds it into Value and Grad (a collapsed objective).
 //
-// The hot loops here are plain float64 Go on the host; the models own their arithmetic. See docs/rcg.md.
+// The hot loops of Minimize are plain float64 Go on the host; the models own their arithmetic. MinimizeBatch runs
+// the same algorithm for B problems at once on a backend (a BatchObjective such as mog.Batch). See docs/rcg.md.
 package rcg
 
 import (

@@ -289,9 +289,6 @@ func (m *Model) FreeEnergy(logr, mu []float64, post *Post) float64 {
 
 func (m *Model) energyFromStats(logr, mu []float64, post *Post) float64 {
 	s := &m.scratch
-	D, K := m.D, m.K
-	d := float64(D)
-	pr := m.Prior
 	if !m.prepare(post, mu) {
 		return math.NaN()
 	}
@@ -302,6 +299,15 @@ func (m *Model) energyFromStats(logr, mu []float64, post *Post) float64 {
 			acc.add(r * l)
 		}
 	}
+	return m.componentEnergy(&acc, mu, post)
+}
+
+// componentEnergy adds the terms (72)–(79) of F to acc, after prepare, and returns the total.
+func (m *Model) componentEnergy(acc *kahan, mu []float64, post *Post) float64 {
+	s := &m.scratch
+	D, K := m.D, m.K
+	d := float64(D)
+	pr := m.Prior
 	var asum float64
 	lgSum := 0.0
 	for k := range K {
@@ -425,8 +431,15 @@ func (m *Model) Gradients(gGamma, gMu, nGamma, nMu, logr, mu []float64, post *Po
 
 func (m *Model) gradFromPhi(gGamma, gMu, nGamma, nMu, mu []float64, post *Post) {
 	s := &m.scratch
+	softmaxGrad(gGamma, nGamma, s.phi, s.r, m.K)
+	m.meanGrad(gMu, nMu, mu, post)
+}
+
+// meanGrad writes ∂F/∂m_k (81) into gMu and the natural gradient of notes §2.6 into nMu (when not nil) from the
+// statistics in the scratch.
+func (m *Model) meanGrad(gMu, nMu, mu []float64, post *Post) {
+	s := &m.scratch
 	D, K := m.D, m.K
-	softmaxGrad(gGamma, nGamma, s.phi, s.r, K)
 	for k := range K {
 		w := post.W[k*D*D : (k+1)*D*D]
 		for i := range D {

@@ -1,0 +1,554 @@
+package rcg
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/tensor"
+)
+
+// BatchObjective is B independent objectives of one dimension evaluated together on a backend (the batch of
+// problems of notes §5), e.g. mog.Batch. Every call works on the first n runs (slots 0…n−1) of its operands, which
+// are contiguous n×1×Dim tensors in the backend's memory; MinimizeBatch keeps the unfinished runs first by Swap.
+type BatchObjective interface {
+	Backend() backend.Backend
+	// Batch returns B, Dim the length of one run's x, NumFree the n of the √n restart rule.
+	Batch() int
+	Dim() int
+	NumFree() int
+	// Value writes F of each run into f; NaN or ±Inf marks a point the line search must reject.
+	Value(f []float64, x *tensor.Tensor) error
+	// Grad writes F, the Euclidean gradient g and the natural gradient gt = G⁻¹g (eq. 4) of each run.
+	Grad(f []float64, g, gt, x *tensor.Tensor) error
+	// Step writes x + α_b p for each run b (or the objective's own trial point, as Stepper) into dst (dst may be x).
+	Step(dst, x, p *tensor.Tensor, alpha []float64) error
+	// Swap exchanges the per-run data and state of slots i and j.
+	Swap(i, j int) error
+}
+
+// BatchControl is the run control of MinimizeBatch: a context, the iteration cap per run (0: 10000) and an optional
+// per-run recorder, called after each iteration of run i with the same Record Minimize reports.
+type BatchControl struct {
+	Ctx     context.Context
+	MaxIter int
+	Record  func(i int, r run.Record)
+}
+
+// bstate is the host state of one run in MinimizeBatch: Minimize's scalars.
+type bstate struct {
+	id                         int // index of the run in x0 (the slot changes when runs are swapped)
+	gnPrev, alphaPrev, fPrev   float64
+	sinceReset, calm, iters    int
+	havePrev                   bool
+	res                        Result
+	beta, gn, d0, a0, f, alpha float64
+	restart, retry             bool
+	search                     lsState
+}
+
+// lsState is the parabolic line search of optimizer.search as a state machine, so that the trial points of all
+// runs are evaluated in one batched Value call per round.
+type lsState struct {
+	stage                  int // lsIdle, lsFirst, lsParab, lsExpand, lsBack, lsDone
+	F0, d0, a0             float64
+	bestA, bestF, a, trial float64
+	k                      int
+	ok                     bool
+}
+
+const (
+	lsIdle = iota
+	lsFirst
+	lsParab
+	lsExpand
+	lsBack
+	lsDone
+)
+
+func (l *lsState) start(F0, d0, a0 float64) {
+	*l = lsState{stage: lsFirst, F0: F0, d0: d0, a0: a0, bestF: F0, trial: a0}
+}
+
+// feed takes F at the current trial step (+Inf for a rejected point) and moves to the next trial or to lsDone; the
+// transitions are those of optimizer.search for Parabolic with Refine = 0.
+func (l *lsState) feed(f float64, ls LineSearch) {
+	armijo := func(a, fa float64) bool { return fa <= l.F0+ls.C1*a*l.d0 }
+	decide := func() {
+		if l.bestA > 0 && armijo(l.bestA, l.bestF) {
+			l.stage, l.ok, l.a = lsDone, true, l.bestA
+			return
+		}
+		l.a = l.a0
+		if l.bestA > 0 {
+			l.a = math.Min(l.a, l.bestA)
+		}
+		l.k = 0
+		l.backtrack(ls)
+	}
+	switch l.stage {
+	case lsFirst:
+		if f < l.bestF {
+			l.bestA, l.bestF = l.a0, f
+		}
+		if !math.IsInf(f, 1) {
+			curv := f - l.F0 - l.d0*l.a0
+			if curv > 0 {
+				as := -l.d0 * l.a0 * l.a0 / (2 * curv)
+				l.trial = math.Min(math.Max(as, ls.Shrink*l.a0), ls.Grow*l.a0)
+				l.stage = lsParab
+				return
+			} else if f < l.F0 && ls.MaxExpand > 0 {
+				l.a, l.k = 2*l.a0, 0
+				l.trial, l.stage = l.a, lsExpand
+				return
+			}
+		}
+		decide()
+	case lsParab:
+		if f < l.bestF {
+			l.bestA, l.bestF = l.trial, f
+		}
+		decide()
+	case lsExpand:
+		if f >= l.bestF {
+			decide()
+			return
+		}
+		l.bestA, l.bestF = l.a, f
+		if l.k++; l.k < ls.MaxExpand {
+			l.a *= 2
+			l.trial = l.a
+			return
+		}
+		decide()
+	case lsBack:
+		if armijo(l.a, f) {
+			l.stage, l.ok, l.bestF = lsDone, true, f
+			return
+		}
+		l.backtrack(ls)
+	}
+}
+
+func (l *lsState) backtrack(ls LineSearch) {
+	if l.k >= ls.MaxBacktrack {
+		l.stage, l.ok = lsDone, false
+		return
+	}
+	l.k++
+	l.a *= ls.Backtrack
+	l.trial, l.stage = l.a, lsBack
+}
+
+// MinimizeBatch runs RCG (or RG) on every run of obj from x0[i] (len Dim each) at once and returns one Result per
+// run, in the order of x0. Per run it is Minimize's algorithm — Polak–Ribière (or FR, PR+) β in the cheap form,
+// Powell–Beale (7) and every-k / ⌈√n⌉ restarts, the descent safeguard, the parabolic line search of notes §3.4 with
+// its α₀ rule, the retry along −g̃ and the |ΔF| < Tol convergence rule — with the vector work of all unfinished runs
+// done by batched backend calls: one Grad per iteration, then rounds of one Value each in which every run still in
+// its line search evaluates its next trial step (runs whose search has ended wait). A run that stops (converged,
+// cap, non-finite) is swapped behind the unfinished ones and no longer updated or evaluated. Only Method RCG and
+// RG, Beta PR, FR, PR+ and Search Parabolic without Refine are supported; resume and checkpoints are not.
+func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
+	B, dim := obj.Batch(), obj.Dim()
+	switch {
+	case len(x0) != B:
+		return nil, fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), B)
+	case s.Method != RCG && s.Method != RG:
+		return nil, fmt.Errorf("%w: MinimizeBatch runs RCG and RG, not %v", ErrBadInput, s.Method)
+	case s.Beta == HestenesStiefel || s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
+		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
+	case s.Search != Parabolic || s.LS.Refine != 0 || s.Resume:
+		return nil, fmt.Errorf("%w: MinimizeBatch has the parabolic search only, without Refine or Resume", ErrBadInput)
+	case s.PowellBeale < 0 || s.Tol < 0 || s.Patience < 0 || s.RestartEvery < SqrtN:
+		return nil, fmt.Errorf("%w: negative setting", ErrBadInput)
+	}
+	for i, x := range x0 {
+		if len(x) != dim || !finiteVec(x) {
+			return nil, fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), dim)
+		}
+	}
+	ls := s.LS.withDefaults(s.Search, s.Method)
+	every := s.RestartEvery
+	if every == SqrtN {
+		every = RestartPeriod(obj.NumFree())
+	}
+	patience := s.Patience
+	if patience == 0 {
+		patience = 2
+	}
+	maxIter := ctl.MaxIter
+	if maxIter == 0 {
+		maxIter = 10000
+	}
+	ctx := ctl.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	be := obj.Backend()
+	shape := tensor.Shape{Batch: B, Rows: 1, Cols: dim}
+	var owned []*tensor.Tensor
+	defer func() {
+		for _, t := range owned {
+			be.Free(t)
+		}
+	}()
+	alloc := func() (*tensor.Tensor, error) {
+		t, err := be.Alloc(shape)
+		if err == nil {
+			owned = append(owned, t)
+		}
+		return t, err
+	}
+	var x, xt, g, gt, gtPrev, p, pPrev, tmp, dots *tensor.Tensor
+	for _, t := range []**tensor.Tensor{&x, &xt, &g, &gt, &gtPrev, &p, &pPrev, &tmp} {
+		v, err := alloc()
+		if err != nil {
+			return nil, err
+		}
+		*t = v
+	}
+	dots, err := be.Alloc(tensor.Shape{Batch: B, Rows: 1, Cols: 1})
+	if err != nil {
+		return nil, err
+	}
+	owned = append(owned, dots)
+	hx := tensor.NewHost(B, 1, dim)
+	for i, v := range x0 {
+		d, _, _, _ := hx.Matrix(i)
+		copy(d, v)
+	}
+	if err := be.Upload(x, hx); err != nil {
+		return nil, err
+	}
+	hd := tensor.NewHost(B, 1, 1)
+	// rowDots returns aᵀb for the first n runs.
+	rowDots := func(dst []float64, a, b *tensor.Tensor, n int) error {
+		if err := be.RowDots(dots.Batches(0, n), a.Batches(0, n), b.Batches(0, n)); err != nil {
+			return err
+		}
+		if err := be.Download(hd.Batches(0, n), dots.Batches(0, n)); err != nil {
+			return err
+		}
+		for i := range n {
+			dst[i] = hd.At(i, 0, 0)
+		}
+		return nil
+	}
+	st := make([]*bstate, B)
+	for i := range st {
+		st[i] = &bstate{id: i}
+	}
+	fs, gg := make([]float64, B), make([]float64, B)
+	out := make([]Result, B)
+	n := B
+	// retire moves the run in slot i behind the unfinished ones; the caller walks slots downwards.
+	retire := func(i int, reason run.StopReason) error {
+		r := st[i]
+		r.res.Result = run.Result{Reason: reason, Iters: r.iters}
+		r.res.F = r.fPrev
+		n--
+		if i != n {
+			if err := obj.Swap(i, n); err != nil {
+				return err
+			}
+			for _, t := range []*tensor.Tensor{x, g, gt, gtPrev, p, pPrev} {
+				if err := swapItems(be, t, tmp, i, n); err != nil {
+					return err
+				}
+			}
+			st[i], st[n] = st[n], st[i]
+		}
+		return nil
+	}
+	report := func(r *bstate, F, gn, alpha, beta float64) {
+		r.iters++
+		if ctl.Record != nil {
+			ctl.Record(r.id, run.Record{Iter: r.iters - 1, Objective: -F, Smoothed: math.NaN(),
+				GradNorm: math.Sqrt(math.Max(gn, 0)), Step: alpha, Extra: map[string]float64{"F": F, "beta": beta,
+					"f_evals": float64(r.res.FEvals), "g_evals": float64(r.res.GEvals),
+					"rejected": float64(r.res.Rejected), "restarts": float64(r.res.Restarts)}})
+		}
+	}
+	grad := func() error {
+		if err := obj.Grad(fs, g.Batches(0, n), gt.Batches(0, n), x.Batches(0, n)); err != nil {
+			return err
+		}
+		return rowDots(gg, g, g, n) // gᵀg is finite when g is (barring overflow)
+	}
+	if err := grad(); err != nil {
+		return nil, err
+	}
+	for i := range n {
+		st[i].res.GEvals++
+		if !run.Finite(fs[i], gg[i]) {
+			return nil, fmt.Errorf("%w: run %d: F = %v", ErrNotFinite, i, fs[i])
+		}
+		st[i].fPrev = fs[i]
+	}
+	first := true
+	gn, cross, d0 := make([]float64, B), make([]float64, B), make([]float64, B)
+	beta, alpha := make([]float64, B), make([]float64, B)
+	// direction writes p = −g̃ + β pPrev (the β of each run) and returns gᵀp in d0.
+	direction := func() error {
+		for i := range n {
+			beta[i] = st[i].beta
+		}
+		hb := hd.Batches(0, n)
+		for i := range n {
+			hb.Set(i, 0, 0, beta[i])
+		}
+		if err := be.Upload(dots.Batches(0, n), hb); err != nil {
+			return err
+		}
+		if err := be.ScaleRows(p.Batches(0, n), pPrev.Batches(0, n), dots.Batches(0, n)); err != nil {
+			return err
+		}
+		if err := be.Axpby(p.Batches(0, n), -1, gt.Batches(0, n), 1, p.Batches(0, n)); err != nil {
+			return err
+		}
+		return rowDots(d0, g, p, n)
+	}
+	// lineSearch runs the searches of the runs whose search stage is lsFirst to their end, one Value per round.
+	lineSearch := func() error {
+		for {
+			any := false
+			for i := range n {
+				r := st[i]
+				alpha[i] = 0
+				if r.search.stage != lsIdle && r.search.stage != lsDone {
+					alpha[i], any = r.search.trial, true
+				}
+			}
+			if !any {
+				return nil
+			}
+			if err := obj.Step(xt.Batches(0, n), x.Batches(0, n), p.Batches(0, n), alpha[:n]); err != nil {
+				return err
+			}
+			if err := obj.Value(fs, xt.Batches(0, n)); err != nil {
+				return err
+			}
+			for i := range n {
+				r := st[i]
+				if r.search.stage == lsIdle || r.search.stage == lsDone {
+					continue
+				}
+				f := fs[i]
+				r.res.FEvals++
+				if math.IsNaN(f) || math.IsInf(f, 0) {
+					r.res.Rejected++
+					f = math.Inf(1)
+				}
+				r.search.feed(f, ls)
+			}
+		}
+	}
+	for n > 0 {
+		if ctx.Err() != nil {
+			for i := n - 1; i >= 0; i-- {
+				if err := retire(i, run.Cancelled); err != nil {
+					return nil, err
+				}
+			}
+			break
+		}
+		for i := n - 1; i >= 0; i-- {
+			if st[i].iters >= maxIter {
+				if err := retire(i, run.MaxIter); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if n == 0 {
+			break
+		}
+		if !first {
+			if err := grad(); err != nil {
+				return nil, err
+			}
+			for i := range n {
+				st[i].res.GEvals++
+				st[i].f = fs[i]
+			}
+			for i := n - 1; i >= 0; i-- {
+				if !run.Finite(fs[i], gg[i]) {
+					if err := retire(i, run.NotFinite); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if n == 0 {
+				break
+			}
+		} else {
+			for i := range n {
+				st[i].f = st[i].fPrev
+			}
+		}
+		first = false
+		if err := rowDots(gn, g, gt, n); err != nil {
+			return nil, err
+		}
+		if err := rowDots(cross, g, gtPrev, n); err != nil {
+			return nil, err
+		}
+		for i := range n {
+			r := st[i]
+			r.gn = gn[i]
+			r.restart = !r.havePrev || s.Method != RCG || (every > 0 && r.sinceReset >= every)
+			r.beta = 0
+			if !r.restart {
+				c := cross[i]
+				switch s.Beta {
+				case PolakRibiere:
+					r.beta = (r.gn - c) / r.gnPrev
+				case PolakRibierePlus:
+					r.beta = math.Max((r.gn-c)/r.gnPrev, 0)
+				case FletcherReeves:
+					r.beta = r.gn / r.gnPrev
+				}
+				if s.PowellBeale > 0 && PowellBealeFires(c, r.gn, s.PowellBeale) {
+					r.restart = true
+				}
+				if math.IsNaN(r.beta) || math.IsInf(r.beta, 0) {
+					r.restart = true
+				}
+			}
+			if r.restart {
+				r.beta = 0
+			}
+		}
+		if err := direction(); err != nil {
+			return nil, err
+		}
+		safeguard := false
+		for i := range n {
+			if r := st[i]; r.beta != 0 && !(d0[i] < 0) { // descent safeguard (notes §7.8)
+				r.beta, r.restart, safeguard = 0, true, true
+			}
+		}
+		if safeguard {
+			if err := direction(); err != nil {
+				return nil, err
+			}
+		}
+		for i := n - 1; i >= 0; i-- {
+			r := st[i]
+			r.d0 = d0[i]
+			if r.restart && s.Method == RCG {
+				r.res.Restarts++
+				r.sinceReset = 0
+			}
+			if !(r.d0 < 0) || r.gn == 0 { // stationary to working precision
+				report(r, r.f, r.gn, 0, r.beta)
+				if err := retire(i, run.Converged); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			switch {
+			case r.restart && s.Method == RCG || r.alphaPrev == 0:
+				r.a0 = 1
+			default:
+				r.a0 = math.Min(math.Max(r.alphaPrev, ls.MinAlpha), ls.MaxAlpha)
+			}
+			r.search.start(r.f, r.d0, r.a0)
+		}
+		if err := lineSearch(); err != nil {
+			return nil, err
+		}
+		// Revert and reset where the conjugate direction failed: search along −g̃ from α₀ = 1.
+		retry := false
+		for i := range n {
+			r := st[i]
+			r.retry = !r.search.ok && r.beta != 0
+			if r.retry {
+				r.beta, retry = 0, true
+			}
+		}
+		if retry {
+			if err := direction(); err != nil {
+				return nil, err
+			}
+			for i := range n {
+				if r := st[i]; r.retry {
+					r.d0 = d0[i]
+					r.res.Restarts++
+					r.sinceReset = 0
+					r.a0 = 1
+					r.search.start(r.f, r.d0, r.a0)
+				}
+			}
+			if err := lineSearch(); err != nil {
+				return nil, err
+			}
+		}
+		for i := n - 1; i >= 0; i-- {
+			if r := st[i]; !r.search.ok {
+				// No decrease along the natural gradient: converged to working precision.
+				report(r, r.f, r.gn, 0, r.beta)
+				if err := retire(i, run.Converged); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if n == 0 {
+			break
+		}
+		for i := range n {
+			alpha[i] = st[i].search.a
+		}
+		if err := obj.Step(x.Batches(0, n), x.Batches(0, n), p.Batches(0, n), alpha[:n]); err != nil {
+			return nil, err
+		}
+		if err := be.Copy(gtPrev.Batches(0, n), gt.Batches(0, n)); err != nil {
+			return nil, err
+		}
+		if err := be.Copy(pPrev.Batches(0, n), p.Batches(0, n)); err != nil {
+			return nil, err
+		}
+		for i := n - 1; i >= 0; i-- {
+			r := st[i]
+			fNew := r.search.bestF
+			r.sinceReset++
+			r.gnPrev, r.alphaPrev, r.havePrev = r.gn, r.search.a, true
+			if math.Abs(r.fPrev-fNew) < s.Tol {
+				r.calm++
+			} else {
+				r.calm = 0
+			}
+			r.fPrev = fNew
+			report(r, fNew, r.gn, r.search.a, r.beta)
+			if r.calm >= patience || (s.UseTarget && fNew <= s.Target) {
+				if err := retire(i, run.Converged); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	hx2 := tensor.NewHost(B, 1, dim)
+	if err := be.Download(hx2, x); err != nil {
+		return nil, err
+	}
+	for i := range B {
+		r := st[i]
+		d, _, _, _ := hx2.Matrix(i)
+		r.res.X = append([]float64(nil), d...)
+		out[r.id] = r.res
+	}
+	return out, nil
+}
+
+// swapItems exchanges items i and j of t through tmp.
+func swapItems(be backend.Backend, t, tmp *tensor.Tensor, i, j int) error {
+	if err := be.Copy(tmp.Item(0), t.Item(i)); err != nil {
+		return err
+	}
+	if err := be.Copy(t.Item(i), t.Item(j)); err != nil {
+		return err
+	}
+	return be.Copy(t.Item(j), tmp.Item(0))
+}

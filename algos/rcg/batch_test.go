@@ -1,0 +1,149 @@
+package rcg
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/models/mog"
+)
+
+// batchRuns returns B mixtures of equal size — seeds 0…3 on one data set (R = 0.3) and one run on each of two other
+// data sets (R = 0.15, 0.4) — with their §6.2 starting points.
+func batchRuns(t testing.TB, N, K int) ([]*mog.Model, [][]float64) {
+	t.Helper()
+	newModel := func(R float64, seed uint64) *mog.Model {
+		m, err := mog.New(mog.Synthetic(R, N, 0.03, seed), N, 2, K, mog.DefaultPrior(2), mog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	shared := newModel(0.3, 2024)
+	ms := []*mog.Model{shared, shared, shared, shared, newModel(0.15, 11), newModel(0.4, 12)}
+	xs := make([][]float64, len(ms))
+	for i, m := range ms {
+		x, err := mog.Init(m, uint64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		xs[i] = x
+	}
+	return ms, xs
+}
+
+// TestMinimizeBatchMatchesHost runs B = 6 MoG problems (N = 500, K = 5, ε = 1e-9·N, ⌈√n⌉ restarts; then with
+// Powell–Beale 0.2; then RG with a strict Armijo constant, which backtracks and expands, capped at 400 iterations)
+// as one batched run and each of them with Minimize on the host Collapsed objective (the reference: independent
+// per-run code, one run at a time). The batched driver is Minimize's algorithm step for step and its evaluations
+// agree with the host's to round-off (TestBatchMatchesHost in models/mog), so per run it asserts:
+//   - the same evaluations and restarts, iteration by iteration, as long as the host's F still decreases by more
+//     than 1e-12·|F| per iteration (below that, line-search decisions compare F values that differ in the last
+//     digits, and one run may take one more backtracked step than the other before both stop);
+//   - final F within 1e-8 relative, iteration counts within 2 and F-evaluation counts within 20 (two terminal
+//     searches), the same stop reason, and final points within 1e-6 (max-norm, relative).
+//
+// Runs finish at different iterations, so the per-run mask (finished runs are neither stepped nor evaluated) is
+// exercised.
+func TestMinimizeBatchMatchesHost(t *testing.T) {
+	be := testbackend.Open(t)
+	const N, K = 500, 5
+	type trace struct{ evals, restarts, F []float64 }
+	exact, total := 0, 0
+	for _, s := range []Settings{
+		{Tol: 1e-9 * N, RestartEvery: SqrtN},
+		{Tol: 1e-9 * N, RestartEvery: SqrtN, PowellBeale: 0.2},
+		{Method: RG, Tol: 1e-9 * N, LS: LineSearch{C1: 0.45, Grow: 1.5}},
+	} {
+		ms, xs := batchRuns(t, N, K)
+		bt, err := mog.NewBatch(be, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bTr := make([]trace, len(ms))
+		rec := func(tr *trace, r run.Record) {
+			tr.evals = append(tr.evals, r.Extra["f_evals"]+r.Extra["g_evals"])
+			tr.restarts = append(tr.restarts, r.Extra["restarts"])
+			tr.F = append(tr.F, r.Extra["F"])
+		}
+		got, err := MinimizeBatch(bt, xs, s, BatchControl{MaxIter: 400, Record: func(i int, r run.Record) { rec(&bTr[i], r) }})
+		bt.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		iters := map[int]bool{}
+		for i, m := range ms {
+			var hTr trace
+			want, err := Minimize(mog.NewCollapsed(m), xs[i], s, run.Control{MaxIter: 400,
+				Recorder: run.Func(func(r run.Record) { rec(&hTr, r) })})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := got[i]
+			name := fmt.Sprintf("%v PB %.1f run %d", s.Method, s.PowellBeale, i)
+			for it := range min(len(hTr.F), len(bTr[i].F)) {
+				if it > 0 && math.Abs(hTr.F[it]-hTr.F[it-1]) < 1e-12*math.Abs(hTr.F[it]) {
+					break
+				}
+				if bTr[i].evals[it] != hTr.evals[it] || bTr[i].restarts[it] != hTr.restarts[it] {
+					t.Errorf("%s: iteration %d: evaluations %v, restarts %v; host %v, %v", name, it,
+						bTr[i].evals[it], bTr[i].restarts[it], hTr.evals[it], hTr.restarts[it])
+					break
+				}
+			}
+			ef := math.Abs(g.F-want.F) / math.Abs(want.F)
+			var dx, nx float64
+			for j := range want.X {
+				dx = math.Max(dx, math.Abs(g.X[j]-want.X[j]))
+				nx = math.Max(nx, math.Abs(want.X[j]))
+			}
+			t.Logf("%s: F %.10f (host %.10f, rel %.1g), iterations %d (host %d), F evals %d (%d), restarts %d (%d), "+
+				"%v (%v), x rel %.1g", name, g.F, want.F, ef, g.Iters, want.Iters, g.FEvals, want.FEvals, g.Restarts,
+				want.Restarts, g.Reason, want.Reason, dx/nx)
+			if !(ef <= 1e-8) || abs(g.Iters-want.Iters) > 2 || abs(g.FEvals-want.FEvals) > 20 || g.Reason != want.Reason ||
+				!(dx <= 1e-6*nx) {
+				t.Errorf("%s differs from the host run", name)
+			}
+			if g.Iters == want.Iters && g.FEvals == want.FEvals && g.GEvals == want.GEvals && g.Restarts == want.Restarts {
+				exact++
+			}
+			total++
+			iters[g.Iters] = true
+		}
+		if len(iters) < 2 {
+			t.Errorf("all runs took the same number of iterations: the mask was not exercised")
+		}
+	}
+	t.Logf("%d of %d runs with identical iteration, evaluation and restart counts", exact, total)
+}
+
+func abs(a int) int { return max(a, -a) }
+
+// TestMinimizeBatchBadInput: settings the batched driver does not implement and wrong starting points are errors.
+func TestMinimizeBatchBadInput(t *testing.T) {
+	be := testbackend.Open(t)
+	ms, xs := batchRuns(t, 40, 3)
+	bt, err := mog.NewBatch(be, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	for name, c := range map[string]struct {
+		s  Settings
+		xs [][]float64
+	}{
+		"CG":     {Settings{Method: CG}, xs},
+		"HS":     {Settings{Beta: HestenesStiefel}, xs},
+		"Unit":   {Settings{Search: Unit}, xs},
+		"Refine": {Settings{LS: LineSearch{Refine: 2}}, xs},
+		"count":  {Settings{}, xs[:3]},
+		"length": {Settings{}, append(xs[:5:5], xs[5][:10])},
+	} {
+		if _, err := MinimizeBatch(bt, c.xs, c.s, BatchControl{}); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}

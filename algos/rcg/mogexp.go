@@ -53,14 +53,14 @@ var MoGMethods = []string{"RCG", "RG", "CG", "GD", "VBEM"}
 // RunMoG runs one method on the mixture m from x0 (see mog.Init) with the |ΔF| < tol rule over 2 iterations and a
 // cap of limit process CPU time (0: none). RCG and CG use the √n restart of §6.2; all gradient methods run the
 // VB-EM updates inside the line search (the collapsed objective), as assumed in notes §10.11. Times in the trace are
-// seconds of process CPU time (CPUTime), the paper's measure.
+// seconds of process CPU time (run.CPUTime), the paper's measure.
 func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.Duration) (*Trace, error) {
 	tr := &Trace{Method: method}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := CPUTime()
+	start := run.CPUTime()
 	rec := func(f, evals float64) {
-		el := CPUTime() - start
+		el := run.CPUTime() - start
 		tr.T = append(tr.T, el.Seconds())
 		tr.F = append(tr.F, f)
 		tr.Evals = append(tr.Evals, int(evals))
@@ -100,7 +100,7 @@ func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.D
 		}
 		tr.Final, res = out.F, out.Result
 	}
-	tr.Iters, tr.Reason, tr.Time = res.Iters, res.Reason.String(), (CPUTime() - start).Seconds()
+	tr.Iters, tr.Reason, tr.Time = res.Iters, res.Reason.String(), (run.CPUTime() - start).Seconds()
 	return tr, nil
 }
 

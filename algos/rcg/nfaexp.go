@@ -26,7 +26,7 @@ func methodByName(name string) (Method, error) {
 // RunNFA fits the NFA or NSSM model m from m.Init(seed) with one method: the joint step on all means (Powell–Beale
 // restart (7) for the conjugate methods), the between-step updates of the model's Update, and the rule |ΔF| < tol
 // for patience consecutive iterations (§3.5: tol = 1e-5·T/80, patience 5), within a cap of limit process CPU time
-// (0: none), measured with CPUTime and enforced by cancelling the run's context. It returns the F(t) trace for
+// (0: none), measured with run.CPUTime and enforced by cancelling the run's context. It returns the F(t) trace for
 // time-to-target summaries, t in seconds of process CPU time (the paper's measure).
 func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int, limit time.Duration) (*Trace, error) {
 	meth, err := methodByName(method)
@@ -41,9 +41,9 @@ func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	tr := &Trace{Method: method, Seed: int(seed)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := CPUTime()
+	start := run.CPUTime()
 	ctl := run.Control{Ctx: ctx, MaxIter: 1 << 30, Recorder: run.Func(func(r run.Record) {
-		el := CPUTime() - start
+		el := run.CPUTime() - start
 		tr.T = append(tr.T, el.Seconds())
 		tr.F = append(tr.F, r.Extra["F"])
 		tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
@@ -55,7 +55,7 @@ func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	if res == nil {
 		return nil, err
 	}
-	tr.Final, tr.Iters, tr.Reason, tr.Time = res.F, res.Iters, res.Reason.String(), (CPUTime() - start).Seconds()
+	tr.Final, tr.Iters, tr.Reason, tr.Time = res.F, res.Iters, res.Reason.String(), (run.CPUTime() - start).Seconds()
 	return tr, nil
 }
 

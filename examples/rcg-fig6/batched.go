@@ -70,10 +70,10 @@ func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string) er
 			if err != nil {
 				return err
 			}
-			c0, t0 := rcg.CPUTime(), time.Now()
+			c0, t0 := run.CPUTime(), time.Now()
 			res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: methods[meth], Tol: epsN * float64(N),
 				RestartEvery: rcg.SqrtN}, rcg.BatchControl{})
-			wall, cpu := time.Since(t0).Seconds(), (rcg.CPUTime() - c0).Seconds()
+			wall, cpu := time.Since(t0).Seconds(), (run.CPUTime() - c0).Seconds()
 			bt.Close()
 			if err != nil {
 				return err

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package rcg
+package run
 
 import "time"
 

@@ -504,3 +504,159 @@ func blockLogAbsDiagRef(b Backend, dst, l *T) error {
 	}
 	return b.Reduce(dst, ReduceSum, AxisAll, flat)
 }
+
+// ---- fused operations (one pass over the blocks per step of Alg 2c) ----
+//
+// An iteration of Alg 2c reads the blocks of every group three times: the draw (BlockUpper solve and
+// BlockLogAbsDiag on the same Λ_i, M_i), the solve v = T⁻¹g with its coupling sum (BlockLower), and the natural
+// gradient step (the μ-step BlockUpper solve, CholNGTri, BlockCoupledTri and BlockTriNorm2 on the same Λ_i, M_i,
+// z_i, v_i). BlockDraw and BlockNatGrad are the first and the last of these as one operation each, so that a
+// backend can do each in one pass (one kernel launch on a GPU; notes J.29). Their references are the unfused
+// sequences, so they give what the separate operations give.
+
+// BlockDrawFunc is the signature of BlockDraw; kernels receive checked operands.
+type BlockDrawFunc func(b Backend, dst, ld, l, m, c, x *T) error
+
+// BlockNatGradFunc is the signature of BlockNatGrad; kernels receive checked operands.
+type BlockNatGradFunc func(b Backend, dmu, dl, dm, tn, l, m, c, q, z, v *T, alpha float64) error
+
+// The fused operations; kernels are selected on the shape of dst (BlockDraw) and dmu (BlockNatGrad), n × r × 1.
+var (
+	BlockDrawOp    = NewOp[BlockDrawFunc]("cholng.blocks.draw", blockDrawRef)
+	BlockNatGradOp = NewOp[BlockNatGradFunc]("cholng.blocks.natgrad", blockNatGradRef)
+)
+
+const (
+	opBlockDraw    = "cholng.blocks.draw"
+	opBlockNatGrad = "cholng.blocks.natgrad"
+)
+
+// CheckBlockDraw checks the operands of BlockDraw.
+func CheckBlockDraw(dst, ld, l, m, c, x *T) error {
+	const op = opBlockDraw
+	if err := CheckNotNil(op, []string{"ld", "l"}, ld, l); err != nil {
+		return err
+	}
+	if err := CheckBlockUpper(dst, l, m, c, x); err != nil {
+		return relabel(err, op)
+	}
+	if l.Batch() != dst.Batch() {
+		return shapeErr(op, "l", "batch %d, want %d (the log-determinant sums over l's batch)", l.Batch(), dst.Batch())
+	}
+	return CheckSame(op, "ld", ld, scalarShape)
+}
+
+// relabel returns err as the error of op (the shared checks name the operation they belong to).
+func relabel(err error, op string) error {
+	if e, ok := err.(*OpError); ok {
+		c := *e
+		c.Op = op
+		return &c
+	}
+	return err
+}
+
+// BlockDraw computes, for each batch item i,
+//
+//	dst_i = Λ_i⁻ᵀ (x_i − M_iᵀ c),   ld = Σ_i Σ_a log|(Λ_i)_aa|,
+//
+// BlockUpper (solve) and BlockLogAbsDiag on the same blocks in one operation: the local rows w_i of the draw
+// θ − μ = T⁻ᵀz of Alg 2c and the Σ log|T_ii| of log q (notes §4.3, §5.5; Appendix D). dst is n×r×1; l (n×r×r, batch n:
+// ld sums over it) and x (n×r×1), m (n×q×r) and c (q×1) may have batch 1 except l; m and c are both nil or both set;
+// ld is 1×1×1. dst may be x itself; it must not overlap the other operands.
+func BlockDraw(b Backend, dst, ld, l, m, c, x *T) error {
+	if err := CheckBlockDraw(dst, ld, l, m, c, x); err != nil {
+		return err
+	}
+	if dst.Len() == 0 {
+		return b.Fill(ld, 0)
+	}
+	f, _ := BlockDrawOp.Select(b, dst.Shape())
+	return f(b, dst, ld, l, m, c, x)
+}
+
+func blockDrawRef(b Backend, dst, ld, l, m, c, x *T) error {
+	if err := BlockUpperOp.Reference()(b, true, dst, l, m, c, x); err != nil {
+		return err
+	}
+	return BlockLogAbsDiagOp.Reference()(b, ld, l)
+}
+
+// CheckBlockNatGrad checks the operands of BlockNatGrad.
+func CheckBlockNatGrad(dmu, dl, dm, tn, l, m, c, q, z, v *T, alpha float64) error {
+	const op = opBlockNatGrad
+	if err := CheckNotNil(op, []string{"dmu", "dl", "dm", "tn", "l", "m", "c", "z", "v"},
+		dmu, dl, dm, tn, l, m, c, z, v); err != nil {
+		return err
+	}
+	n, r, err := checkColumn(op, "dmu", dmu)
+	if err != nil {
+		return err
+	}
+	p := m.Rows()
+	for _, o := range []struct {
+		name             string
+		t                *T
+		batch, rows, col int
+	}{
+		{"dl", dl, -1, r, r}, {"dm", dm, -1, p, r}, {"l", l, n, r, r}, {"m", m, n, p, r}, {"c", c, n, p, 1},
+		{"z", z, n, r, 1}, {"v", v, n, r, 1},
+	} {
+		if err := CheckMatrix(op, o.name, o.t, o.batch, o.rows, o.col); err != nil {
+			return err
+		}
+	}
+	if dl.Batch() != n || dm.Batch() != n {
+		return shapeErr(op, "dl", "batches dl %d, dm %d, want %d", dl.Batch(), dm.Batch(), n)
+	}
+	if q != nil {
+		if err := CheckMatrix(op, "q", q, n, p, 1); err != nil {
+			return err
+		}
+	}
+	if err := CheckSame(op, "tn", tn, scalarShape); err != nil {
+		return err
+	}
+	return checkFiniteScalar(op, "alpha", alpha)
+}
+
+// BlockNatGrad computes, for each batch item i,
+//
+//	dmu_i = Λ_i⁻ᵀ (v_i − M_iᵀ c)                           (BlockUpper, solve)
+//	dl_i  = α·Λ_i·dbar(lower(z_i v_iᵀ))                    (CholNGTri)
+//	dm_i  = α·(M_i·dbar(lower(z_i v_iᵀ)) + q v_iᵀ)         (BlockCoupledTri)
+//	tn    = Σ_i [Σ_{k>l} z_ik² v_il² + ½ Σ_k z_ik² v_ik²]  (BlockTriNorm2 over the n items)
+//
+// the four operations of the natural-gradient step of Alg 2c that read the same blocks (notes §4.3, Appendix D
+// eq. (12): with c = x_G, q = T_G z_G and α = −1 they are the μ part, the T_i and T_Gi parts and the pattern part of
+// the Riemannian norm). dmu is n×r×1, dl n×r×r (strict upper triangle set to 0), dm n×p×r, tn 1×1×1; l (n×r×r lower
+// triangular), m (n×p×r), c, q (p×1), z and v (n×r×1) may have batch 1 (tn counts a broadcast item n times); q may
+// be nil (no q term). The destinations must not overlap each other or the operands.
+func BlockNatGrad(b Backend, dmu, dl, dm, tn, l, m, c, q, z, v *T, alpha float64) error {
+	if err := CheckBlockNatGrad(dmu, dl, dm, tn, l, m, c, q, z, v, alpha); err != nil {
+		return err
+	}
+	if dmu.Len() == 0 {
+		return b.Fill(tn, 0)
+	}
+	f, _ := BlockNatGradOp.Select(b, dmu.Shape())
+	return f(b, dmu, dl, dm, tn, l, m, c, q, z, v, alpha)
+}
+
+func blockNatGradRef(b Backend, dmu, dl, dm, tn, l, m, c, q, z, v *T, alpha float64) error {
+	n := dmu.Batch()
+	zz := z
+	if z.Batch() == 1 && v.Batch() == 1 && n > 1 {
+		zz = z.Broadcast(n) // tn counts the broadcast item n times
+	}
+	if err := BlockUpperOp.Reference()(b, true, dmu, l, m, c, v); err != nil {
+		return err
+	}
+	if err := cholNGTriRef(b, dl, l, z, v, alpha); err != nil {
+		return err
+	}
+	if err := BlockCoupledTriOp.Reference()(b, dm, m, z, v, q, alpha); err != nil {
+		return err
+	}
+	return BlockTriNorm2Op.Reference()(b, tn, zz, v, n)
+}

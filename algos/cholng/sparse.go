@@ -1015,8 +1015,8 @@ func (f *Arrow) SetDense(t []float64) error {
 	return f.SetLambda(lam)
 }
 
-// draw sets θ by the block formulas of notes §4.3 — u_G = T_G⁻ᵀz_G, w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G) (BlockUpper solve)
-// — leaving w = θ − μ, brings θ to the host and queues the scalars of log q = −(d/2)log2π + Σ log|T_ii| − ½zᵀz
+// draw sets θ by the block formulas of notes §4.3 — u_G = T_G⁻ᵀz_G, w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G) with Σ log|T_ii| of
+// the same blocks (BlockDraw: one pass per bucket) — leaving w = θ − μ, brings θ to the host and queues the scalars of log q = −(d/2)log2π + Σ log|T_ii| − ½zᵀz
 // (Appendix D with n for N).
 func (f *Arrow) draw() error {
 	b := f.b
@@ -1028,9 +1028,7 @@ func (f *Arrow) draw() error {
 		return err
 	}
 	for k, bk := range f.bk {
-		if err := firstError(
-			backend.BlockUpper(b, true, bk.w, bk.l, bk.m, f.wG, bk.z),
-			backend.BlockLogAbsDiag(b, f.slot(asFixed+2*k), bk.l)); err != nil {
+		if err := backend.BlockDraw(b, bk.w, f.slot(asFixed+2*k), bk.l, bk.m, f.wG, bk.z); err != nil {
 			return err
 		}
 	}
@@ -1079,11 +1077,13 @@ func (f *Arrow) localSum(solve bool, dst, x func(*bucket) *T) error {
 //
 // Natural (Appendix D / eq. (12), fused as in notes §4.3): v_i = T_i⁻¹∇_i log p + z_i, v_G = T_G⁻¹(∇_G log p −
 // Σ_i T_Gi(v_i − z_i)) + z_G (= T⁻¹g with the STL g, so Tz is never formed; BlockLower solve with its coupling sum);
-// μ part Σg = T⁻ᵀv by x_G = T_G⁻ᵀv_G, x_i = T_i⁻ᵀ(v_i − T_Giᵀx_G) (BlockUpper solve); T_i part T_i H̿_i with H̿_i =
-// −dbar(lower(z_i v_iᵀ)) (CholNGTri); T_Gi part T_Gi H̿_i − T_G z_G v_iᵀ (BlockCoupledTri) — u_i = T_i⁻ᵀz_i enters,
-// not w_i (notes §8.2), and no contribution from other groups (which is what masking the dense formula would add);
-// T_G part the dense scan with (z_G, v_G). Riemannian norm² = ‖v‖² + Σ_i [Σ_{a>b} z_ia²v_ib² + ½Σ_a z_ia²v_ia²]
-// (BlockTriNorm2) + ‖z_G‖²Σ_i‖v_i‖² + the same triangular sum for (z_G, v_G).
+// μ part Σg = T⁻ᵀv by x_G = T_G⁻ᵀv_G, x_i = T_i⁻ᵀ(v_i − T_Giᵀx_G); T_i part T_i H̿_i with H̿_i =
+// −dbar(lower(z_i v_iᵀ)); T_Gi part T_Gi H̿_i − T_G z_G v_iᵀ — u_i = T_i⁻ᵀz_i enters, not w_i (notes §8.2), and no
+// contribution from other groups (which is what masking the dense formula would add); T_G part the dense scan with
+// (z_G, v_G). Riemannian norm² = ‖v‖² + Σ_i [Σ_{a>b} z_ia²v_ib² + ½Σ_a z_ia²v_ia²] + ‖z_G‖²Σ_i‖v_i‖² + the same
+// triangular sum for (z_G, v_G). The local parts of the μ, T_i and T_Gi parts and the pattern sum read the same
+// blocks and are one BlockNatGrad per bucket (BlockUpper solve, CholNGTri, BlockCoupledTri and BlockTriNorm2 fused),
+// so an iteration passes over each bucket three times: BlockDraw, BlockLower, BlockNatGrad.
 //
 // Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, notes §4.1): g = ∇log p + Tz (BlockLower
 // product with its coupling sum), v = T⁻¹g; T_i part lower(−w_i v_iᵀ) (LowerOuter), T_Gi part −u_G v_iᵀ
@@ -1111,11 +1111,8 @@ func (f *Arrow) Gradient(m Model, kind Kind) (float64, float64, error) {
 			return 0, 0, err
 		}
 		for k, bk := range f.bk {
-			if err := firstError(
-				backend.BlockUpper(b, true, bk.gm0, bk.l, bk.m, f.gmuG, bk.v),
-				backend.CholNGTri(b, bk.gl, bk.l, bk.z, bk.v, -1),
-				backend.BlockCoupledTri(b, bk.gm, bk.m, bk.z, bk.v, f.tGz, -1),
-				backend.BlockTriNorm2(b, f.slot(asFixed+2*k+1), bk.z, bk.v)); err != nil {
+			if err := backend.BlockNatGrad(b, bk.gm0, bk.gl, bk.gm, f.slot(asFixed+2*k+1), bk.l, bk.m, f.gmuG, f.tGz,
+				bk.z, bk.v, -1); err != nil {
 				return 0, 0, err
 			}
 		}

@@ -628,9 +628,176 @@ func testCholNGBlocks(t *testing.T, b backend.Backend) {
 					b.Free(dst.base)
 				}
 			})
+			// The fused operations against the unfused sequence on the same backend and against the host loops.
+			t.Run("draw", func(t *testing.T) { testBlockDraw(t, b, c, h, l, m, x, cv) })
+			t.Run("natgrad", func(t *testing.T) { testBlockNatGrad(t, b, c, h, l, m, x, y, cv, s0) })
 		})
 	}
 	t.Run("errors", func(t *testing.T) { testCholNGBlocksErrors(t, b) })
+}
+
+// blkScalar downloads a 1×1×1 tensor.
+func blkScalar(t testing.TB, b backend.Backend, d *tensor.Tensor) float64 {
+	t.Helper()
+	return download(t, b, d).At(0, 0, 0)
+}
+
+// relScalar is |a − b| / max(1, |b|) (NaN counts as infinite).
+func relScalar(a, b float64) float64 {
+	e := math.Abs(a-b) / max(1, math.Abs(b))
+	if math.IsNaN(e) {
+		return math.Inf(1)
+	}
+	return e
+}
+
+// testBlockDraw checks BlockDraw (every implementation and the public entry point) against BlockUpper (solve) and
+// BlockLogAbsDiag run one after the other, and against the host loops. l gets batch n (a broadcast view when the case
+// has one block): the log-determinant sums over l's batch.
+func testBlockDraw(t *testing.T, b backend.Backend, c blkCase, h blkHost, l, m, x, cv *tensor.Tensor) {
+	const tolSolve, tolSum = 1e-12, 1e-12
+	if l.Batch() == 1 && c.n > 1 {
+		l = l.Broadcast(c.n)
+	}
+	colShape := tensor.Shape{Batch: c.n, Rows: c.r, Cols: 1}
+	for _, withM := range []bool{false, true} {
+		var mm, cc *tensor.Tensor
+		if withM {
+			mm, cc = m, cv
+		}
+		// The unfused sequence.
+		seq := blkAllocOut(t, b, colShape, c.strided, math.NaN())
+		seqLD := blkAllocOut(t, b, scalarShapeT, false, math.NaN())
+		if err := backend.BlockUpper(b, true, seq.view, l, mm, cc, x); err != nil {
+			t.Fatal(err)
+		}
+		if err := backend.BlockLogAbsDiag(b, seqLD.view, l); err != nil {
+			t.Fatal(err)
+		}
+		wantW, wantLD := hostData(download(t, b, seq.view)), blkScalar(t, b, seqLD.view)
+		b.Free(seq.base)
+		b.Free(seqLD.base)
+		if e := blkRel(wantW, hostData(refBlockUpper(h, c.n, true, withM))); e > tolSolve {
+			t.Errorf("unfused BlockUpper vs host loops: rel err %.3g", e)
+		}
+		if e := relScalar(wantLD, refBlockLogAbsDiag(h.l, c.n)); e > tolSum {
+			t.Errorf("unfused BlockLogAbsDiag vs host loops: rel err %.3g", e)
+		}
+		impls := append(implsOf(backend.BlockDrawOp, b, colShape), impl[backend.BlockDrawFunc]{"public", backend.BlockDraw})
+		for _, im := range impls {
+			dst := blkAllocOut(t, b, colShape, c.strided, math.NaN())
+			ld := blkAllocOut(t, b, scalarShapeT, false, math.NaN())
+			if err := im.fn(b, dst.view, ld.view, l, mm, cc, x); err != nil {
+				t.Fatalf("%s: %v", im.name, err)
+			}
+			if e := blkRel(hostData(download(t, b, dst.view)), wantW); e > tolSolve {
+				t.Errorf("%s m=%v: dst differs from BlockUpper by %.3g > %g", im.name, withM, e, tolSolve)
+			}
+			if e := relScalar(blkScalar(t, b, ld.view), wantLD); e > tolSum {
+				t.Errorf("%s m=%v: ld differs from BlockLogAbsDiag by %.3g > %g", im.name, withM, e, tolSum)
+			}
+			b.Free(dst.base)
+			b.Free(ld.base)
+		}
+	}
+	// dst aliasing x (the same view) is allowed.
+	if c.bx == c.n && !c.bcast {
+		want := hostData(refBlockUpper(h, c.n, true, true))
+		for _, im := range implsOf(backend.BlockDrawOp, b, colShape) {
+			xa := blkUpload(t, b, h.x, c.strided)
+			ld := blkAllocOut(t, b, scalarShapeT, false, math.NaN())
+			if err := im.fn(b, xa.view, ld.view, l, m, cv, xa.view); err != nil {
+				t.Fatal(err)
+			}
+			if e := blkRel(hostData(download(t, b, xa.view)), want); e > tolSolve {
+				t.Errorf("%s in place: rel err %.3g", im.name, e)
+			}
+			b.Free(xa.base)
+			b.Free(ld.base)
+		}
+	}
+}
+
+// testBlockNatGrad checks BlockNatGrad (every implementation and the public entry point; z = x, v = y, c = cv and
+// q = s0 or nil) against BlockUpper (solve), CholNGTri, BlockCoupledTri and BlockTriNorm2 run one after the other,
+// and against the host loops.
+func testBlockNatGrad(t *testing.T, b backend.Backend, c blkCase, h blkHost, l, m, x, y, cv, s0 *tensor.Tensor) {
+	const tolMul, tolSolve, tolSum = 1e-13, 1e-12, 1e-12
+	const alpha = -1.0
+	colShape := tensor.Shape{Batch: c.n, Rows: c.r, Cols: 1}
+	sqShape := tensor.Shape{Batch: c.n, Rows: c.r, Cols: c.r}
+	cpShape := tensor.Shape{Batch: c.n, Rows: c.q, Cols: c.r}
+	hv := h
+	hv.x = h.y // the μ part solves with v
+	hq := h
+	hq.c = h.s0 // the coupling part's q
+	xx := x     // the operation's batch for the unfused BlockTriNorm2
+	if x.Batch() == 1 && y.Batch() == 1 && c.n > 1 {
+		xx = x.Broadcast(c.n)
+	}
+	for _, withQ := range []bool{true, false} {
+		var qq *tensor.Tensor
+		if withQ {
+			qq = s0
+		}
+		// The unfused sequence.
+		du := blkAllocOut(t, b, colShape, c.strided, math.NaN())
+		dl := blkAllocOut(t, b, sqShape, c.strided, math.NaN())
+		dm := blkAllocOut(t, b, cpShape, c.strided, math.NaN())
+		tn := blkAllocOut(t, b, scalarShapeT, false, math.NaN())
+		for _, err := range []error{
+			backend.BlockUpper(b, true, du.view, l, m, cv, y),
+			backend.CholNGTri(b, dl.view, l, x, y, alpha),
+			backend.BlockCoupledTri(b, dm.view, m, x, y, qq, alpha),
+			backend.BlockTriNorm2(b, tn.view, xx, y),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := [][]float64{hostData(download(t, b, du.view)), hostData(download(t, b, dl.view)),
+			hostData(download(t, b, dm.view))}
+		wantTN := blkScalar(t, b, tn.view)
+		for _, d := range []blkDev{du, dl, dm, tn} {
+			b.Free(d.base)
+		}
+		host := [][]float64{hostData(refBlockUpper(hv, c.n, true, true)), hostData(refBlockTri(h, c.n, false, alpha)),
+			hostData(refBlockCoupled(hq, c.n, true, withQ, alpha))}
+		names := []string{"dmu", "dl", "dm"}
+		tols := []float64{tolSolve, tolMul, tolMul}
+		for k := range want {
+			if e := blkRel(want[k], host[k]); e > tols[k] {
+				t.Errorf("unfused %s vs host loops: rel err %.3g", names[k], e)
+			}
+		}
+		if e := relScalar(wantTN, refBlockTriNorm2(h, c.n)); e > tolSum {
+			t.Errorf("unfused tn vs host loops: rel err %.3g", e)
+		}
+		impls := append(implsOf(backend.BlockNatGradOp, b, colShape),
+			impl[backend.BlockNatGradFunc]{"public", backend.BlockNatGrad})
+		for _, im := range impls {
+			du := blkAllocOut(t, b, colShape, c.strided, math.NaN())
+			dl := blkAllocOut(t, b, sqShape, c.strided, math.NaN())
+			dm := blkAllocOut(t, b, cpShape, c.strided, math.NaN())
+			tn := blkAllocOut(t, b, scalarShapeT, false, math.NaN())
+			if err := im.fn(b, du.view, dl.view, dm.view, tn.view, l, m, cv, qq, x, y, alpha); err != nil {
+				t.Fatalf("%s: %v", im.name, err)
+			}
+			got := [][]float64{hostData(download(t, b, du.view)), hostData(download(t, b, dl.view)),
+				hostData(download(t, b, dm.view))}
+			for k := range got {
+				if e := blkRel(got[k], want[k]); e > tols[k] {
+					t.Errorf("%s q=%v: %s differs from the unfused sequence by %.3g > %g", im.name, withQ, names[k], e, tols[k])
+				}
+			}
+			if e := relScalar(blkScalar(t, b, tn.view), wantTN); e > tolSum {
+				t.Errorf("%s q=%v: tn differs from BlockTriNorm2 by %.3g > %g", im.name, withQ, e, tolSum)
+			}
+			for _, d := range []blkDev{du, dl, dm, tn} {
+				b.Free(d.base)
+			}
+		}
+	}
 }
 
 var scalarShapeT = tensor.Shape{Batch: 1, Rows: 1, Cols: 1}
@@ -702,6 +869,22 @@ func testCholNGBlocksErrors(t *testing.T, b backend.Backend) {
 	wantErr(t, "logabsdiag not square", backend.BlockLogAbsDiag(b, sc, rect), backend.ErrShape, "l", -1)
 	wantErr(t, "logabsdiag dst", backend.BlockLogAbsDiag(b, dst, l), backend.ErrShape, "dst", -1)
 	wantErr(t, "logabsdiag nil", backend.BlockLogAbsDiag(b, sc, nil), backend.ErrShape, "l", -1)
+	// BlockDraw, BlockNatGrad
+	sq := keep(mk(n, r, r))
+	geoSentinel(t, b, sq, 7)
+	wantErr(t, "draw nil ld", backend.BlockDraw(b, dst, nil, l, m, s, x), backend.ErrShape, "ld", -1)
+	wantErr(t, "draw c without m", backend.BlockDraw(b, dst, sc, l, nil, s, x), backend.ErrShape, "m", -1)
+	wantErr(t, "draw l batch 1", backend.BlockDraw(b, dst, sc, keep(mk(1, r, r)), m, s, x), backend.ErrShape, "l", -1)
+	wantErr(t, "draw ld shape", backend.BlockDraw(b, dst, s, l, m, s, x), backend.ErrShape, "ld", -1)
+	wantErr(t, "natgrad nil m", backend.BlockNatGrad(b, dst, sq, cd, sc, l, nil, s, s, x, x, -1), backend.ErrShape, "m", -1)
+	wantErr(t, "natgrad dl shape", backend.BlockNatGrad(b, dst, rect, cd, sc, l, m, s, s, x, x, -1), backend.ErrShape, "dl", -1)
+	wantErr(t, "natgrad dm shape", backend.BlockNatGrad(b, dst, sq, wrongM, sc, l, m, s, s, x, x, -1), backend.ErrShape, "dm", -1)
+	wantErr(t, "natgrad c length", backend.BlockNatGrad(b, dst, sq, cd, sc, l, m, wrongS, s, x, x, -1), backend.ErrShape, "c", -1)
+	wantErr(t, "natgrad q length", backend.BlockNatGrad(b, dst, sq, cd, sc, l, m, s, wrongS, x, x, -1), backend.ErrShape, "q", -1)
+	wantErr(t, "natgrad v batch", backend.BlockNatGrad(b, dst, sq, cd, sc, l, m, s, s, x, wrongB, -1), backend.ErrShape, "v", -1)
+	wantErr(t, "natgrad tn", backend.BlockNatGrad(b, dst, sq, cd, s, l, m, s, s, x, x, -1), backend.ErrShape, "tn", -1)
+	wantErr(t, "natgrad alpha", backend.BlockNatGrad(b, dst, sq, cd, sc, l, m, s, s, x, x, math.Inf(-1)), backend.ErrDomain, "alpha", -1)
+	geoUntouched(t, b, sq, 7)
 	geoUntouched(t, b, dst, 7)
 	geoUntouched(t, b, s, 7)
 	geoUntouched(t, b, cd, 7)
@@ -727,6 +910,20 @@ func testCholNGBlocksErrors(t *testing.T, b backend.Backend) {
 	}
 	if v := download(t, b, sc).At(0, 0, 0); v != 0 {
 		t.Fatalf("empty BlockTriNorm2 = %g, want 0", v)
+	}
+	geoSentinel(t, b, sc, 7)
+	if err := backend.BlockDraw(b, empty, sc, emptyL, emptyM, sv, empty); err != nil {
+		t.Fatal(err)
+	}
+	if v := download(t, b, sc).At(0, 0, 0); v != 0 {
+		t.Fatalf("empty BlockDraw: ld = %g, want 0", v)
+	}
+	geoSentinel(t, b, sc, 7)
+	if err := backend.BlockNatGrad(b, empty, emptyL, emptyM, sc, emptyL, emptyM, sv, sv, empty, empty, -1); err != nil {
+		t.Fatal(err)
+	}
+	if v := download(t, b, sc).At(0, 0, 0); v != 0 {
+		t.Fatalf("empty BlockNatGrad: tn = %g, want 0", v)
 	}
 }
 
@@ -786,7 +983,35 @@ func benchCholNGBlocks(bb *testing.B, be backend.Backend) {
 			timed("tri/"+im.name, 2*lB+2*vecB, func() error { return im.fn(be, dt, l, x, y, -1) })
 			be.Free(dt)
 		}
-		for _, t := range []*tensor.Tensor{l, m, x, y, cv, s, dst, cd, sc} {
+		// The fused operations, each next to the unfused sequence it replaces (public entry points).
+		dt := mustAlloc(bb, be, l.Shape())
+		for _, im := range implsOf(backend.BlockDrawOp, be, colShape) {
+			timed("draw/"+im.name, lB+mB+2*vecB, func() error { return im.fn(be, dst, sc, l, m, cv, x) })
+		}
+		timed("draw/unfused", lB+mB+2*vecB, func() error {
+			if err := backend.BlockUpper(be, true, dst, l, m, cv, x); err != nil {
+				return err
+			}
+			return backend.BlockLogAbsDiag(be, sc, l)
+		})
+		for _, im := range implsOf(backend.BlockNatGradOp, be, colShape) {
+			timed("natgrad/"+im.name, 2*lB+3*mB+3*vecB, func() error {
+				return im.fn(be, dst, dt, cd, sc, l, m, cv, cv, x, y, -1)
+			})
+		}
+		timed("natgrad/unfused", 2*lB+3*mB+3*vecB, func() error {
+			if err := backend.BlockUpper(be, true, dst, l, m, cv, y); err != nil {
+				return err
+			}
+			if err := backend.CholNGTri(be, dt, l, x, y, -1); err != nil {
+				return err
+			}
+			if err := backend.BlockCoupledTri(be, cd, m, x, y, cv, -1); err != nil {
+				return err
+			}
+			return backend.BlockTriNorm2(be, sc, x, y)
+		})
+		for _, t := range []*tensor.Tensor{l, m, x, y, cv, s, dst, cd, sc, dt} {
 			be.Free(t)
 		}
 	}

@@ -27,6 +27,10 @@ func init() {
 		Name: "cpu.cholng.blocks.trinorm2.loop", Backend: Name, Priority: 10, Applies: isCPU, Fn: blockTriNorm2Loop})
 	backend.BlockLogAbsDiagOp.Register(backend.Kernel[backend.BlockLogAbsDiagFunc]{
 		Name: "cpu.cholng.blocks.logabsdiag.loop", Backend: Name, Priority: 10, Applies: isCPU, Fn: blockLogAbsDiagLoop})
+	backend.BlockDrawOp.Register(backend.Kernel[backend.BlockDrawFunc]{
+		Name: "cpu.cholng.blocks.draw.loop", Backend: Name, Priority: 10, Applies: isCPU, Fn: blockDrawLoop})
+	backend.BlockNatGradOp.Register(backend.Kernel[backend.BlockNatGradFunc]{
+		Name: "cpu.cholng.blocks.natgrad.loop", Backend: Name, Priority: 10, Applies: isCPU, Fn: blockNatGradLoop})
 	// Many tiny blocks (the diagonal blocks T_i H̿_i of Alg 2c, C_k H̿_k of Alg 1c): the same scans as
 	// cpu.cholng.tri.scan and cpu.cholng.lowerouter.loop without the per-item set-up.
 	smallBatch := func(b backend.Backend, s tensor.Shape) bool {
@@ -205,23 +209,7 @@ func blockUpperLoop(be backend.Backend, solve bool, dst, l, m, c, x *tensor.Tens
 				}
 			}
 			if solve {
-				if q > 0 {
-					mo := M.item(i)
-					for k := 0; k < r; k++ {
-						v := u[k]
-						for a, ca := range cv {
-							v -= M.d[mo+a*M.rs+k] * ca
-						}
-						u[k] = v
-					}
-				}
-				for a := r - 1; a >= 0; a-- {
-					v := u[a]
-					for k := a + 1; k < r; k++ {
-						v -= L.d[lb+k*L.rs+a] * y[k]
-					}
-					y[a] = v / L.d[lb+a*L.rs+a]
-				}
+				upperSolveItem(L, M, lb, M.item(i), cv, u, y)
 			} else {
 				for a := 0; a < r; a++ {
 					var v float64
@@ -285,16 +273,7 @@ func blockCoupledScan(be backend.Backend, dst, m, x, y, q *tensor.Tensor, alpha 
 			for k := range xv {
 				xv[k] = X.d[xo+k*X.rs]
 			}
-			for a := 0; a < p; a++ {
-				mr := M.d[mo+a*M.rs : mo+a*M.rs+r]
-				dr := D.d[do+a*D.rs : do+a*D.rs+r]
-				acc := qv[a]
-				for k := r - 1; k >= 0; k-- {
-					t := mr[k] * xv[k]
-					acc += t
-					dr[k] = alpha * yv[k] * (acc - 0.5*t)
-				}
-			}
+			coupledScanItem(M, D, mo, do, xv, yv, qv, alpha)
 		}
 	})
 	return nil
@@ -373,17 +352,7 @@ func cholNGTriBlocks(be backend.Backend, dst, l, x, y *tensor.Tensor, alpha floa
 			for k := 0; k < r; k++ {
 				xv[k], yv[k] = X.d[xo+k*X.rs], Y.d[yo+k*Y.rs]
 			}
-			for a := 0; a < r; a++ {
-				lr := L.d[lb+a*L.rs : lb+a*L.rs+r]
-				dr := D.d[do+a*D.rs : do+a*D.rs+r]
-				var s float64
-				for k := a; k >= 0; k-- {
-					t := lr[k] * xv[k]
-					s += t
-					dr[k] = alpha * yv[k] * (s - 0.5*t)
-				}
-				clear(dr[a+1:])
-			}
+			triScanItem(L, D, lb, do, xv, yv, alpha)
 		}
 	})
 	return nil
@@ -415,4 +384,166 @@ func lowerOuterBlocks(be backend.Backend, dst, x, y *tensor.Tensor, alpha float6
 		}
 	})
 	return nil
+}
+
+// upperSolveItem sets y = Λ⁻ᵀ(u − Mᵀc) for the item whose Λ starts at L.d[lb] and M at M.d[mo] (q = len(cv) rows;
+// u is overwritten): the solve branch of blockUpperLoop, in the same order of operations.
+func upperSolveItem(L, M blk, lb, mo int, cv, u, y []float64) {
+	r := len(u)
+	if len(cv) > 0 {
+		for k := 0; k < r; k++ {
+			v := u[k]
+			for a, ca := range cv {
+				v -= M.d[mo+a*M.rs+k] * ca
+			}
+			u[k] = v
+		}
+	}
+	for a := r - 1; a >= 0; a-- {
+		v := u[a]
+		for k := a + 1; k < r; k++ {
+			v -= L.d[lb+k*L.rs+a] * y[k]
+		}
+		y[a] = v / L.d[lb+a*L.rs+a]
+	}
+}
+
+// blockDrawLoop is BlockDraw in one pass: per item the back substitution of blockUpperLoop and the log|diagonal|
+// terms of blockLogAbsDiagLoop, summed per chunk as there (so the results are those of the two loops, bit for bit).
+func blockDrawLoop(be backend.Backend, dst, ld, l, m, c, x *tensor.Tensor) error {
+	b := be.(*Backend)
+	if err := checkHost("cholng.blocks.draw", []string{"dst", "ld", "l", "m", "c", "x"}, dst, ld, l, m, c, x); err != nil {
+		return err
+	}
+	n, r := dst.Batch(), dst.Rows()
+	q := 0
+	if m != nil {
+		q = m.Rows()
+	}
+	D, L, M, C, X := blkOf(dst), blkOf(l), blkOf(m), blkOf(c), blkOf(x)
+	nc := (n + blkChunk - 1) / blkChunk
+	part := make([]float64, nc)
+	b.blkSweep(n, float64(r*r+2*q*r+20*r), func(ch, lo, hi int) {
+		u, y, cv := make([]float64, r), make([]float64, r), make([]float64, q)
+		var acc float64
+		for i := lo; i < hi; i++ {
+			xo, lb, do := X.item(i), L.item(i), D.item(i)
+			for a := range u {
+				u[a] = X.d[xo+a*X.rs]
+			}
+			if q > 0 && (i == lo || C.bs != 0) {
+				co := C.item(i)
+				for a := range cv {
+					cv[a] = C.d[co+a*C.rs]
+				}
+			}
+			upperSolveItem(L, M, lb, M.item(i), cv, u, y)
+			for a, v := range y {
+				D.d[do+a*D.rs] = v
+			}
+			for a := 0; a < r; a++ {
+				acc += math.Log(math.Abs(L.d[lb+a*(L.rs+1)]))
+			}
+		}
+		part[ch] = acc
+	})
+	sumParts(part, nc, 1, part[:1])
+	LD := blkOf(ld)
+	LD.d[LD.off] = part[0]
+	return nil
+}
+
+// blockNatGradLoop is BlockNatGrad in one pass: per item the back substitution of blockUpperLoop, the row scans of
+// cholNGTriBlocks and blockCoupledScan and the terms of blockTriNorm2Loop, each in the same order of operations and
+// the sum in the same chunks (so the results are those of the four loops, bit for bit).
+func blockNatGradLoop(be backend.Backend, dmu, dl, dm, tn, l, m, c, q, z, v *tensor.Tensor, alpha float64) error {
+	b := be.(*Backend)
+	if err := checkHost("cholng.blocks.natgrad", []string{"dmu", "dl", "dm", "tn", "l", "m", "c", "q", "z", "v"},
+		dmu, dl, dm, tn, l, m, c, q, z, v); err != nil {
+		return err
+	}
+	n, r, p := dmu.Batch(), dmu.Rows(), m.Rows()
+	DU, DL, DM, L, M, C, Q, Z, V := blkOf(dmu), blkOf(dl), blkOf(dm), blkOf(l), blkOf(m), blkOf(c), blkOf(q), blkOf(z), blkOf(v)
+	nc := (n + blkChunk - 1) / blkChunk
+	part := make([]float64, nc)
+	b.blkSweep(n, float64(4*r*r+5*p*r), func(ch, lo, hi int) {
+		u, y, zv, vv := make([]float64, r), make([]float64, r), make([]float64, r), make([]float64, r)
+		cv, qv := make([]float64, p), make([]float64, p)
+		var acc float64
+		for i := lo; i < hi; i++ {
+			zo, vo, lb, mo := Z.item(i), V.item(i), L.item(i), M.item(i)
+			for k := 0; k < r; k++ {
+				zv[k], vv[k] = Z.d[zo+k*Z.rs], V.d[vo+k*V.rs]
+			}
+			if i == lo || C.bs != 0 {
+				co := C.item(i)
+				for a := range cv {
+					cv[a] = C.d[co+a*C.rs]
+				}
+			}
+			if q != nil && (i == lo || Q.bs != 0) {
+				qo := Q.item(i)
+				for a := range qv {
+					qv[a] = Q.d[qo+a*Q.rs]
+				}
+			}
+			// μ part: Λ⁻ᵀ(v − Mᵀc).
+			copy(u, vv)
+			upperSolveItem(L, M, lb, mo, cv, u, y)
+			do := DU.item(i)
+			for a, w := range y {
+				DU.d[do+a*DU.rs] = w
+			}
+			// Λ part: α·y_k(Σ_{c=k}^{a} Λ_ac z_c − ½Λ_ak z_k), 0 above the diagonal.
+			triScanItem(L, DL, lb, DL.item(i), zv, vv, alpha)
+			// Coupling part: α·v_k(Σ_{c≥k} M_ac z_c − ½M_ak z_k + q_a).
+			coupledScanItem(M, DM, mo, DM.item(i), zv, vv, qv, alpha)
+			// Pattern part of the Riemannian norm.
+			var pre, s float64
+			for k := 0; k < r; k++ {
+				x2, y2 := zv[k]*zv[k], vv[k]*vv[k]
+				s += x2*pre + 0.5*x2*y2
+				pre += y2
+			}
+			acc += s
+		}
+		part[ch] = acc
+	})
+	sumParts(part, nc, 1, part[:1])
+	TN := blkOf(tn)
+	TN.d[TN.off] = part[0]
+	return nil
+}
+
+// triScanItem writes α·Λ·dbar(lower(x yᵀ)) for one item (Λ at L.d[lb], dst at D.d[do], r = len(x)): entry (a, k ≤ a)
+// = α·y_k(Σ_{c=k}^{a} Λ_ac x_c − ½Λ_ak x_k) by a reverse scan along row a, 0 above the diagonal.
+func triScanItem(L, D blk, lb, do int, xv, yv []float64, alpha float64) {
+	r := len(xv)
+	for a := 0; a < r; a++ {
+		lr := L.d[lb+a*L.rs : lb+a*L.rs+r]
+		dr := D.d[do+a*D.rs : do+a*D.rs+r]
+		var s float64
+		for k := a; k >= 0; k-- {
+			t := lr[k] * xv[k]
+			s += t
+			dr[k] = alpha * yv[k] * (s - 0.5*t)
+		}
+		clear(dr[a+1:])
+	}
+}
+
+// coupledScanItem writes α·(M·dbar(lower(x yᵀ)) + q yᵀ) for one item (M at M.d[mo], p = len(qv) rows, dst at
+// D.d[do]): entry (a, k) = α·y_k(Σ_{c≥k} M_ac x_c − ½M_ak x_k + q_a) by a reverse scan along row a.
+func coupledScanItem(M, D blk, mo, do int, xv, yv, qv []float64, alpha float64) {
+	r := len(xv)
+	for a := range qv {
+		mr := M.d[mo+a*M.rs : mo+a*M.rs+r]
+		dr := D.d[do+a*D.rs : do+a*D.rs+r]
+		acc := qv[a]
+		for k := r - 1; k >= 0; k-- {
+			t := mr[k] * xv[k]
+			acc += t
+			dr[k] = alpha * yv[k] * (acc - 0.5*t)
+		}
+	}
 }

@@ -47,6 +47,10 @@ func init() {
 		Name: "cuda.cholng.blocks.trinorm2", Backend: Name, Priority: 10, Applies: always, Fn: blockTriNorm2CUDA})
 	backend.BlockLogAbsDiagOp.Register(backend.Kernel[backend.BlockLogAbsDiagFunc]{
 		Name: "cuda.cholng.blocks.logabsdiag", Backend: Name, Priority: 10, Applies: always, Fn: blockLogAbsDiagCUDA})
+	backend.BlockDrawOp.Register(backend.Kernel[backend.BlockDrawFunc]{
+		Name: "cuda.cholng.blocks.draw", Backend: Name, Priority: 10, Applies: smallR, Fn: blockDrawCUDA})
+	backend.BlockNatGradOp.Register(backend.Kernel[backend.BlockNatGradFunc]{
+		Name: "cuda.cholng.blocks.natgrad", Backend: Name, Priority: 10, Applies: smallR, Fn: blockNatGradCUDA})
 	backend.CholNGTriOp.Register(backend.Kernel[backend.CholNGTriFunc]{
 		Name: "cuda.cholng.tri.blocks", Backend: Name, Priority: 10, Applies: smallTri, Fn: cholNGTriCUDA})
 	backend.LowerOuterOp.Register(backend.Kernel[backend.LowerOuterFunc]{
@@ -218,4 +222,57 @@ func cngLogAbsDiagRun(d hotDev, dst, l hotView) error {
 	}
 	return d.launch("cholng", "cholng_logabsdiag", g, hotBlock(hotThreads), uint32(8*(cngWarps+1)),
 		dst.p, l.p, l.bs, l.rs, part, count, l.batch, l.rows)
+}
+
+// blockDrawCUDA is BlockDraw (operands checked): cholng_draw, one launch (and the counter's memset).
+func blockDrawCUDA(be backend.Backend, dst, ld, l, m, c, x *tensor.Tensor) error {
+	b := be.(*Backend)
+	if err := b.ownsNamed("cholng.blocks.draw", []string{"dst", "ld", "l", "m", "c", "x"}, dst, ld, l, m, c, x); err != nil {
+		return err
+	}
+	dv, ldv, lv, mv, cv, xv := cngView(b, dst), cngView(b, ld), cngView(b, l), cngView(b, m), cngView(b, c), cngView(b, x)
+	return b.do(func() error { return cngDrawRun(b.hot(), dv, ldv, lv, mv, cv, xv) })
+}
+
+func cngDrawRun(d hotDev, dst, ld, l, m, c, x hotView) error {
+	q := 0
+	if m.p != 0 {
+		q = m.rows
+	}
+	g := cngSumGrid(dst.batch)
+	part, count, err := cngPartials(d, int(g[0]), 1)
+	if err != nil {
+		return err
+	}
+	return d.launch("cholng", "cholng_draw", g, hotBlock(hotThreads), uint32(8*(cngWarps+1)),
+		dst.p, dst.bs, dst.rs, ld.p, l.p, l.bs, l.rs, x.p, x.bs, x.rs, m.p, m.bs, m.rs, c.p, c.bs, c.rs, part, count,
+		dst.batch, dst.rows, q)
+}
+
+// blockNatGradCUDA is BlockNatGrad (operands checked): cholng_natgrad, one launch (and the counter's memset).
+func blockNatGradCUDA(be backend.Backend, dmu, dl, dm, tn, l, m, c, q, z, v *tensor.Tensor, alpha float64) error {
+	b := be.(*Backend)
+	if err := b.ownsNamed("cholng.blocks.natgrad", []string{"dmu", "dl", "dm", "tn", "l", "m", "c", "q", "z", "v"},
+		dmu, dl, dm, tn, l, m, c, q, z, v); err != nil {
+		return err
+	}
+	vs := [10]hotView{}
+	for k, t := range []*tensor.Tensor{dmu, dl, dm, tn, l, m, c, q, z, v} {
+		vs[k] = cngView(b, t)
+	}
+	return b.do(func() error { return cngNatGradRun(b.hot(), vs, alpha) })
+}
+
+// cngNatGradRun launches cholng_natgrad on the views of (dmu, dl, dm, tn, l, m, c, q, z, v).
+func cngNatGradRun(d hotDev, vs [10]hotView, alpha float64) error {
+	du, dl, dm, tn, l, m, c, q, z, v := vs[0], vs[1], vs[2], vs[3], vs[4], vs[5], vs[6], vs[7], vs[8], vs[9]
+	g := cngSumGrid(du.batch)
+	part, count, err := cngPartials(d, int(g[0]), 1)
+	if err != nil {
+		return err
+	}
+	return d.launch("cholng", "cholng_natgrad", g, hotBlock(hotThreads), uint32(8*(cngWarps+1)),
+		du.p, du.bs, du.rs, dl.p, dl.bs, dl.rs, dm.p, dm.bs, dm.rs, tn.p, l.p, l.bs, l.rs, m.p, m.bs, m.rs,
+		c.p, c.bs, c.rs, q.p, q.bs, q.rs, z.p, z.bs, z.rs, v.p, v.bs, v.rs, part, count, du.batch, du.rows, m.rows,
+		alpha)
 }

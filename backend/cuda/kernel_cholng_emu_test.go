@@ -23,6 +23,8 @@ func init() {
 	emuKernels["cholng.cholng_rowscan"] = emuCngRowScan
 	emuKernels["cholng.cholng_trinorm2"] = emuCngTriNorm2
 	emuKernels["cholng.cholng_logabsdiag"] = emuCngLogAbsDiag
+	emuKernels["cholng.cholng_draw"] = emuCngDraw
+	emuKernels["cholng.cholng_natgrad"] = emuCngNatGrad
 }
 
 // emuCngGrid checks the launch shape and dynamic shared memory of a cholng kernel and returns the grid size.
@@ -356,6 +358,116 @@ func emuCngLogAbsDiag(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs)
 	})
 }
 
+// emuCngBackSolve is the in-place back substitution of cholng_draw and cholng_natgrad: u ← Λ⁻ᵀu for the block
+// at l + li (row stride lrs), r = len(u).
+func emuCngBackSolve(e *emuDev, l cu.DevPtr, li, lrs int, u []float64) {
+	for a := len(u) - 1; a >= 0; a-- {
+		w := u[a]
+		for k := a + 1; k < len(u); k++ {
+			w -= *e.f(l, li+k*lrs+a) * u[k]
+		}
+		u[a] = w / *e.f(l, li+a*lrs+a)
+	}
+}
+
+func emuCngDraw(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs) {
+	const name = "cholng_draw"
+	dst, dbs, drs, ld := a.ptr(0), a.i64(1), a.i64(2), a.ptr(3)
+	l, lbs, lrs := a.ptr(4), a.i64(5), a.i64(6)
+	x, xbs, xrs := a.ptr(7), a.i64(8), a.i64(9)
+	m, mbs, mrs := a.ptr(10), a.i64(11), a.i64(12)
+	c, cbs, crs := a.ptr(13), a.i64(14), a.i64(15)
+	part, count, n, r, q := a.ptr(16), a.ptr(17), a.i64(18), a.i64(19), a.i64(20)
+	emuCngRegs(e, name, r)
+	u := make([]float64, r)
+	emuCngScalar(e, name, grid, block, shmem, ld, part, count, n, func(i int, acc float64) float64 {
+		xi, li, mi, ci, di := i*xbs, i*lbs, i*mbs, i*cbs, i*dbs
+		for k := 0; k < r; k++ {
+			u[k] = *e.f(x, xi+k*xrs)
+		}
+		for k := 0; k < r && q > 0; k++ {
+			w := u[k]
+			for aa := 0; aa < q; aa++ {
+				w -= *e.f(m, mi+aa*mrs+k) * *e.f(c, ci+aa*crs)
+			}
+			u[k] = w
+		}
+		emuCngBackSolve(e, l, li, lrs, u)
+		for k := 0; k < r; k++ {
+			*e.f(dst, di+k*drs) = u[k]
+		}
+		for k := 0; k < r; k++ {
+			acc += math.Log(math.Abs(*e.f(l, li+k*(lrs+1))))
+		}
+		return acc
+	})
+}
+
+func emuCngNatGrad(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs) {
+	const name = "cholng_natgrad"
+	du, dubs, durs := a.ptr(0), a.i64(1), a.i64(2)
+	dl, dlbs, dlrs := a.ptr(3), a.i64(4), a.i64(5)
+	dm, dmbs, dmrs := a.ptr(6), a.i64(7), a.i64(8)
+	tn := a.ptr(9)
+	l, lbs, lrs := a.ptr(10), a.i64(11), a.i64(12)
+	m, mbs, mrs := a.ptr(13), a.i64(14), a.i64(15)
+	c, cbs, crs := a.ptr(16), a.i64(17), a.i64(18)
+	qv, qbs, qrs := a.ptr(19), a.i64(20), a.i64(21)
+	z, zbs, zrs := a.ptr(22), a.i64(23), a.i64(24)
+	v, vbs, vrs := a.ptr(25), a.i64(26), a.i64(27)
+	part, count, n, r, p, alpha := a.ptr(28), a.ptr(29), a.i64(30), a.i64(31), a.i64(32), a.f64(33)
+	emuCngRegs(e, name, r)
+	zr, vr, u := make([]float64, r), make([]float64, r), make([]float64, r)
+	emuCngScalar(e, name, grid, block, shmem, tn, part, count, n, func(i int, acc float64) float64 {
+		li, mi, ci := i*lbs, i*mbs, i*cbs
+		for k := 0; k < r; k++ {
+			zr[k], vr[k] = *e.f(z, i*zbs+k*zrs), *e.f(v, i*vbs+k*vrs)
+		}
+		for k := 0; k < r; k++ {
+			w := vr[k]
+			for aa := 0; aa < p; aa++ {
+				w -= *e.f(m, mi+aa*mrs+k) * *e.f(c, ci+aa*crs)
+			}
+			u[k] = w
+		}
+		emuCngBackSolve(e, l, li, lrs, u)
+		for k := 0; k < r; k++ {
+			*e.f(du, i*dubs+k*durs) = u[k]
+		}
+		for aa := 0; aa < r; aa++ {
+			lr, dr := li+aa*lrs, i*dlbs+aa*dlrs
+			var sum float64
+			for k := aa; k >= 0; k-- {
+				t := *e.f(l, lr+k) * zr[k]
+				sum += t
+				*e.f(dl, dr+k) = alpha * vr[k] * (sum - 0.5*t)
+			}
+			for k := aa + 1; k < r; k++ {
+				*e.f(dl, dr+k) = 0
+			}
+		}
+		for aa := 0; aa < p; aa++ {
+			mr, dr := mi+aa*mrs, i*dmbs+aa*dmrs
+			var sum float64
+			if qv != 0 {
+				sum = *e.f(qv, i*qbs+aa*qrs)
+			}
+			for k := r - 1; k >= 0; k-- {
+				t := *e.f(m, mr+k) * zr[k]
+				sum += t
+				*e.f(dm, dr+k) = alpha * vr[k] * (sum - 0.5*t)
+			}
+		}
+		var pre, sum float64
+		for k := 0; k < r; k++ {
+			x2, y2 := zr[k]*zr[k], vr[k]*vr[k]
+			sum += x2*pre + 0.5*x2*y2
+			pre += y2
+		}
+		return acc + sum
+	})
+}
+
 // TestEmuCholNGConstants checks the limits the Go side assumes against kernels/cholng.cu.
 func TestEmuCholNGConstants(t *testing.T) {
 	for name, want := range map[string]int{"CNG_THREADS": hotThreads, "CNG_WARPS": cngWarps, "CNG_RMAX": cngRMax,
@@ -437,8 +549,8 @@ func (o *cngOperands) free() {
 	}
 }
 
-// run applies every block operation (and the small-block CholNGTri and LowerOuter) through the public entry
-// points and returns the results on the host, named.
+// run applies every block operation (and the small-block CholNGTri and LowerOuter, and the fused BlockDraw and
+// BlockNatGrad) through the public entry points and returns the results on the host, named.
 func (o *cngOperands) run(t *testing.T) map[string][]float64 {
 	t.Helper()
 	b := o.b
@@ -472,6 +584,14 @@ func (o *cngOperands) run(t *testing.T) map[string][]float64 {
 	get("tri", o.dstSq)
 	check("lowerouter", backend.LowerOuter(b, o.dstSq, o.x, o.y, 2))
 	get("lowerouter", o.dstSq)
+	check("draw", backend.BlockDraw(b, o.dst, o.scal, o.l, o.m, o.c, o.x))
+	get("draw", o.dst)
+	get("draw/ld", o.scal)
+	check("natgrad", backend.BlockNatGrad(b, o.dst, o.dstSq, o.dstM, o.scal, o.l, o.m, o.c, o.c, o.x, o.y, -1))
+	get("natgrad/dmu", o.dst)
+	get("natgrad/dl", o.dstSq)
+	get("natgrad/dm", o.dstM)
+	get("natgrad/tn", o.scal)
 	return out
 }
 
@@ -522,6 +642,10 @@ func TestEmuCholNGKernels(t *testing.T) {
 		{selName(backend.BlockLogAbsDiagOp.Select(b, tensor.Shape{Batch: 1000, Rows: 4, Cols: 4})), "cuda.cholng.blocks.logabsdiag"},
 		{selName(backend.CholNGTriOp.Select(b, tensor.Shape{Batch: 1000, Rows: 4, Cols: 4})), "cuda.cholng.tri.blocks"},
 		{selName(backend.LowerOuterOp.Select(b, tensor.Shape{Batch: 1000, Rows: 4, Cols: 4})), "cuda.cholng.lowerouter.blocks"},
+		{selName(backend.BlockDrawOp.Select(b, col)), "cuda.cholng.blocks.draw"},
+		{selName(backend.BlockNatGradOp.Select(b, col)), "cuda.cholng.blocks.natgrad"},
+		{selName(backend.BlockNatGradOp.Select(b, tensor.Shape{Batch: 10, Rows: cngRMax + 1, Cols: 1})), "reference"},
+		{selName(backend.BlockDrawOp.Select(b, tensor.Shape{Batch: 10, Rows: cngRMax + 1, Cols: 1})), "reference"},
 		{selName(backend.BlockLowerOp.Select(b, tensor.Shape{Batch: 10, Rows: cngRMax + 1, Cols: 1})), "reference"},
 		{selName(backend.CholNGTriOp.Select(b, tensor.Shape{Batch: 1, Rows: cngTriMax + 1, Cols: cngTriMax + 1})), "reference"},
 	} {
@@ -540,7 +664,7 @@ func TestEmuCholNGKernels(t *testing.T) {
 			}
 		}
 		want := []string{"cholng_lower", "cholng_upper", "cholng_lower", "cholng_upper", "cholng_rowscan",
-			"cholng_trinorm2", "cholng_logabsdiag", "cholng_rowscan", "cholng_rowscan"}
+			"cholng_trinorm2", "cholng_logabsdiag", "cholng_rowscan", "cholng_rowscan", "cholng_draw", "cholng_natgrad"}
 		if !slices.Equal(ops, want) {
 			t.Errorf("kernel launches %v, want %v", ops, want)
 		}

@@ -317,3 +317,132 @@ extern "C" __global__ void __launch_bounds__(CNG_THREADS)
     }
     cng_scalar_finish(acc, dst, part, count);
 }
+
+// cholng_draw: dst_i = Λ_i⁻ᵀ(x_i − M_iᵀ c_i) (back substitution, in the order of cholng_upper) and
+// ld = Σ_i Σ_a log|(Λ_i)_aa| (in the order of cholng_logabsdiag) in one pass (BlockDraw; the draw of Alg 2c, notes
+// §4.3). One thread per item, r ≤ CNG_RMAX (dst may alias x); with q = 0, m and c are not read. The sum as the file
+// comment says; part holds G doubles.
+extern "C" __global__ void __launch_bounds__(CNG_THREADS)
+    cholng_draw(double* dst, long long dbs, long long drs, double* ld, const double* l, long long lbs, long long lrs,
+                const double* x, long long xbs, long long xrs, const double* m, long long mbs, long long mrs,
+                const double* c, long long cbs, long long crs, double* part, unsigned* count, long long n,
+                long long r, long long q) {
+    double acc = 0;
+    const long long step = (long long)gridDim.x * CNG_THREADS;
+    for (long long i = (long long)blockIdx.x * CNG_THREADS + threadIdx.x; i < n; i += step) {
+        const double* xi = x + i * xbs;
+        const double* li = l + i * lbs;
+        const double* mi = m + i * mbs;
+        const double* ci = c + i * cbs;
+        double* di = dst + i * dbs;
+        double u[CNG_RMAX];
+        for (long long a = 0; a < r; a++) {
+            u[a] = xi[a * xrs];
+        }
+        for (long long k = 0; k < r && q > 0; k++) {
+            double v = u[k];
+            for (long long a = 0; a < q; a++) {
+                v -= mi[a * mrs + k] * ci[a * crs];
+            }
+            u[k] = v;
+        }
+        for (long long a = r - 1; a >= 0; a--) { // in place: u[k > a] already holds the solution
+            double v = u[a];
+            for (long long k = a + 1; k < r; k++) {
+                v -= li[k * lrs + a] * u[k];
+            }
+            u[a] = v / li[a * lrs + a];
+        }
+        for (long long a = 0; a < r; a++) {
+            di[a * drs] = u[a];
+        }
+        for (long long a = 0; a < r; a++) {
+            acc += log(fabs(li[a * (lrs + 1)]));
+        }
+    }
+    cng_scalar_finish(acc, ld, part, count);
+}
+
+// cholng_natgrad: the natural-gradient step of Alg 2c in one pass over the items (BlockNatGrad; Appendix D eq. (12),
+// notes §4.3), each part in the order of operations of its own kernel:
+//   dmu_i = Λ_i⁻ᵀ(v_i − M_iᵀ c_i)                                   (cholng_upper, solve)
+//   dl_i (a, k ≤ a) = α·v_k(Σ_{c=k}^{a} Λ_ac z_c − ½Λ_ak z_k), 0 above (cholng_rowscan mode 1)
+//   dm_i (a, k) = α·v_k(Σ_{c≥k} M_ac z_c − ½M_ak z_k + q_a)          (cholng_rowscan mode 0; q_a = 0 for qv null)
+//   tn = Σ_i Σ_k z_ik²(Σ_{l<k} v_il² + ½v_ik²)                        (cholng_trinorm2)
+// One thread per item, r ≤ CNG_RMAX, any p; the sum as the file comment says (part holds G doubles). The
+// destinations do not overlap the operands.
+extern "C" __global__ void __launch_bounds__(CNG_THREADS)
+    cholng_natgrad(double* dmu, long long dubs, long long durs, double* dl, long long dlbs, long long dlrs,
+                   double* dm, long long dmbs, long long dmrs, double* tn, const double* l, long long lbs,
+                   long long lrs, const double* m, long long mbs, long long mrs, const double* c, long long cbs,
+                   long long crs, const double* qv, long long qbs, long long qrs, const double* z, long long zbs,
+                   long long zrs, const double* v, long long vbs, long long vrs, double* part, unsigned* count,
+                   long long n, long long r, long long p, double alpha) {
+    double acc = 0;
+    const long long step = (long long)gridDim.x * CNG_THREADS;
+    for (long long i = (long long)blockIdx.x * CNG_THREADS + threadIdx.x; i < n; i += step) {
+        const double* li = l + i * lbs;
+        const double* mi = m + i * mbs;
+        const double* ci = c + i * cbs;
+        const double* zi = z + i * zbs;
+        const double* vi = v + i * vbs;
+        double zr[CNG_RMAX], vr[CNG_RMAX], u[CNG_RMAX];
+        for (long long k = 0; k < r; k++) {
+            zr[k] = zi[k * zrs];
+            vr[k] = vi[k * vrs];
+        }
+        // μ part.
+        for (long long k = 0; k < r; k++) {
+            double w = vr[k];
+            for (long long a = 0; a < p; a++) {
+                w -= mi[a * mrs + k] * ci[a * crs];
+            }
+            u[k] = w;
+        }
+        for (long long a = r - 1; a >= 0; a--) {
+            double w = u[a];
+            for (long long k = a + 1; k < r; k++) {
+                w -= li[k * lrs + a] * u[k];
+            }
+            u[a] = w / li[a * lrs + a];
+        }
+        double* di = dmu + i * dubs;
+        for (long long a = 0; a < r; a++) {
+            di[a * durs] = u[a];
+        }
+        // Λ part.
+        for (long long a = 0; a < r; a++) {
+            const double* lr = li + a * lrs;
+            double* dr = dl + i * dlbs + a * dlrs;
+            double s = 0;
+            for (long long k = a; k >= 0; k--) {
+                const double t = lr[k] * zr[k];
+                s += t;
+                dr[k] = alpha * vr[k] * (s - 0.5 * t);
+            }
+            for (long long k = a + 1; k < r; k++) {
+                dr[k] = 0;
+            }
+        }
+        // Coupling part.
+        for (long long a = 0; a < p; a++) {
+            const double* mr = mi + a * mrs;
+            double* dr = dm + i * dmbs + a * dmrs;
+            double s = qv == nullptr ? 0 : qv[i * qbs + a * qrs];
+            for (long long k = r - 1; k >= 0; k--) {
+                const double t = mr[k] * zr[k];
+                s += t;
+                dr[k] = alpha * vr[k] * (s - 0.5 * t);
+            }
+        }
+        // Pattern part of the Riemannian norm.
+        double pre = 0, s = 0;
+        for (long long k = 0; k < r; k++) {
+            const double x2 = zr[k] * zr[k], y2 = vr[k] * vr[k];
+            s += x2 * pre + 0.5 * x2 * y2;
+            pre += y2;
+        }
+        acc += s;
+    }
+    cng_scalar_finish(acc, tn, part, count);
+}

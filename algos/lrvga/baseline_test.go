@@ -161,11 +161,18 @@ func median(v []float64) float64 {
 // klRun streams the N observations through a filter with c and returns KL̃ (M3) at t = N.
 func klRun(t *testing.T, c Config, data *glm.Data, obj *LogisticKL) float64 {
 	t.Helper()
+	return klRunWith(t, c, data, obj, nil)
+}
+
+// klRunWith is klRun with the closed-form expectations of "logistic-extragrad" replaced by mom (nil: probit).
+func klRunWith(t *testing.T, c Config, data *glm.Data, obj *LogisticKL, mom func(a, nu float64) (m, c float64)) float64 {
+	t.Helper()
 	f, err := New(testbackend.Open(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	f.closedForm = mom
 	for i := 0; i < data.N; i++ {
 		if err := f.Update(data.Row(i), data.Y[i]); err != nil {
 			t.Fatal(err)
@@ -251,6 +258,36 @@ func TestReproFig3Laplace(t *testing.T) {
 	}
 }
 
+// fig4KL holds the KL̃ of T16's runs per seed (1–3): Laplace, the analytic baseline, the same scheme with exact
+// expectations by quadrature (when asked for), and the sampled scheme per ensemble size K.
+type fig4KL struct {
+	lap, ana, quad []float64
+	sampled        map[int][]float64
+}
+
+// fig4Runs makes the runs of T16 (notes §4.7) at σ₀ = sigma0 for seeds 1–3: d = 1000, N = 1000, p = 10, n_in = 1,
+// W₀ = 1e-2·N(0,1), coef_s = 0.15, KL̃ (M3) at t = N with 100 draws.
+func fig4Runs(t *testing.T, sigma0 float64, quad bool, ks ...int) fig4KL {
+	const d, n, p = 1000, 1000, 10
+	r := fig4KL{sampled: map[int][]float64{}}
+	for seed := uint64(1); seed <= 3; seed++ {
+		data := glm.LogisticMixture(glm.NewDesign(d, 1, seed), n, 0.15, seed)
+		obj := &LogisticKL{X: data.X, Y: data.Y, N: n, D: d, Sigma0: sigma0, Samples: 100, Seed: 1}
+		r.lap = append(r.lap, klLaplace(t, data, sigma0, obj))
+		c := Config{D: d, P: p, Inner: 1, Sigma0: sigma0, InitStd: 1e-2, Seed: seed, Scheme: SchemeLogisticExtragrad}
+		r.ana = append(r.ana, klRun(t, c, data, obj))
+		if quad {
+			r.quad = append(r.quad, klRunWith(t, c, data, obj, gaussMoments))
+		}
+		c.Scheme, c.Model = SchemeExtragrad, glm.Logistic{}
+		for _, k := range ks {
+			c.Samples = k
+			r.sampled[k] = append(r.sampled[k], klRun(t, c, data, obj))
+		}
+	}
+	return r
+}
+
 // fig4 is T16 (notes §6, §4.7) at one σ₀: Fig. 4, d = 1000, N = 1000, p = 10, n_in = 1, W₀ = 1e-2·N(0,1),
 // coef_s = 0.15; the partial mirror prox with K = 10 and K = 100 ensemble draws (Prop. 1, fresh draws at every
 // step) against the same scheme with the probit closed-form expectations ("logistic-extragrad", the analytic
@@ -258,20 +295,8 @@ func TestReproFig3Laplace(t *testing.T) {
 // over seeds 1–3 (the notes ask for a median over ≥ 3 seeds). Tolerances of the notes: K = 10 within +k10 of the
 // analytic baseline, K = 100 within +5%, the analytic baseline within +15% of Laplace.
 func fig4(t *testing.T, sigma0, k10 float64) {
-	const d, n, p = 1000, 1000, 10
-	var lap, ana, s10, s100 []float64
-	for seed := uint64(1); seed <= 3; seed++ {
-		data := glm.LogisticMixture(glm.NewDesign(d, 1, seed), n, 0.15, seed)
-		obj := &LogisticKL{X: data.X, Y: data.Y, N: n, D: d, Sigma0: sigma0, Samples: 100, Seed: 1}
-		lap = append(lap, klLaplace(t, data, sigma0, obj))
-		c := Config{D: d, P: p, Inner: 1, Sigma0: sigma0, InitStd: 1e-2, Seed: seed, Scheme: SchemeLogisticExtragrad}
-		ana = append(ana, klRun(t, c, data, obj))
-		c.Scheme, c.Model = SchemeExtragrad, glm.Logistic{}
-		c.Samples = 10
-		s10 = append(s10, klRun(t, c, data, obj))
-		c.Samples = 100
-		s100 = append(s100, klRun(t, c, data, obj))
-	}
+	r := fig4Runs(t, sigma0, false, 10, 100)
+	lap, ana, s10, s100 := r.lap, r.ana, r.sampled[10], r.sampled[100]
 	ml, ma, m10, m100 := median(lap), median(ana), median(s10), median(s100)
 	t.Logf("T16 σ₀ = %g: KL̃ Laplace %.2f %.2f, analytic %.2f %.2f, K=10 %.2f %.2f, K=100 %.2f %.2f (median, seeds 1–3)",
 		sigma0, ml, lap, ma, ana, m10, s10, m100, s100)
@@ -300,16 +325,134 @@ func TestReproFig4Sigma2(t *testing.T) {
 	fig4(t, 2, 0.10)
 }
 
-// T16 at σ₀ = 3 (K = 10 within +25%). Measured: analytic/Laplace 0.99 (met), but K=10/analytic 1.74 (per seed
-// 1.25, 2.10, 1.74) and K=100/analytic 1.10: not met. The notes' own run has K = 100 at +5.9% here; with K = 1000
-// (seed 2) the sampled scheme stays 10% above the analytic one (372.7 vs 338.6), so the gap is between exact
-// Gaussian expectations and the probit approximation plus the noise of fresh draws, not a sampling error that more
-// draws remove.
-// The test skips as a known failure unless GEOVB_FIG4_SIGMA3=1 (docs/benchmarks.md, issue note).
+// T16 at σ₀ = 3 (K = 10 within +25%, K = 100 within +5% of the analytic baseline). Measured: analytic/Laplace 0.99
+// (met), but K=10/analytic 1.74 (per seed 1.25, 2.10, 1.74) and K=100/analytic 1.10: not met, and not a defect of
+// the sampled scheme. The evidence (seed 2 unless stated; KL̃ with 100 draws):
+//   - The draws are right at the filter's σ₀ = 3 state: after 1000 updates (ψ from 0.23 to 0.33) 40,000 Prop. 1
+//     draws match the dense (WWᵀ+Ψ)⁻¹ in all 500,500 covariance entries (largest deviation 4.5 standard errors, the
+//     size expected of the largest of 5e5) and in Var(xᵀθ) = xᵀPx (0.25%, 0.35 s.e.); the moment estimator is
+//     unbiased with the variance Var σ/K that Prop. 1 implies (TestSampledMomentsSigma3).
+//   - The K → ∞ limit of the sampled scheme (exact Gaussian expectations by quadrature) is 1.115 × the analytic
+//     baseline (medians, seeds 1–3; 1.12 on each seed), and K = 100 lies at 0.98 × that limit
+//     (TestReproFig4Sigma3Limit). The gap is all in the mean's E[σ(xᵀθ)]: exact E[σ] with the probit E[σ'] gives
+//     375.8 (exact: 378.3), probit E[σ] with exact E[σ'] 340.1 (analytic: 338.6). At σ₀ = 3 the posterior stays wide
+//     along the inputs (xᵀPx ≈ 13 after 1000 updates) and the probit tail is far from the logistic one (E[σ] 0.0197
+//     against 0.0087 at xᵀμ = −9.7). It is not an effect of the factor analysis: the dense (full-covariance) partial
+//     mirror prox shows the same sign, exact/probit 1.066 on each seed. At σ₀ = 1 and 2 the limit is 0.95–0.99 × the
+//     analytic baseline, which is why T16 holds there.
+//   - K = 10 adds the noise of fresh draws, which accumulates in the mean: over 10 sample streams KL̃ ranges over
+//     436–805 (median 575; the analytic baseline 338.6), and drawing the scalars xᵀθ_i ~ N(xᵀμ, xᵀPx) directly
+//     instead of through Prop. 1 gives the same spread (451–949, median 567). The K = 10 covariance with the
+//     quadrature scheme's mean scores 365.8, the quadrature covariance with the K = 10 mean 720.2 (‖Δμ‖ = 19.8 for
+//     ‖μ‖ = 33.8). The authors' fixed base normals (the same draws at every step) narrow it to 452–642 over 8
+//     streams, median 469: still 1.39 × the baseline.
+//   - The KL̃ estimate is not the cause: over 5 seeds of its 100 draws the analytic baseline reads 337.7–344.5 and the
+//     K = 10 run 709.7–720.1; 1000 draws give 339.8 and 712.7.
+//
+// The notes' single-run replica (K = 10 at +21%, K = 100 at +5.9%) sits at the favourable end of these spreads. The
+// test skips as a known failure unless GEOVB_FIG4_SIGMA3=1.
 func TestReproFig4Sigma3(t *testing.T) {
 	repro.Require(t)
 	if os.Getenv("GEOVB_FIG4_SIGMA3") != "1" {
-		t.Skip("known failure of T16 at σ₀ = 3 (K=10/analytic 1.74 > 1.25, K=100/analytic 1.10 > 1.05); GEOVB_FIG4_SIGMA3=1 runs it")
+		t.Skip("known failure of T16 at σ₀ = 3 (K=10/analytic 1.74 > 1.25, K=100/analytic 1.10 > 1.05): the K → ∞ limit " +
+			"itself is 1.12 × the probit baseline (TestReproFig4Sigma3Limit); GEOVB_FIG4_SIGMA3=1 runs it")
 	}
 	fig4(t, 3, 0.25)
+}
+
+// The ensemble expectations of the sampled scheme at the state the filter has in T16 at σ₀ = 3 (d = 1000, p = 10,
+// seed 2, after 300 observations of K = 10 updates, where xᵀPx ≈ 18 for the next input): R = 2000 calls of the
+// moment estimator (Prop. 1 draws, fresh each call) against Gaussian quadrature of a = xᵀθ ~ N(xᵀμ, xᵀPx) (xᵀPx by a
+// Woodbury solve). The mean estimate m̄ = (1/K) Σ σ(a_i) and the curvature c̄ = (1/K) Σ σ'(a_i) must average to
+// E[σ(a)], E[σ'(a)] within 4 standard errors (unbiased), and the variance of m̄ over the calls must be Var σ(a)/K
+// within 4 standard errors of a variance estimate (the noise Prop. 1 implies, no more). The probit closed form of
+// the analytic baseline must sit more than 6 standard errors from E[σ(a)] here, so the check tells exact Gaussian
+// expectations from the probit ones. Measured (xᵀμ = −6.61, xᵀPx = 14.9): m̄ −1.1 and c̄ −1.7 s.e. from
+// quadrature, Var m̄ / (Var σ/K) = 1.012 (0.3 s.e.); the probit E[σ] is 0.0742 against the exact 0.0605 (11 s.e.).
+func TestSampledMomentsSigma3(t *testing.T) {
+	const d, p, n, k, reps, sigma0 = 1000, 10, 300, 10, 2000, 3.0
+	data := glm.LogisticMixture(glm.NewDesign(d, 1, 2), n+1, 0.15, 2)
+	f, err := New(testbackend.Open(t), Config{D: d, P: p, Inner: 1, Sigma0: sigma0, InitStd: 1e-2, Seed: 2,
+		Scheme: SchemeExtragrad, Model: glm.Logistic{}, Samples: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := 0; i < n; i++ {
+		if err := f.Update(data.Row(i), data.Y[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := f.b
+	x, y := data.Row(n), data.Y[n]
+	xt := upload(t, b, x, d, 1)
+	if err := b.Copy(f.x, xt); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cur.lr.Solve(f.g2, f.x); err != nil {
+		t.Fatal(err)
+	}
+	xx := dotHost(x, x)
+	nu := dotHost(download(t, b, f.g2), x)
+	a := dotHost(download(t, b, f.cur.mu), x)
+	fac := alloc(t, b, d, 1)
+	sq := func(z float64) float64 { return Sigmoid(z) * Sigmoid(z) }
+	ref := gaussExpect(a, nu, Sigmoid, SigmoidPrime, sq, func(z float64) float64 { return SigmoidPrime(z) * SigmoidPrime(z) })
+	varS, varSP := ref[2]-ref[0]*ref[0], ref[3]-ref[1]*ref[1]
+	var sm, smm, sc, m4 float64
+	ms := make([]float64, reps)
+	for r := 0; r < reps; r++ {
+		if err := f.moments(f.cur.mu, f.cur.lr, y, f.g, fac); err != nil {
+			t.Fatal(err)
+		}
+		m := y - dotHost(download(t, b, f.g), x)/xx // ḡ = x (y − m̄)
+		rc := dotHost(download(t, b, fac), x) / xx  // X = x √c̄
+		ms[r] = m
+		sm += m
+		sc += rc * rc
+	}
+	mean := sm / reps
+	for _, m := range ms {
+		smm += (m - mean) * (m - mean)
+		m4 += math.Pow(m-mean, 4)
+	}
+	v := smm / (reps - 1)
+	seV := math.Sqrt((m4/reps - v*v) / reps)
+	zm := (mean - ref[0]) / math.Sqrt(varS/(k*reps))
+	zc := (sc/reps - ref[1]) / math.Sqrt(varSP/(k*reps))
+	zv := (v - varS/k) / seV
+	pm, _ := probitMoments(a, nu)
+	zp := (pm - ref[0]) / math.Sqrt(varS/(k*reps))
+	t.Logf("xᵀμ = %.3f, xᵀPx = %.3f: m̄ %.5f vs E σ %.5f (%.1f s.e.); c̄ %.5f vs E σ' %.5f (%.1f s.e.); Var m̄ %.4e vs Var σ/K %.4e (ratio %.3f, %.1f s.e.); probit %.5f (%.0f s.e.)",
+		a, nu, mean, ref[0], zm, sc/reps, ref[1], zc, v, varS/k, v/(varS/k), zv, pm, zp)
+	if math.Abs(zm) > 4 || math.Abs(zc) > 4 || math.Abs(zv) > 4 {
+		t.Errorf("ensemble moments at σ₀ = 3: m̄ %.1f, c̄ %.1f, Var m̄ %.1f standard errors from quadrature (≤ 4)", zm, zc, zv)
+	}
+	if math.Abs(zp) < 6 {
+		t.Errorf("probit E[σ] only %.1f standard errors from quadrature: the check cannot tell exact from probit", zp)
+	}
+}
+
+// Why T16 cannot hold at σ₀ = 3 (the evidence behind TestReproFig4Sigma3's skip): the same scheme and data as fig4,
+// seeds 1–3, with the expectations of the partial mirror prox computed exactly by quadrature of a = xᵀθ ~
+// N(xᵀμ, xᵀPx) (gaussMoments in place of the probit closed form): the limit K → ∞ of the sampled scheme, free of
+// Monte Carlo noise. Checked: the sampled scheme with K = 100 within ±5% of that limit (medians), so the sampled
+// scheme converges to the exact-expectation scheme; and the limit at least 1.05 × the analytic (probit) baseline, so
+// T16's K = 100 ≤ 1.05 × analytic is out of reach of any K at σ₀ = 3. Measured: quadrature 432.4, 378.3, 398.4 against
+// analytic 385.2, 338.6, 357.3 (ratio 1.12 on each seed; medians 1.115), Laplace 364.9, 358.0, 360.5 (limit/Laplace
+// 1.105); K = 100 447.1, 392.2, 383.5, median 0.984 × the limit. About 40 s on 2 cores.
+func TestReproFig4Sigma3Limit(t *testing.T) {
+	repro.Require(t)
+	r := fig4Runs(t, 3, true, 100)
+	lap, ana, quad, s100 := r.lap, r.ana, r.quad, r.sampled[100]
+	ml, ma, mq, m100 := median(lap), median(ana), median(quad), median(s100)
+	t.Logf("σ₀ = 3: KL̃ Laplace %.1f, analytic (probit) %.1f, quadrature (K → ∞) %.1f, K = 100 %.1f (seeds 1–3)", lap, ana, quad, s100)
+	t.Logf("σ₀ = 3 medians: quadrature/analytic %.3f, quadrature/Laplace %.3f, K=100/quadrature %.3f, K=100/analytic %.3f",
+		mq/ma, mq/ml, m100/mq, m100/ma)
+	if math.Abs(m100/mq-1) > 0.05 {
+		t.Errorf("K = 100 KL̃ %.1f not within ±5%% of its K → ∞ limit %.1f (quadrature)", m100, mq)
+	}
+	if mq < 1.05*ma {
+		t.Errorf("the K → ∞ limit %.1f is within 1.05 × the analytic %.1f: T16 at σ₀ = 3 may be reachable, revisit TestReproFig4Sigma3's skip", mq, ma)
+	}
 }

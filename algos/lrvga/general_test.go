@@ -10,13 +10,20 @@ import (
 	"github.com/geovb/geovb/models/glm"
 )
 
-// gaussMoments returns E[σ(a)] and E[σ'(a)] for a ~ N(m, v) by the trapezoid rule on ±12 standard deviations
-// (4001 nodes: exact to far below the Monte Carlo errors compared with it).
+// gaussMoments returns E[σ(a)] and E[σ'(a)] for a ~ N(m, v) by gaussExpect.
 func gaussMoments(m, v float64) (es, esp float64) {
+	e := gaussExpect(m, v, Sigmoid, SigmoidPrime)
+	return e[0], e[1]
+}
+
+// gaussExpect returns E[fn(a)] for a ~ N(m, v) for each fn by the trapezoid rule on ±12 standard deviations (4001
+// nodes: exact to far below the Monte Carlo errors compared with it).
+func gaussExpect(m, v float64, fns ...func(float64) float64) []float64 {
 	sd := math.Sqrt(v)
 	const n = 4000
 	h := 24.0 / n
 	w := 0.0
+	out := make([]float64, len(fns))
 	for i := 0; i <= n; i++ {
 		z := -12 + float64(i)*h
 		g := math.Exp(-z*z/2) * h
@@ -24,10 +31,14 @@ func gaussMoments(m, v float64) (es, esp float64) {
 			g /= 2
 		}
 		w += g
-		es += g * Sigmoid(m+sd*z)
-		esp += g * SigmoidPrime(m+sd*z)
+		for j, fn := range fns {
+			out[j] += g * fn(m+sd*z)
+		}
 	}
-	return es / w, esp / w
+	for j := range out {
+		out[j] /= w
+	}
+	return out
 }
 
 // denseGaussStep is one step of a full-covariance scheme with exact expectations: the reference for the general

@@ -188,6 +188,11 @@ type Filter struct {
 
 	x, g, g2, s11 *tensor.Tensor // d×1, d×1, d×1, 1×1 scratch
 	host          *tensor.Tensor // 1×1 host
+
+	// closedForm gives (E[σ(a)], E[σ'(a)]) for a ~ N(xᵀμ, xᵀPx) in the "logistic-extragrad" scheme: probitMoments
+	// when nil. Tests put exact Gaussian expectations (quadrature) here to obtain the K → ∞ limit of the sampled
+	// scheme.
+	closedForm func(a, nu float64) (m, c float64)
 }
 
 // New starts a filter at the prior with the initialisation of App. D (notes §2.9): Ψ₀ = (1−ε)/σ₀² I and p
@@ -520,7 +525,11 @@ func (f *Filter) stepLogisticExtragrad(y float64) error {
 	if err != nil {
 		return err
 	}
-	m, c := probitMoments(a, nu)
+	mom := probitMoments
+	if f.closedForm != nil {
+		mom = f.closedForm
+	}
+	m, c := mom(a, nu)
 	if err := f.b.Axpby(f.g2, math.Sqrt(c), f.x, 0, nil); err != nil {
 		return err
 	}
@@ -541,6 +550,6 @@ func (f *Filter) stepLogisticExtragrad(y float64) error {
 	if err != nil {
 		return err
 	}
-	mHat, _ := probitMoments(aHat, nuHat)
+	mHat, _ := mom(aHat, nuHat)
 	return f.b.Axpby(f.nxt.mu, 1, f.cur.mu, y-mHat, f.g) // (145)
 }

@@ -1,6 +1,6 @@
 // Batched block kernels of the sparse Cholesky-factor families of paper 003 (backend/cholng_blocks.go, Algs 1c and
 // 2c; notes §4.3, §6.1, Appendix D) and the small-block forms of the triangular kernels of backend/cholng.go. The
-// blocks are tiny (r = 1 … 8 diagonal blocks, q ≤ 16 coupling rows) and there are up to 1e6 of them, so each
+// blocks are tiny (r = 1 … 8 diagonal blocks, a few to some tens of coupling rows; up to CNG_QMAX) and there are up to 1e6 of them, so each
 // operation is one launch with one thread per block (or per row of a block), reading its operands straight from the
 // strided storage; the references chain several primitives with scratch tensors instead.
 //
@@ -9,7 +9,8 @@
 //
 // Sums over the batch (the coupling sum Σ_i M_i y_i of cholng_lower, the scalars of cholng_trinorm2 and
 // cholng_logabsdiag) are deterministic: block b takes items b·256 + t, b·256 + t + G·256, … (G blocks, G a
-// function of n only, chosen by the Go side); each thread's items are added in that order, the 256 values of a
+// function of n only, chosen by the Go side); each thread's items are added in that order (cholng_lower instead
+// reduces each grid-stride round across the block and adds the round totals in order), the 256 values of a
 // block by warp butterflies (__shfl_xor_sync) and then the 8 warp sums in warp order; the block totals are written
 // to part[b·q + a], and the last block to finish (a ticket from an atomic counter, zeroed by the Go side before the
 // launch and reset by that block) adds them with the same reduction, thread t taking blocks t, t + 256, … in order.
@@ -370,7 +371,8 @@ extern "C" __global__ void __launch_bounds__(CNG_THREADS)
 //   dm_i (a, k) = α·v_k(Σ_{c≥k} M_ac z_c − ½M_ak z_k + q_a)          (cholng_rowscan mode 0; q_a = 0 for qv null)
 //   tn = Σ_i Σ_k z_ik²(Σ_{l<k} v_il² + ½v_ik²)                        (cholng_trinorm2)
 // One thread per item, r ≤ CNG_RMAX, any p; the sum as the file comment says (part holds G doubles). The
-// destinations do not overlap the operands.
+// destinations do not overlap the operands. NVRTC may contract a·b + c here and in the separate kernels
+// differently, so the two paths agree to rounding, not necessarily bit for bit.
 extern "C" __global__ void __launch_bounds__(CNG_THREADS)
     cholng_natgrad(double* dmu, long long dubs, long long durs, double* dl, long long dlbs, long long dlrs,
                    double* dm, long long dmbs, long long dmrs, double* tn, const double* l, long long lbs,

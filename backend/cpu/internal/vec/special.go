@@ -5,8 +5,8 @@ import "math"
 // Softplus and Sigmoid over a row, four lanes at a time on AVX2/FMA (special_amd64.s): e^{-|x|} by a reduction to
 // [−ln2/2, ln2/2] and a degree-13 Taylor polynomial scaled by 2^n, log1p by the atanh series of the logarithm with
 // the rounding of 1 + y corrected. Both are within a few ulps of the maths library. Arguments with |x| > 708 (where
-// e^{-|x|} leaves the normal range) or NaN are recomputed by the caller's scalar function, so tails and extremes
-// give exactly what the scalar path gives.
+// e^{-|x|} leaves the normal range) or NaN go to the caller's scalar function, so tails and extremes give exactly
+// what the scalar path gives, in place or not.
 
 // Softplus sets dst[i] = log(1 + e^{x}) with x = alpha·src[i]; scalar is the reference used for the tail of the row
 // and for extreme or non-finite arguments.
@@ -33,8 +33,11 @@ func special(dst, src []float64, alpha float64, scalar func(float64) float64, so
 			flagged = sigmoidAVX2(&dst[0], &src[0], n4, alpha, &specialConsts)
 		}
 		if flagged {
+			// The kernel stored x = alpha·src itself in the lanes it could not take; every other lane holds a
+			// result within [−708, 708] (softplus of |x| ≤ 708, or a sigmoid). Reading dst, not src, keeps this
+			// right when dst is src.
 			for i := 0; i < n4; i++ {
-				if x := alpha * src[i]; !(math.Abs(x) <= specialLimit) {
+				if x := dst[i]; !(math.Abs(x) <= specialLimit) {
 					dst[i] = scalar(x)
 				}
 			}

@@ -36,7 +36,8 @@
 #define AT5 1024(DX)
 #define AT3 1056(DX)
 
-// Both kernels: x = alpha·src in Y0, a = min(|x|, 708) in Y1 (Y14 collects lanes with |x| > 708 or NaN),
+// Both kernels: x = alpha·src in Y0, a = min(|x|, 708) in Y1 (Y2 marks lanes with |x| > 708 or NaN, which store x
+// itself for the caller to redo; Y14 collects them),
 // y = e^(−a) in Y5: a·log2(e) = m + f with m an integer, e^(−a) = 2^(−m)·e^(m·ln2 − a), the reduced argument in two
 // FMAs (ln 2 = LN2HI + LN2LO), e^r by Horner on the Taylor coefficients, 2^(−m) built in the exponent field.
 
@@ -115,6 +116,7 @@ softplusAVX2loop:
 	VXORPD      Y3, Y3, Y3
 	VMAXPD      Y3, Y0, Y3
 	VADDPD      Y10, Y3, Y3
+	VBLENDVPD   Y2, Y0, Y3, Y3
 	VMOVUPD     Y3, (DI)(AX*1)
 	ADDQ $32, AX
 	CMPQ AX, CX
@@ -173,6 +175,7 @@ sigmoidAVX2loop:
 	VDIVPD    Y7, Y8, Y8
 	VDIVPD    Y7, Y5, Y9
 	VBLENDVPD Y0, Y9, Y8, Y8
+	VBLENDVPD Y2, Y0, Y8, Y8
 	VMOVUPD   Y8, (DI)(AX*1)
 	ADDQ $32, AX
 	CMPQ AX, CX

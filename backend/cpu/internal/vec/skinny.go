@@ -1,6 +1,10 @@
 package vec
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+)
 
 // The skinny products of the low-rank operations: a tall block W (rows×p, p up to a few hundred) against a thin
 // operand with k ≤ 16 columns. A general GEMM packs its operands, which costs about one more pass over W than the
@@ -96,10 +100,10 @@ func touch(a []float64) {
 	for i := 0; i < len(a); i += 8 {
 		s += a[i]
 	}
-	touchSink = s
+	touchSink.Store(math.Float64bits(s)) // keeps the loads; atomic, as AccTN runs on several workers at once
 }
 
-var touchSink float64
+var touchSink atomic.Uint64
 
 // tileCols is the width of the next tile of thin-operand columns: 4, then 2, then 1.
 func tileCols(left int) int {

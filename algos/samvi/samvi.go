@@ -541,19 +541,27 @@ func (w *docWork) ascend(gm []float64, s float64, iters int) float64 {
 		}
 		ok := false
 		var fp float64
+		s0 := s
 		for bt := 0; bt < 50; bt++ {
 			for k := range up {
 				up[k] = u[k] + s*g[k]
 				gmt[k] = math.Exp(up[k])
 			}
 			fp = w.eval(gp, gmt, true)
-			if fp >= f+1e-4*s*gg && !math.IsNaN(fp) {
+			if math.IsNaN(fp) {
+				s /= 2
+				continue
+			}
+			// Armijo; near the optimum the increase is below the rounding of F, and then the slope along g at
+			// the trial point decides (still ascending: the step has not passed the maximum on the line).
+			if fp >= f+1e-4*s*gg || (math.Abs(fp-f) <= 1e-12*math.Abs(f) && dot(gp, g) >= 0) {
 				ok = true
 				break
 			}
 			s /= 2
 		}
 		if !ok {
+			s = s0 // the next call starts from a usable step, not from the 2⁻⁵⁰ of a failed search
 			break
 		}
 		// Barzilai–Borwein step for ascent: s = ΔuᵀΔu / (−ΔuᵀΔg) when the curvature along Δu is negative.
@@ -566,7 +574,13 @@ func (w *docWork) ascend(gm []float64, s float64, iters int) float64 {
 		copy(u, up)
 		copy(g, gp)
 		copy(gm, gmt)
-		conv := fp-f <= 1e-14*math.Abs(fp)
+		// Converged when the gradient is negligible: a test on the change of F alone stops with the gradient
+		// near the square root of the rounding of F.
+		gmaxNew := 0.0
+		for _, x := range gp {
+			gmaxNew = math.Max(gmaxNew, math.Abs(x))
+		}
+		conv := gmaxNew <= 1e-10*math.Max(1, math.Abs(fp))
 		f = fp
 		if dg < 0 {
 			s = du / -dg

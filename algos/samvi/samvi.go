@@ -515,8 +515,9 @@ func (w *docWork) eval(grad, gm []float64, logGrad bool) float64 {
 }
 
 // ascend maximises eval over u = log γ in place by gradient ascent with Barzilai–Borwein steps and Armijo
-// backtracking (every accepted step increases the value), at most iters steps, starting from step s (0: a unit
-// first move); it returns the last step size for the next call.
+// backtracking (every accepted step increases the value, or, once the increase is below F's rounding, keeps an
+// upward slope), at most iters steps or until the gradient is negligible, starting from step s (0: a unit first
+// move); it returns the last step size for the next call.
 func (w *docWork) ascend(gm []float64, s float64, iters int) float64 {
 	K := w.K
 	u, g, up, gp, gmt := w.u, w.g, w.ut, w.gt, w.gmt

@@ -36,10 +36,40 @@
 #define AT5 1024(DX)
 #define AT3 1056(DX)
 
-// Both kernels: x = alpha·src in Y0, a = min(|x|, 708) in Y1 (Y2 marks lanes with |x| > 708 or NaN, which store x
-// itself for the caller to redo; Y14 collects them),
-// y = e^(−a) in Y5: a·log2(e) = m + f with m an integer, e^(−a) = 2^(−m)·e^(m·ln2 − a), the reduced argument in two
-// FMAs (ln 2 = LN2HI + LN2LO), e^r by Horner on the Taylor coefficients, 2^(−m) built in the exponent field.
+// EXPNEG, the start of both kernels: x = alpha·src in Y0, a = min(|x|, 708) in Y1 (Y2 marks lanes with |x| > 708
+// or NaN, which store x itself for the caller to redo; Y14 collects them), y = e^(−a) in Y5: a·log2(e) = m + f with
+// m an integer, e^(−a) = 2^(−m)·e^(m·ln2 − a), the reduced argument in two FMAs (ln 2 = LN2HI + LN2LO), e^r by
+// Horner on the Taylor coefficients, 2^(−m) built in the exponent field.
+#define EXPNEG \
+	VMOVUPD     (SI)(AX*1), Y0 \
+	VMULPD      Y15, Y0, Y0 \
+	VANDPD      ABSMASK, Y0, Y1 \
+	VCMPPD      $0x06, LIMIT, Y1, Y2 \
+	VORPD       Y2, Y14, Y14 \
+	VMINPD      LIMIT, Y1, Y1 \
+	VMULPD      LOG2E, Y1, Y3 \
+	VROUNDPD    $0, Y3, Y3 \
+	VMOVUPD     Y1, Y4 \
+	VFMSUB231PD LN2HI, Y3, Y4 \
+	VFMADD231PD LN2LO, Y3, Y4 \
+	VMOVUPD     E13, Y5 \
+	VFMADD213PD E12, Y4, Y5 \
+	VFMADD213PD E11, Y4, Y5 \
+	VFMADD213PD E10, Y4, Y5 \
+	VFMADD213PD E9, Y4, Y5 \
+	VFMADD213PD E8, Y4, Y5 \
+	VFMADD213PD E7, Y4, Y5 \
+	VFMADD213PD E6, Y4, Y5 \
+	VFMADD213PD E5, Y4, Y5 \
+	VFMADD213PD E4, Y4, Y5 \
+	VFMADD213PD E3, Y4, Y5 \
+	VFMADD213PD E2, Y4, Y5 \
+	VFMADD213PD E1, Y4, Y5 \
+	VFMADD213PD E0, Y4, Y5 \
+	VMOVUPD     MAGICEXP, Y6 \
+	VSUBPD      Y3, Y6, Y6 \
+	VPSLLQ      $52, Y6, Y6 \
+	VMULPD      Y6, Y5, Y5
 
 // func softplusAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64) bool
 TEXT ·softplusAVX2(SB), NOSPLIT, $0-41
@@ -53,35 +83,7 @@ TEXT ·softplusAVX2(SB), NOSPLIT, $0-41
 	XORQ         AX, AX
 
 softplusAVX2loop:
-	VMOVUPD     (SI)(AX*1), Y0
-	VMULPD      Y15, Y0, Y0
-	VANDPD      ABSMASK, Y0, Y1
-	VCMPPD      $0x06, LIMIT, Y1, Y2
-	VORPD       Y2, Y14, Y14
-	VMINPD      LIMIT, Y1, Y1
-	VMULPD      LOG2E, Y1, Y3
-	VROUNDPD    $0, Y3, Y3
-	VMOVUPD     Y1, Y4
-	VFMSUB231PD LN2HI, Y3, Y4
-	VFMADD231PD LN2LO, Y3, Y4
-	VMOVUPD     E13, Y5
-	VFMADD213PD E12, Y4, Y5
-	VFMADD213PD E11, Y4, Y5
-	VFMADD213PD E10, Y4, Y5
-	VFMADD213PD E9, Y4, Y5
-	VFMADD213PD E8, Y4, Y5
-	VFMADD213PD E7, Y4, Y5
-	VFMADD213PD E6, Y4, Y5
-	VFMADD213PD E5, Y4, Y5
-	VFMADD213PD E4, Y4, Y5
-	VFMADD213PD E3, Y4, Y5
-	VFMADD213PD E2, Y4, Y5
-	VFMADD213PD E1, Y4, Y5
-	VFMADD213PD E0, Y4, Y5
-	VMOVUPD     MAGICEXP, Y6
-	VSUBPD      Y3, Y6, Y6
-	VPSLLQ      $52, Y6, Y6
-	VMULPD      Y6, Y5, Y5
+	EXPNEG
 	// log1p(y): u = 1 + y, c = y − (u − 1); u = 2^e·m, m in [√½, √2), ln m by the atanh series; + c/u.
 	VADDPD      ONE, Y5, Y7
 	VSUBPD      ONE, Y7, Y8
@@ -140,35 +142,7 @@ TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-41
 	XORQ         AX, AX
 
 sigmoidAVX2loop:
-	VMOVUPD     (SI)(AX*1), Y0
-	VMULPD      Y15, Y0, Y0
-	VANDPD      ABSMASK, Y0, Y1
-	VCMPPD      $0x06, LIMIT, Y1, Y2
-	VORPD       Y2, Y14, Y14
-	VMINPD      LIMIT, Y1, Y1
-	VMULPD      LOG2E, Y1, Y3
-	VROUNDPD    $0, Y3, Y3
-	VMOVUPD     Y1, Y4
-	VFMSUB231PD LN2HI, Y3, Y4
-	VFMADD231PD LN2LO, Y3, Y4
-	VMOVUPD     E13, Y5
-	VFMADD213PD E12, Y4, Y5
-	VFMADD213PD E11, Y4, Y5
-	VFMADD213PD E10, Y4, Y5
-	VFMADD213PD E9, Y4, Y5
-	VFMADD213PD E8, Y4, Y5
-	VFMADD213PD E7, Y4, Y5
-	VFMADD213PD E6, Y4, Y5
-	VFMADD213PD E5, Y4, Y5
-	VFMADD213PD E4, Y4, Y5
-	VFMADD213PD E3, Y4, Y5
-	VFMADD213PD E2, Y4, Y5
-	VFMADD213PD E1, Y4, Y5
-	VFMADD213PD E0, Y4, Y5
-	VMOVUPD     MAGICEXP, Y6
-	VSUBPD      Y3, Y6, Y6
-	VPSLLQ      $52, Y6, Y6
-	VMULPD      Y6, Y5, Y5
+	EXPNEG
 	// 1/(1 + y) for x ≥ 0, y/(1 + y) for x < 0 (the sign bit of x picks).
 	VADDPD    ONE, Y5, Y7
 	VMOVUPD   ONE, Y8

@@ -178,6 +178,28 @@ extern "C" __global__ void __launch_bounds__(CNG_THREADS)
     }
 }
 
+// cng_upper_solve overwrites u (r values) with Λ⁻ᵀ(u − Mᵀc) for one item: the coupling subtraction (skipped for
+// q = 0), then back substitution in place (u[k > a] already holds the solution when row a is reached). Shared by
+// cholng_upper, cholng_draw and cholng_natgrad, so the three give the same values.
+__device__ __forceinline__ void cng_upper_solve(double* u, const double* li, long long lrs, const double* mi,
+                                                long long mrs, const double* ci, long long crs, long long r,
+                                                long long q) {
+    for (long long k = 0; k < r && q > 0; k++) {
+        double v = u[k];
+        for (long long a = 0; a < q; a++) {
+            v -= mi[a * mrs + k] * ci[a * crs];
+        }
+        u[k] = v;
+    }
+    for (long long a = r - 1; a >= 0; a--) {
+        double v = u[a];
+        for (long long k = a + 1; k < r; k++) {
+            v -= li[k * lrs + a] * u[k];
+        }
+        u[a] = v / li[a * lrs + a];
+    }
+}
+
 // cholng_upper: dst_i = Λ_iᵀ x_i + M_iᵀ c_i (solve = 0) or Λ_i⁻ᵀ(x_i − M_iᵀ c_i) (back substitution) (BlockUpper;
 // sampling w_i and the μ step x_i of Alg 2c, notes §4.3). One thread per item, r ≤ CNG_RMAX (dst may alias x);
 // with q = 0, m and c are not read.
@@ -197,19 +219,9 @@ extern "C" __global__ void __launch_bounds__(CNG_THREADS)
             u[a] = xi[a * xrs];
         }
         if (solve) {
-            for (long long k = 0; k < r && q > 0; k++) {
-                double v = u[k];
-                for (long long a = 0; a < q; a++) {
-                    v -= mi[a * mrs + k] * ci[a * crs];
-                }
-                u[k] = v;
-            }
-            for (long long a = r - 1; a >= 0; a--) {
-                double v = u[a];
-                for (long long k = a + 1; k < r; k++) {
-                    v -= li[k * lrs + a] * y[k];
-                }
-                y[a] = v / li[a * lrs + a];
+            cng_upper_solve(u, li, lrs, mi, mrs, ci, crs, r, q);
+            for (long long a = 0; a < r; a++) {
+                y[a] = u[a];
             }
         } else {
             for (long long a = 0; a < r; a++) {
@@ -340,20 +352,7 @@ extern "C" __global__ void __launch_bounds__(CNG_THREADS)
         for (long long a = 0; a < r; a++) {
             u[a] = xi[a * xrs];
         }
-        for (long long k = 0; k < r && q > 0; k++) {
-            double v = u[k];
-            for (long long a = 0; a < q; a++) {
-                v -= mi[a * mrs + k] * ci[a * crs];
-            }
-            u[k] = v;
-        }
-        for (long long a = r - 1; a >= 0; a--) { // in place: u[k > a] already holds the solution
-            double v = u[a];
-            for (long long k = a + 1; k < r; k++) {
-                v -= li[k * lrs + a] * u[k];
-            }
-            u[a] = v / li[a * lrs + a];
-        }
+        cng_upper_solve(u, li, lrs, mi, mrs, ci, crs, r, q);
         for (long long a = 0; a < r; a++) {
             di[a * drs] = u[a];
         }
@@ -395,19 +394,9 @@ extern "C" __global__ void __launch_bounds__(CNG_THREADS)
         }
         // μ part.
         for (long long k = 0; k < r; k++) {
-            double w = vr[k];
-            for (long long a = 0; a < p; a++) {
-                w -= mi[a * mrs + k] * ci[a * crs];
-            }
-            u[k] = w;
+            u[k] = vr[k];
         }
-        for (long long a = r - 1; a >= 0; a--) {
-            double w = u[a];
-            for (long long k = a + 1; k < r; k++) {
-                w -= li[k * lrs + a] * u[k];
-            }
-            u[a] = w / li[a * lrs + a];
-        }
+        cng_upper_solve(u, li, lrs, mi, mrs, ci, crs, r, p);
         double* di = dmu + i * dubs;
         for (long long a = 0; a < r; a++) {
             di[a * durs] = u[a];

@@ -43,7 +43,9 @@ func (l layer) split(w []float64) (A, a, B, b []float64) {
 
 // prop propagates Gaussian moments through one MLP. For every hidden unit it tracks the mean, the source-driven
 // variance (through the Jacobian with respect to the inputs, which are shared between units) and the "extra"
-// variance from the weights (independent across units), as in notes §4.2.5.
+// variance from the weights (independent across units), as in notes §4.2.5. forward leaves the per-unit values,
+// the tanh at every quadrature node and the Jacobian in p, and backward (at the same point) reads them back instead
+// of evaluating tanh again.
 type prop struct {
 	mo     Moments
 	z, w   []float64 // quadrature nodes and weights for N(0, 1)
@@ -53,17 +55,25 @@ type prop struct {
 	phm    []float64 // mean of tanh
 	k      []float64 // slope (Taylor: tanh′(ȳ); GH: E tanh′(y))
 	phw    []float64 // extra variance of tanh
+	m2     []float64 // GH: E tanh² (the unclamped residual is m2 − phm² − k²ys)
+	tq     []float64 // hid × nodes: tanh at each node (Taylor: tanh(ȳ), one per unit)
 	jx     []float64 // out×in Jacobian of the output mean path
+	bk     []float64 // out×hid: B_ih k_h, the Jacobian's left factor
+	gj     []float64 // out×in: ∂C/∂J of the backward pass, all paths
 	m      []float64 // hid×in scratch of the backward pass
 }
 
 func newProp(l layer, mo Moments, order int) *prop {
 	p := &prop{mo: mo, l: l, y: make([]float64, l.hid), yt: make([]float64, l.hid), ys: make([]float64, l.hid),
 		yw: make([]float64, l.hid), phm: make([]float64, l.hid), k: make([]float64, l.hid), phw: make([]float64, l.hid),
-		jx: make([]float64, l.out*l.in), m: make([]float64, l.hid*l.in)}
+		m2: make([]float64, l.hid), jx: make([]float64, l.out*l.in), bk: make([]float64, l.out*l.hid),
+		gj: make([]float64, l.out*l.in), m: make([]float64, l.hid*l.in)}
+	nq := 1
 	if mo == GaussHermite {
 		p.z, p.w = GHNodes(order)
+		nq = order
 	}
+	p.tq = make([]float64, l.hid*nq)
 	return p
 }
 
@@ -78,22 +88,27 @@ func GHNodes(n int) (z, w []float64) {
 	return z, w
 }
 
-// nonlin returns the mean, slope and extra variance of tanh(y) given ȳ, the total variance yt and its parts ys, yw.
-func (p *prop) nonlin(y, yt, ys, yw float64) (phm, k, phw float64) {
+// nonlin returns the mean, slope and extra variance of tanh(y) given ȳ, the total variance yt and its parts ys, yw,
+// and keeps the tanh values at the nodes (and E tanh²) of unit h for nonlinBack.
+func (p *prop) nonlin(h int, y, yt, ys, yw float64) (phm, k, phw float64) {
 	if p.mo == Taylor {
 		t := math.Tanh(y)
+		p.tq[h] = t
 		t1 := 1 - t*t
 		t2 := -2 * t * t1
 		return t + 0.5*t2*yt, t1, t1 * t1 * yw
 	}
 	s := math.Sqrt(yt)
+	tq := p.tq[h*len(p.z) : (h+1)*len(p.z)]
 	var m1, m2 float64
 	for q, zq := range p.z {
 		t := math.Tanh(y + s*zq)
+		tq[q] = t
 		m1 += p.w[q] * t
 		k += p.w[q] * (1 - t*t)
 		m2 += p.w[q] * t * t
 	}
+	p.m2[h] = m2
 	// Var tanh = E t² − (E t)²; the part k²·ys explained by the sources is tracked through the Jacobian. Under exact
 	// integration Var tanh ≥ k²(ys + yw) ≥ k²ys (Stein's lemma and Cauchy–Schwarz), but a finite rule under a wide
 	// N(ȳ, yt) can overestimate k (a node near the origin) and make the residual negative; it is clamped at 0 so that
@@ -101,25 +116,20 @@ func (p *prop) nonlin(y, yt, ys, yw float64) (phm, k, phw float64) {
 	return m1, k, math.Max(m2-m1*m1-k*k*ys, 0)
 }
 
-// nonlinBack returns the gradients with respect to (ȳ, yt, ys, yw) given those with respect to (phm, k, phw). For
-// Gauss–Hermite it differentiates the quadrature sum itself (nodes ȳ + √yt·z_q), so it is exact for the discrete rule.
-func (p *prop) nonlinBack(y, yt, ys, yw, gphm, gk, gphw float64) (gy, gyt, gys, gyw float64) {
+// nonlinBack returns the gradients with respect to (ȳ, yt, ys, yw) of unit h given those with respect to (phm, k,
+// phw), from the values nonlin left at the same point. For Gauss–Hermite it differentiates the quadrature sum itself
+// (nodes ȳ + √yt·z_q), so it is exact for the discrete rule.
+func (p *prop) nonlinBack(h int, gphm, gk, gphw float64) (gy, gyt, gys, gyw float64) {
+	yt, ys, yw := p.yt[h], p.ys[h], p.yw[h]
 	if p.mo == Taylor {
-		t := math.Tanh(y)
+		t := p.tq[h]
 		t1 := 1 - t*t
 		t2 := -2 * t * t1
 		t3 := -2*t1*t1 - 2*t*t2
 		gy = gphm*(t1+0.5*t3*yt) + gk*t2 + gphw*2*t1*t2*yw
 		return gy, 0.5 * gphm * t2, 0, gphw * t1 * t1
 	}
-	s := math.Sqrt(yt)
-	var m1, k, m2 float64
-	for q, zq := range p.z {
-		t := math.Tanh(y + s*zq)
-		m1 += p.w[q] * t
-		k += p.w[q] * (1 - t*t)
-		m2 += p.w[q] * t * t
-	}
+	m1, k, m2 := p.phm[h], p.k[h], p.m2[h]
 	// phw = max(m2 − m1² − k²ys, 0): no gradient through the clamped branch.
 	if m2-m1*m1-k*k*ys < 0 {
 		gphw = 0
@@ -128,15 +138,14 @@ func (p *prop) nonlinBack(y, yt, ys, yw, gphm, gk, gphw float64) (gy, gyt, gys, 
 	gkk := gk - 2*k*ys*gphw
 	gys = -k * k * gphw
 	var gs float64
-	for q, zq := range p.z {
-		t := math.Tanh(y + s*zq)
+	for q, t := range p.tq[h*len(p.z) : (h+1)*len(p.z)] {
 		t1 := 1 - t*t
 		t2 := -2 * t * t1
 		b := p.w[q] * (gm1*t1 + gkk*t2 + gphw*2*t*t1)
 		gy += b
-		gs += b * zq
+		gs += b * p.z[q]
 	}
-	return gy, gs / (2 * s), gys, 0
+	return gy, gs / (2 * math.Sqrt(yt)), gys, 0
 }
 
 // forward maps input means sm and variances sv (independent inputs) to output means xm and variances xv, with
@@ -146,34 +155,38 @@ func (p *prop) forward(wm, wv, sm, sv, xm, xv []float64) {
 	A, a, B, b := l.split(wm)
 	Av, av, Bv, bv := l.split(wv)
 	for h := range l.hid {
+		Ah, Avh := A[h*l.in:(h+1)*l.in], Av[h*l.in:(h+1)*l.in]
 		y, yw, ys := a[h], av[h], 0.0
-		for j := range l.in {
-			ah := A[h*l.in+j]
+		for j, ah := range Ah {
 			y += ah * sm[j]
-			yw += Av[h*l.in+j] * (sm[j]*sm[j] + sv[j])
+			yw += Avh[j] * (sm[j]*sm[j] + sv[j])
 			ys += ah * ah * sv[j]
 		}
 		p.y[h], p.yw[h], p.ys[h], p.yt[h] = y, yw, ys, ys+yw
-		p.phm[h], p.k[h], p.phw[h] = p.nonlin(y, ys+yw, ys, yw)
+		p.phm[h], p.k[h], p.phw[h] = p.nonlin(h, y, ys+yw, ys, yw)
 	}
 	for i := range l.out {
 		Bi, Bvi := B[i*l.hid:(i+1)*l.hid], Bv[i*l.hid:(i+1)*l.hid]
+		bk := p.bk[i*l.hid : (i+1)*l.hid]
 		m, v := b[i], bv[i]
-		for h := range l.hid {
-			m += Bi[h] * p.phm[h]
+		for h, bih := range Bi {
+			m += bih * p.phm[h]
 			phv := p.k[h]*p.k[h]*p.ys[h] + p.phw[h]
-			v += Bi[h]*Bi[h]*p.phw[h] + Bvi[h]*(p.phm[h]*p.phm[h]+phv)
+			v += bih*bih*p.phw[h] + Bvi[h]*(p.phm[h]*p.phm[h]+phv)
+			bk[h] = bih * p.k[h]
 		}
+		// J = (B diag k) A, plus the identity of the skip.
 		J := p.jx[i*l.in : (i+1)*l.in]
-		for j := range l.in {
-			var s float64
-			for h := range l.hid {
-				s += Bi[h] * p.k[h] * A[h*l.in+j]
+		clear(J)
+		for h, c := range bk {
+			for j, ahj := range A[h*l.in : (h+1)*l.in] {
+				J[j] += c * ahj
 			}
-			if l.skip && i == j {
-				s++
-			}
-			J[j] = s
+		}
+		if l.skip {
+			J[i]++
+		}
+		for j, s := range J {
 			v += s * s * sv[j]
 		}
 		if l.skip {
@@ -191,15 +204,7 @@ func (p *prop) backward(wm, wv, sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float
 	Av, _, Bv, _ := l.split(wv)
 	gA, ga, gB, gb := l.split(gwm)
 	gAv, gav, gBv, gbv := l.split(gwv)
-	// Output layer: gJx = ∂C/∂J + 2 gxv_i J_ij sv_j (stored in p.jx's place is not possible; use m as hid×in scratch).
-	clear(p.m)
-	gjx := func(i, j int) float64 {
-		g := 2 * gxv[i] * p.jx[i*l.in+j] * sv[j]
-		if gJ != nil {
-			g += gJ[i*l.in+j]
-		}
-		return g
-	}
+	// ∂C/∂J_ij over both paths: the given one and the output variance's Σ_j J_ij² sv_j.
 	for i := range l.out {
 		gb[i] += gxm[i]
 		gbv[i] += gxv[i]
@@ -207,45 +212,53 @@ func (p *prop) backward(wm, wv, sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float
 			gsm[i] += gxm[i]
 		}
 		for j := range l.in {
-			jv := p.jx[i*l.in+j]
+			ij := i*l.in + j
+			jv := p.jx[ij]
 			gsv[j] += gxv[i] * jv * jv
+			g := 2 * gxv[i] * jv * sv[j]
+			if gJ != nil {
+				g += gJ[ij]
+			}
+			p.gj[ij] = g
 		}
 	}
+	clear(p.m)
 	for h := range l.hid {
+		kh := p.k[h]
+		Ah, mh := A[h*l.in:(h+1)*l.in], p.m[h*l.in:(h+1)*l.in]
+		phv := kh*kh*p.ys[h] + p.phw[h]
 		var gphm, gphv, gphw float64
 		for i := range l.out {
 			bih, bvih := B[i*l.hid+h], Bv[i*l.hid+h]
 			gphm += gxm[i]*bih + 2*p.phm[h]*gxv[i]*bvih
 			gphv += gxv[i] * bvih
 			gphw += gxv[i] * bih * bih
-			phv := p.k[h]*p.k[h]*p.ys[h] + p.phw[h]
 			gbh := gxm[i]*p.phm[h] + 2*gxv[i]*bih*p.phw[h]
-			for j := range l.in {
-				gji := gjx(i, j)
-				gbh += gji * p.k[h] * A[h*l.in+j]
-				p.m[h*l.in+j] += gji * bih
+			for j, gij := range p.gj[i*l.in : (i+1)*l.in] {
+				gbh += gij * kh * Ah[j]
+				mh[j] += gij * bih
 			}
 			gB[i*l.hid+h] += gbh
 			gBv[i*l.hid+h] += gxv[i] * (p.phm[h]*p.phm[h] + phv)
 		}
 		// phv = k²ys + phw.
 		gphw += gphv
-		gk := 2 * p.k[h] * p.ys[h] * gphv
-		gys := p.k[h] * p.k[h] * gphv
-		for j := range l.in {
-			gk += p.m[h*l.in+j] * A[h*l.in+j]
+		gk := 2 * kh * p.ys[h] * gphv
+		gys := kh * kh * gphv
+		for j, ahj := range Ah {
+			gk += mh[j] * ahj
 		}
-		gy, gyt, gys2, gyw := p.nonlinBack(p.y[h], p.yt[h], p.ys[h], p.yw[h], gphm, gk, gphw)
+		gy, gyt, gys2, gyw := p.nonlinBack(h, gphm, gk, gphw)
 		gys += gys2 + gyt
 		gyw += gyt
 		ga[h] += gy
 		gav[h] += gyw
-		for j := range l.in {
+		for j, ahj := range Ah {
 			hj := h*l.in + j
-			gA[hj] += gy*sm[j] + 2*gys*A[hj]*sv[j] + p.m[hj]*p.k[h]
+			gA[hj] += gy*sm[j] + 2*gys*ahj*sv[j] + mh[j]*kh
 			gAv[hj] += gyw * (sm[j]*sm[j] + sv[j])
-			gsm[j] += gy*A[hj] + 2*gyw*Av[hj]*sm[j]
-			gsv[j] += gyw*Av[hj] + gys*A[hj]*A[hj]
+			gsm[j] += gy*ahj + 2*gyw*Av[hj]*sm[j]
+			gsv[j] += gyw*Av[hj] + gys*ahj*ahj
 		}
 	}
 }

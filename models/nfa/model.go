@@ -48,7 +48,7 @@ type Model struct {
 	T, P int
 
 	f, g   layer
-	pf, pg *prop
+	chunks []*chunk // blocks of time steps of eval (steps.go)
 
 	// Posterior state (everything but the means).
 	SVar          []float64 // NFA: source variances s̃ (T×d)
@@ -63,12 +63,13 @@ type Model struct {
 	phiE, phiM []float64 // per ARD group: Σ(Φ̄² + Φ̃) of the last evaluation, and the number of weights
 
 	// Scratch.
-	sTil, xm, xv, gxm, gxv, hm, hv, gJ []float64
-	ghm, ghv                           []float64
-	obsE, stE                          []float64
-	gsTil, direct                      []float64
-	grad                               *Grad
-	fpRejected                         int
+	sTil, obsE, stE []float64
+	gsTil, direct   []float64
+	prevSm, prevTil []float64 // gradient parts of step t − 1 from the transition of step t (steps.go)
+	grad            *Grad
+	last            lastEval // the last evaluation's point and F (steps.go)
+	evals           int      // evaluations of F so far
+	fpRejected      int
 }
 
 // Grad is the gradient of F with respect to every posterior parameter (entropy terms included).
@@ -106,12 +107,10 @@ func New(X []float64, T, P int, cfg Config) (*Model, error) {
 	}
 	d := cfg.D
 	m := &Model{Cfg: cfg, X: X, T: T, P: P, f: layer{in: d, hid: cfg.H, out: P}}
-	m.pf = newProp(m.f, cfg.Moments, cfg.GHOrder)
 	m.WVarF = make([]float64, m.f.size())
 	m.VnMean, m.VnVar = make([]float64, P), make([]float64, P)
 	if cfg.Dynamic {
 		m.g = layer{in: d, hid: cfg.HG, out: d, skip: true}
-		m.pg = newProp(m.g, cfg.Moments, cfg.GHOrder)
 		m.WVarG = make([]float64, m.g.size())
 		m.Ring, m.Breve = make([]float64, T*d), make([]float64, T*d)
 		m.VmMean, m.VmVar = make([]float64, d), make([]float64, d)
@@ -119,9 +118,6 @@ func New(X []float64, T, P int, cfg Config) (*Model, error) {
 		m.SVar = make([]float64, T*d)
 	}
 	m.sTil = make([]float64, T*d)
-	m.xm, m.xv, m.gxm, m.gxv = make([]float64, P), make([]float64, P), make([]float64, P), make([]float64, P)
-	m.hm, m.hv, m.gJ = make([]float64, d), make([]float64, d), make([]float64, d*d)
-	m.ghm, m.ghv = make([]float64, d), make([]float64, d)
 	m.obsE, m.stE = make([]float64, P), make([]float64, d)
 	m.gsTil, m.direct = make([]float64, T*d), make([]float64, T*d)
 	if cfg.ARD {
@@ -141,6 +137,7 @@ func New(X []float64, T, P int, cfg Config) (*Model, error) {
 			}
 		}
 	}
+	m.newChunks()
 	m.grad = m.NewGrad()
 	return m, nil
 }
@@ -232,10 +229,12 @@ func (m *Model) Gradient(gr *Grad, x []float64) float64 { return m.eval(x, gr) }
 
 // eval computes F and, when gr is not nil, its gradient.
 func (m *Model) eval(x []float64, gr *Grad) float64 {
-	d, T, P := m.Cfg.D, m.T, m.P
+	m.evals++
+	d, T := m.Cfg.D, m.T
 	dyn := m.Cfg.Dynamic
 	sm, wf, wg := m.split(x)
 	if !allPositive(m.WVarF, m.VnVar, m.VPhiVar) || dyn && !allPositive(m.Ring, m.WVarG, m.VmVar) || !dyn && !allPositive(m.SVar) {
+		m.last.ok = false
 		return math.NaN()
 	}
 	sTil := m.sTil
@@ -263,28 +262,13 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 		clear(gsTil)
 		clear(m.direct)
 	}
-	// Observations, eq. (102).
-	clear(m.obsE)
-	psiN := make([]float64, P)
-	for i := range P {
-		psiN[i] = math.Exp(2*m.VnVar[i] - 2*m.VnMean[i])
+	psiN := psi(m.VnMean, m.VnVar)
+	var psiM []float64
+	if dyn {
+		psiM = psi(m.VmMean, m.VmVar)
 	}
-	for t := range T {
-		st, vt := sm[t*d:(t+1)*d], sTil[t*d:(t+1)*d]
-		m.pf.forward(wf, m.WVarF, st, vt, m.xm, m.xv)
-		var ft float64
-		for i := range P {
-			r := m.X[t*P+i] - m.xm[i]
-			e := r*r + m.xv[i]
-			m.obsE[i] += e
-			ft += 0.5*log2pi + m.VnMean[i] + 0.5*e*psiN[i]
-			m.gxm[i], m.gxv[i] = -r*psiN[i], 0.5*psiN[i]
-		}
-		F.add(ft)
-		if gr != nil {
-			m.pf.backward(wf, m.WVarF, st, vt, m.gxm, m.gxv, nil, gwf, gwvf, gsm[t*d:(t+1)*d], gsTil[t*d:(t+1)*d])
-		}
-	}
+	F.add(m.timeSteps(&stepArgs{sm: sm, sTil: sTil, wf: wf, wg: wg, psiN: psiN, psiM: psiM, grad: gr != nil, gsm: gsm,
+		gsTil: gsTil}, gwf, gwvf, gwg, gwvg))
 	// Sources / states.
 	prior0 := func(t int) { // N(0, 1): NFA sources and the NSSM's s(1) [I, notes §4.2.2]
 		var ft float64
@@ -304,46 +288,10 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 		}
 	} else {
 		prior0(0)
-		clear(m.stE)
-		psiM := make([]float64, d)
-		for i := range d {
-			psiM[i] = math.Exp(2*m.VmVar[i] - 2*m.VmMean[i])
-		}
-		for t := 1; t < T; t++ {
-			sp, vp := sm[(t-1)*d:t*d], sTil[(t-1)*d:t*d]
-			m.pg.forward(wg, m.WVarG, sp, vp, m.hm, m.hv)
-			var ft float64
-			clear(m.gJ)
-			for i := range d {
-				j := t*d + i
-				e := sm[j] - m.hm[i]
-				jii := m.pg.jx[i*d+i]
-				br := m.Breve[j]
-				// Eq. (103) with h = s + g (notes §4.2.4): E(s − h)² = (s̄ − h̄)² + s̃ + h̃ − 2 Cov(s, h).
-				eb := e*e + sTil[j] + m.hv[i] - 2*jii*br*vp[i]
-				m.stE[i] += eb
-				ft += 0.5*log2pi + m.VmMean[i] + 0.5*eb*psiM[i]
-				if gr != nil {
-					gsm[j] += e * psiM[i]
-					m.ghm[i], m.ghv[i] = -e*psiM[i], 0.5*psiM[i]
-					m.gJ[i*d+i] = -br * vp[i] * psiM[i]
-					gsTil[j] += 0.5 * psiM[i]
-					gsTil[(t-1)*d+i] -= jii * br * psiM[i]
-					m.direct[j] = -jii * vp[i] * psiM[i]
-				}
-			}
-			F.add(ft)
-			if gr != nil {
-				m.pg.backward(wg, m.WVarG, sp, vp, m.ghm, m.ghv, m.gJ, gwg, gwvg, gsm[(t-1)*d:t*d], gsTil[(t-1)*d:t*d])
-			}
-		}
 	}
 	// Weight priors and their entropies: N(0, 1), or with ARD N(0, e^{2v_Φj}) by eq. (101) with a zero mean,
 	// E{−log p(Φ_ij)} = ½log 2π + v̄_j + ½(Φ̄² + Φ̃)e^{2ṽ_j−2v̄_j}.
-	psiPhi := make([]float64, len(m.VPhiMean))
-	for k := range psiPhi {
-		psiPhi[k] = math.Exp(2*m.VPhiVar[k] - 2*m.VPhiMean[k])
-	}
+	psiPhi := psi(m.VPhiMean, m.VPhiVar)
 	clear(m.phiE)
 	weights := func(w, wv, gw, gwv []float64, grp []int) {
 		var ft float64
@@ -380,10 +328,6 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 	}
 	hyper(m.VnMean, m.VnVar, m.obsE, func(int) float64 { return float64(T) }, psiN, gr.vnMean(), gr.vnVar())
 	if dyn {
-		psiM := make([]float64, d)
-		for i := range d {
-			psiM[i] = math.Exp(2*m.VmVar[i] - 2*m.VmMean[i])
-		}
 		hyper(m.VmMean, m.VmVar, m.stE, func(int) float64 { return float64(T - 1) }, psiM, gr.vmMean(), gr.vmVar())
 	}
 	// ARD log-stds v_Φ with the same vague prior; their children are the weights of each column.
@@ -425,7 +369,8 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 			}
 		}
 	}
-	return F.sum()
+	m.last.remember(x, m.stateParts(), F.sum())
+	return m.last.F
 }
 
 func (g *Grad) vnMean() []float64 { return g.field(func(g *Grad) []float64 { return g.VnMean }) }

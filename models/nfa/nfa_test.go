@@ -18,8 +18,13 @@ func smallModel(t *testing.T, dyn bool, mo Moments, seed uint64) (*Model, []floa
 
 // smallModelARD is smallModel with or without the ARD weight priors.
 func smallModelARD(t *testing.T, dyn bool, mo Moments, ard bool, seed uint64) (*Model, []float64) {
+	return smallModelT(t, 7, dyn, mo, ard, seed)
+}
+
+// smallModelT is smallModelARD with T time steps.
+func smallModelT(t *testing.T, T int, dyn bool, mo Moments, ard bool, seed uint64) (*Model, []float64) {
 	t.Helper()
-	const T, P = 7, 4
+	const P = 4
 	r := rand.New(rng.NewSource(seed, 1))
 	X := make([]float64, T*P)
 	for i := range X {
@@ -51,16 +56,23 @@ func smallModelARD(t *testing.T, dyn bool, mo Moments, ard bool, seed uint64) (*
 
 // TestGradientsFiniteDifferences is acceptance test 6 for NFA and NSSM: central differences (h = 1e-6, relative
 // for variances) of F against the analytic gradient with respect to every mean, variance, chain parameter and
-// hyperparameter (the ARD log-stds included, with ARD on), with the Taylor and the Gauss–Hermite moments. Error
-// measure |a − fd| / max(|fd|, 1); gate 1e-5.
+// hyperparameter (the ARD log-stds included, with ARD on), with the Taylor and the Gauss–Hermite moments, at T = 7
+// (one block of eval's time steps) and at T = 2·chunkLen + 3 (three blocks, so the transitions across block
+// boundaries are checked). Error measure |a − fd| / max(|fd|, 1); gate 1e-5.
 func TestGradientsFiniteDifferences(t *testing.T) {
 	for _, c := range []struct {
+		T        int
 		dyn, ard bool
 		mo       Moments
-	}{{false, false, Taylor}, {false, false, GaussHermite}, {true, false, Taylor}, {true, false, GaussHermite},
-		{false, true, GaussHermite}, {true, true, Taylor}, {true, true, GaussHermite}} {
+	}{{7, false, false, Taylor}, {7, false, false, GaussHermite}, {7, true, false, Taylor}, {7, true, false, GaussHermite},
+		{7, false, true, GaussHermite}, {7, true, true, Taylor}, {7, true, true, GaussHermite},
+		{2*chunkLen + 3, false, false, GaussHermite}, {2*chunkLen + 3, true, false, GaussHermite},
+		{2*chunkLen + 3, true, true, Taylor}} {
 		dyn, mo := c.dyn, c.mo
-		m, x := smallModelARD(t, dyn, mo, c.ard, 3)
+		m, x := smallModelT(t, c.T, dyn, mo, c.ard, 3)
+		if n := len(m.chunks); n != (c.T+chunkLen-1)/chunkLen {
+			t.Fatalf("T = %d: %d blocks", c.T, n)
+		}
 		gr := m.NewGrad()
 		m.Gradient(gr, x)
 		worst, where := 0.0, ""
@@ -97,9 +109,9 @@ func TestGradientsFiniteDifferences(t *testing.T) {
 		check("VmVar", m.VmVar, gr.VmVar, true)
 		check("VPhiMean", m.VPhiMean, gr.VPhiMean, false)
 		check("VPhiVar", m.VPhiVar, gr.VPhiVar, true)
-		t.Logf("dynamic=%v ARD=%v %v: worst relative error %.2g (%s)", dyn, c.ard, mo, worst, where)
+		t.Logf("T=%d dynamic=%v ARD=%v %v: worst relative error %.2g (%s)", c.T, dyn, c.ard, mo, worst, where)
 		if worst > 1e-5 {
-			t.Errorf("dynamic=%v ARD=%v %v: gradient error %.3g in %s", dyn, c.ard, mo, worst, where)
+			t.Errorf("T=%d dynamic=%v ARD=%v %v: gradient error %.3g in %s", c.T, dyn, c.ard, mo, worst, where)
 		}
 	}
 }

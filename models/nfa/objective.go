@@ -51,7 +51,11 @@ func (m *Model) NatGrad(dst, g, x []float64) {
 // F(θ̃_old + λ(θ̃_fp − θ̃_old)) ≤ F(θ̃_old) is kept, else the old variances (FixedPointRejected counts those).
 func (m *Model) Update(x []float64) error {
 	saved := m.State()
-	F0 := m.eval(x, nil) // also fills the squared-error sums obsE, stE
+	// F0 and the squared-error sums obsE, stE, phiE of the last evaluation, repeated only if that was elsewhere.
+	F0 := m.last.F
+	if !m.last.at(x, m.stateParts()) {
+		F0 = m.eval(x, nil)
+	}
 	m.updateHyper()
 	F1 := m.eval(x, m.grad)
 	if !(F1 <= F0+1e-12*math.Abs(F0)) || math.IsNaN(F1) {

@@ -26,11 +26,14 @@ type Summary struct {
 	MedianFinalF    float64 `json:"median_final_f"`
 	MedianIters     float64 `json:"median_iters"`
 	TimeToTargetInf bool    `json:"lower_bound"` // true when the median run did not reach the target
+	// Reasons counts the runs by why they stopped (run.StopReason names; a run ended by its time cap is
+	// "cancelled"), so that a run that ended early at a poor F can be told from one that ran out of time.
+	Reasons map[string]int `json:"stop_reasons"`
 }
 
 // Summarise computes the medians over runs.
 func Summarise(method string, runs []*rcg.Trace, target float64) Summary {
-	s := Summary{Method: method, Runs: len(runs), Target: target}
+	s := Summary{Method: method, Runs: len(runs), Target: target, Reasons: map[string]int{}}
 	var ttt, ev, tm, fin, it []float64
 	for _, tr := range runs {
 		a, e := tr.TimeToTarget(target)
@@ -44,6 +47,7 @@ func Summarise(method string, runs []*rcg.Trace, target float64) Summary {
 		tm = append(tm, tr.Time)
 		fin = append(fin, tr.Final)
 		it = append(it, float64(tr.Iters))
+		s.Reasons[tr.Reason]++
 	}
 	s.MedianTTT, s.MedianEvalsTTT = rcg.Median(ttt), rcg.Median(ev)
 	s.MedianTime, s.MedianFinalF, s.MedianIters = rcg.Median(tm), rcg.Median(fin), rcg.Median(it)

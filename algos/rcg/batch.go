@@ -149,8 +149,11 @@ func (l *lsState) backtrack(ls LineSearch) {
 // its α₀ rule, the retry along −g̃ and the |ΔF| < Tol convergence rule — with the vector work of all unfinished runs
 // done by batched backend calls: one Grad per iteration, then rounds of one Value each in which every run still in
 // its line search evaluates its next trial step (runs whose search has ended wait). A run that stops (converged,
-// cap, non-finite) is swapped behind the unfinished ones and no longer updated or evaluated. Only Method RCG and
-// RG, Beta PR, FR, PR+ and Search Parabolic without Refine are supported; resume and checkpoints are not.
+// cap, non-finite) is swapped behind the unfinished ones and no longer updated or evaluated; the slots of obj are
+// back in the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context
+// stops every unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's
+// error, as Minimize does. Only Method RCG and RG, Beta PR, FR, PR+ and Search Parabolic without Refine are
+// supported; resume and checkpoints are not.
 func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
 	B, dim := obj.Batch(), obj.Dim()
 	switch {
@@ -529,17 +532,35 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			}
 		}
 	}
+	// Undo the swaps, so that slot i of obj (its models, posteriors and data) is run i again on return and the
+	// batch can be minimised again.
+	for i := range B {
+		for st[i].id != i {
+			j := st[i].id
+			if err := obj.Swap(i, j); err != nil {
+				return nil, err
+			}
+			if err := swapItems(be, x, tmp, i, j); err != nil {
+				return nil, err
+			}
+			st[i], st[j] = st[j], st[i]
+		}
+	}
 	hx2 := tensor.NewHost(B, 1, dim)
 	if err := be.Download(hx2, x); err != nil {
 		return nil, err
 	}
-	for i := range B {
-		r := st[i]
+	var cancelled error
+	for i, r := range st {
 		d, _, _, _ := hx2.Matrix(i)
 		r.res.X = append([]float64(nil), d...)
-		out[r.id] = r.res
+		if r.res.Reason == run.Cancelled {
+			r.res.Err = ctx.Err()
+			cancelled = r.res.Err
+		}
+		out[i] = r.res
 	}
-	return out, nil
+	return out, cancelled
 }
 
 // swapItems exchanges items i and j of t through tmp.

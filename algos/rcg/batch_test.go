@@ -1,6 +1,7 @@
 package rcg
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -144,6 +145,70 @@ func TestMinimizeBatchBadInput(t *testing.T) {
 	} {
 		if _, err := MinimizeBatch(bt, c.xs, c.s, BatchControl{}); !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+// TestMinimizeBatchAgain checks that MinimizeBatch leaves the batch's slots in the order of x0: a second call on the
+// same batch from the same points gives the same results bit for bit, and each slot still holds its run's model.
+// (Runs finish at different iterations, so slots are swapped during the call.)
+func TestMinimizeBatchAgain(t *testing.T) {
+	be := testbackend.Open(t)
+	ms, xs := batchRuns(t, 200, 4)
+	bt, err := mog.NewBatch(be, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	s := Settings{Tol: 1e-9 * 200, RestartEvery: SqrtN}
+	first, err := MinimizeBatch(bt, xs, s, BatchControl{MaxIter: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iters := map[int]bool{}
+	for i, m := range ms {
+		if bt.Model(i) != m {
+			t.Errorf("slot %d holds another run's model after MinimizeBatch", i)
+		}
+		iters[first[i].Iters] = true
+	}
+	if len(iters) < 2 {
+		t.Fatal("all runs took the same number of iterations: no slot was swapped")
+	}
+	second, err := MinimizeBatch(bt, xs, s, BatchControl{MaxIter: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range first {
+		if first[i].F != second[i].F || first[i].Iters != second[i].Iters {
+			t.Errorf("run %d: second call F %v in %d iterations, first %v in %d", i, second[i].F, second[i].Iters,
+				first[i].F, first[i].Iters)
+		}
+	}
+}
+
+// TestMinimizeBatchCancel: a cancelled context stops every run with reason Cancelled and MinimizeBatch returns the
+// results with the context's error.
+func TestMinimizeBatchCancel(t *testing.T) {
+	be := testbackend.Open(t)
+	ms, xs := batchRuns(t, 100, 3)
+	bt, err := mog.NewBatch(be, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := MinimizeBatch(bt, xs, Settings{}, BatchControl{Ctx: ctx, Record: func(i int, r run.Record) {
+		if r.Iter == 2 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	for i, r := range res {
+		if r.Reason != run.Cancelled || !errors.Is(r.Err, context.Canceled) || len(r.X) != len(xs[i]) {
+			t.Errorf("run %d: reason %v, error %v, %d values", i, r.Reason, r.Err, len(r.X))
 		}
 	}
 }

@@ -22,7 +22,9 @@ import (
 // by RowDots; g = r ⊙ (φ − φ̄) (82)–(84); and the log-domain step (86). What stays on the host (O(KD³) per run,
 // op. 4 of §5): the K×(D²+D+1) statistics come back, the Model's own code forms the conditional optima (65)–(69),
 // the Wishart and Dirichlet terms (72)–(79), the mean gradients (81) and §2.6, and the coefficients C go back. So a
-// run's F, gradient and natural gradient are the host model's up to round-off (TestBatchMatchesHost).
+// run's F, gradient and natural gradient are the host model's up to round-off (TestBatchMatchesHost). Every entry
+// of x must be finite: a log responsibility of −∞ (r = 0 exactly) makes Σ r log r NaN here, where Collapsed skips
+// it. MinimizeBatch never produces one (the log-domain step keeps log r ≥ its row maximum − 700).
 //
 // Data are centred per run (x' = x − x̄) before Z is formed, so that the moment expansion Σ r (x − m)(x − m)ᵀ =
 // Σ r x'x'ᵀ − a m'ᵀ − m'aᵀ + N m'm'ᵀ (a = Σ r x', m' = m − x̄) loses no more digits than the spread of the data

@@ -25,7 +25,8 @@ type Config struct {
 	Method string
 	K      int       // topics (20)
 	Hyper  sam.Hyper // sam.News20Hyper if zero; held fixed, as in the paper's VI
-	// StoVI: minibatch S (50), delay τ₀ (5) and forgetting rate r (0.8) of ρ_t = (τ₀ + t)^(−r).
+	// StoVI: minibatch S (50), delay τ₀ (5) and forgetting rate r (0.8) of ρ_t = (τ₀ + t)^(−r); zero takes the
+	// default in brackets, so τ₀ = 0 itself is only available through VI.StoStep.
 	Batch     int
 	Tau0      float64
 	Rate      float64

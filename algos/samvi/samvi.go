@@ -100,6 +100,7 @@ type VI struct {
 	zeta, azeta     float64
 	gamma           []float64 // D×K
 	y               []float64 // D×K: β̃_kᵀv_d
+	stale           bool      // y not current for documents outside StoStep's last minibatch
 	G, Hm           []float64 // K×K: β̃ Gram matrix, H of (V2)
 	ent             float64   // −Σ_k(log c_V(ξ_k) + ξ_kA_V(ξ_k))
 	cnst            float64   // the constants of (V3)
@@ -160,20 +161,26 @@ func New(train *datasets.Corpus, h sam.Hyper, K int, m []float64, opt Options) (
 	return v, v.UpdateMu()
 }
 
-// setTopics sets η and the quantities derived from it: β̃, ξ, A, m, the Gram matrix, H and the topic entropy.
+// setTopics sets η and the quantities derived from it: β̃, ξ, A, m, the Gram matrix, H and the topic entropy. An
+// η whose concentrations A_V(ξ_k) cannot be evaluated is refused before anything is written.
 func (v *VI) setTopics(eta []float64) error {
 	K, V := v.K, v.V
-	if &eta[0] != &v.eta[0] {
-		copy(v.eta, eta)
-	}
-	v.ent = 0
+	xis, as := make([]float64, K), make([]float64, K)
 	for k := 0; k < K; k++ {
-		row := v.eta[k*V : (k+1)*V]
+		row := eta[k*V : (k+1)*V]
 		xi := math.Sqrt(dot(row, row))
 		a, err := vmf.A(V, xi)
 		if err != nil {
 			return backend.Errorf("samvi", "topics", backend.ErrNotFinite, "q(β_%d) concentration ξ = %v: %v", k, xi, err)
 		}
+		xis[k], as[k] = xi, a
+	}
+	if &eta[0] != &v.eta[0] {
+		copy(v.eta, eta)
+	}
+	v.ent = 0
+	for k := 0; k < K; k++ {
+		row, xi, a := v.eta[k*V:(k+1)*V], xis[k], as[k]
 		lc, _ := vmf.LogNormalizer(V, xi)
 		v.xi[k], v.a[k] = xi, a
 		v.ent -= lc + xi*a
@@ -199,6 +206,14 @@ func (v *VI) setTopics(eta []float64) error {
 // projectAll recomputes y_d = β̃v_d for every document.
 func (v *VI) projectAll() {
 	v.parallel(v.D, func(_ *docWork, d int) { sam.Project(v.y[d*v.K:(d+1)*v.K], v.beta, v.K, v.Train, d) })
+	v.stale = false
+}
+
+// current makes every y_d current: StoStep projects only its minibatch.
+func (v *VI) current() {
+	if v.stale {
+		v.projectAll()
+	}
 }
 
 // parallel runs f on documents 0..n−1 (index through idx when not nil) over the workers.
@@ -249,8 +264,9 @@ func (v *VI) muTerm() float64 {
 	return v.azeta*s - lc - v.zeta*v.azeta
 }
 
-// ELBO returns the bound L of (V3) at the current factors (the y_d must be current: they are after every update).
+// ELBO returns the bound L of (V3) at the current factors.
 func (v *VI) ELBO() float64 {
+	v.current()
 	K := v.K
 	parts := make([]float64, len(v.works))
 	var wg sync.WaitGroup
@@ -275,7 +291,10 @@ func (v *VI) ELBO() float64 {
 }
 
 // UpdateTheta updates every γ_d by monotone ascent on its term of (V3) (V6).
-func (v *VI) UpdateTheta() { v.updateDocs(nil) }
+func (v *VI) UpdateTheta() {
+	v.current()
+	v.updateDocs(nil)
+}
 
 func (v *VI) updateDocs(docs []int) {
 	K := v.K
@@ -347,6 +366,7 @@ func (v *VI) natGrad(g []float64, docs []int, scale float64) {
 // UpdateTopics takes the damped natural-parameter step (V8) on all q(β_k), halving ρ from 1 until L does not
 // decrease; it returns the ρ taken (0 when no step improved L, the factors then unchanged).
 func (v *VI) UpdateTopics() (float64, error) {
+	v.current()
 	L0 := v.ELBO()
 	target := make([]float64, v.K*v.V)
 	v.natGrad(target, nil, 1)
@@ -385,15 +405,19 @@ func (v *VI) Sweep() error {
 
 // StoStep is StoVI step t = 0, 1, …: a minibatch of batch documents drawn without replacement from stream
 // (Seed, 3<<56|t), their γ_d updated by (V6), then η ← (1−ρ_t)η + ρ_t η̂ with η̂ the (D/S)-scaled (V5) and
-// ρ_t = (τ₀ + t)^(−rate), then q(μ) by (V7).
+// ρ_t = (τ₀ + t)^(−rate), then q(μ) by (V7). Only the minibatch's y_d are recomputed; the others are brought up to
+// date by the next ELBO, UpdateTheta, UpdateTopics or Sweep. When the new topics cannot be set the step is undone
+// (the minibatch's γ_d restored) and the error returned.
 func (v *VI) StoStep(t, batch int, tau0, rate float64) error {
-	if batch < 1 || batch > v.D || !(tau0 >= 0) || !(rate > 0.5 && rate <= 1) {
-		return backend.Errorf("samvi", "StoVI", backend.ErrDomain, "batch %d of %d documents, τ₀ = %v, forgetting rate %v (want batch in [1, D], τ₀ ≥ 0, rate in (0.5, 1])", batch, v.D, tau0, rate)
+	if t < 0 || batch < 1 || batch > v.D || !(tau0 >= 0) || math.IsInf(tau0, 1) || !(rate > 0.5 && rate <= 1) {
+		return backend.Errorf("samvi", "StoVI", backend.ErrDomain, "step %d, batch %d of %d documents, τ₀ = %v, forgetting rate %v (want t ≥ 0, batch in [1, D], finite τ₀ ≥ 0, rate in (0.5, 1])", t, batch, v.D, tau0, rate)
 	}
 	docs := drawBatch(v.D, batch, rng.Counter{Seed: v.opt.Seed, Stream: 3<<56 | uint64(t)})
 	K := v.K
+	saved := make([]float64, 0, len(docs)*(K+1))
 	for _, d := range docs {
 		sam.Project(v.y[d*K:(d+1)*K], v.beta, K, v.Train, d)
+		saved = append(append(saved, v.gamma[d*K:(d+1)*K]...), v.step[d])
 	}
 	v.updateDocs(docs)
 	target := make([]float64, K*v.V)
@@ -403,8 +427,13 @@ func (v *VI) StoStep(t, batch int, tau0, rate float64) error {
 		target[i] = (1-rho)*v.eta[i] + rho*target[i]
 	}
 	if err := v.setTopics(target); err != nil {
+		for i, d := range docs {
+			copy(v.gamma[d*K:(d+1)*K], saved[i*(K+1):i*(K+1)+K])
+			v.step[d] = saved[i*(K+1)+K]
+		}
 		return err
 	}
+	v.stale = true
 	return v.UpdateMu()
 }
 
@@ -418,7 +447,7 @@ func drawBatch(D, n int, u rng.Counter) []int {
 		perm[i] = i
 	}
 	for i := 0; i < n; i++ {
-		j := i + int(u.Uniform(uint64(i))*float64(D-i))
+		j := min(i+int(u.Uniform(uint64(i))*float64(D-i)), D-1)
 		perm[i], perm[j] = perm[j], perm[i]
 	}
 	return perm[:n]

@@ -191,6 +191,52 @@ func TestELBOMatchesNaive(t *testing.T) {
 	}
 }
 
+// TestStoStepThenELBO: StoStep recomputes y_d for its minibatch only; the bound evaluated afterwards must still
+// match the dense reference (which projects every document itself), and so must a VI sweep taken after StoVI steps.
+func TestStoStepThenELBO(t *testing.T) {
+	s := genSAM(t, 40, 25, 3, testHyper, 1)
+	v, err := New(s.train, s.h, 3, s.m, Options{Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := range 5 {
+		if err := v.StoStep(step, 8, 5, 0.7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := v.ELBO(), naiveELBO(t, v); math.Abs(got-want) > 1e-10*math.Abs(want) {
+		t.Errorf("after 5 StoVI steps: ELBO %.15g, dense reference %.15g", got, want)
+	}
+	if err := v.StoStep(5, 8, 5, 0.7); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := v.ELBO(), naiveELBO(t, v); math.Abs(got-want) > 1e-10*math.Abs(want) {
+		t.Errorf("StoVI step then a sweep: ELBO %.15g, dense reference %.15g", got, want)
+	}
+}
+
+// TestSetTopicsRefusesWithoutWriting: topics whose concentration cannot be evaluated (a NaN row) are refused and
+// leave η and everything derived from it as they were.
+func TestSetTopicsRefusesWithoutWriting(t *testing.T) {
+	s := genSAM(t, 20, 25, 3, testHyper, 3)
+	v, err := New(s.train, s.h, 3, s.m, Options{Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eta, beta, xi, L := append([]float64(nil), v.eta...), append([]float64(nil), v.beta...), v.Concentrations(), v.ELBO()
+	bad := append([]float64(nil), eta...)
+	bad[2*v.V+1] = math.NaN() // the last topic's row
+	if err := v.setTopics(bad); err == nil {
+		t.Fatal("NaN topics accepted")
+	}
+	if !slices.Equal(v.eta, eta) || !slices.Equal(v.beta, beta) || !slices.Equal(v.Concentrations(), xi) || v.ELBO() != L {
+		t.Error("refused topics changed the state")
+	}
+}
+
 // TestUpdatesMonotone (test a): on a synthetic corpus, none of the updates (θ block, μ, topics, μ) lowers the
 // bound evaluated by the dense reference, to 1e-9 relative, over 60 sweeps; the bound also rises overall.
 func TestUpdatesMonotone(t *testing.T) {
@@ -515,6 +561,13 @@ func TestBadInput(t *testing.T) {
 			}
 			return v.StoStep(0, 11, 5, 0.8)
 		}, backend.ErrDomain, "batch 11 of 10"},
+		{"step", func() error {
+			v, err := New(s.train, s.h, 2, s.m, Options{})
+			if err != nil {
+				return err
+			}
+			return v.StoStep(-6, 5, 5, 0.8)
+		}, backend.ErrDomain, "step -6"},
 		{"method", func() error {
 			return Run(context.Background(), s.train, s.train, Config{Method: "EP", K: 2, Hyper: s.h}, func(Point) error { return nil })
 		}, backend.ErrDomain, `unknown method "EP"`},

@@ -33,6 +33,7 @@ var fillConsts = func() (t [48][4]uint64) {
 		f(sin17), f(sin15), f(sin13), f(sin11), f(sin9), f(sin7), f(sin5), f(sin3), // 28–35
 		f(halfPiLo), f(halfPiHi), // 36–37
 		f(cos18), f(cos16), f(cos14), f(cos12), f(cos10), f(cos8), f(cos6), f(cos4), f(cos2), // 38–46
+		f(belowOne), // 47: toUnit's cap
 	}
 	for i, v := range vals {
 		t[i] = [4]uint64{v, v, v, v}

@@ -28,6 +28,7 @@
 #define LN2HI 768(DX)
 #define MTWO 800(DX)
 #define FOUR 832(DX)
+#define BELOWONE 1504(DX)
 #define IONE 864(DX)
 #define S17 896(DX)
 #define S15 928(DX)
@@ -64,7 +65,7 @@
 	VMOVDQU  Y4, Y3
 
 // toUnit(hi, lo) into out: x = (hi<<32 | lo) >> 11 < 2⁵³, converted exactly as x_h·2³² + x_l (each half through
-// the 2⁵² magic number), then (x + 0.5)·2⁻⁵³.
+// the 2⁵² magic number), then (x + 0.5)·2⁻⁵³ capped at the largest double below 1.
 #define TOUNIT(hi, lo, out, tmp) \
 	VPSLLQ      $32, hi, out \
 	VPAND       MASK, lo, tmp \
@@ -78,7 +79,8 @@
 	VSUBPD      MAGIC, out, out \
 	VFMADD231PD P32, tmp, out \
 	VADDPD      HALF, out, out \
-	VMULPD      P53, out, out
+	VMULPD      P53, out, out \
+	VMINPD      BELOWONE, out, out
 
 // The four Philox blocks of the lanes of Y15 and their uniforms: u1 = toUnit(w0, w1) in Y8, u2 = toUnit(w2, w3)
 // in Y7.

@@ -65,10 +65,14 @@ func (c Counter) Block(blk uint64) [4]uint32 {
 	return [4]uint32{w0, w1, w2, w3}
 }
 
-// toUnit maps two 32-bit words to a uniform in the open interval (0, 1) with 53 random bits.
+// belowOne is the largest float64 below 1.
+const belowOne = 1 - 0x1p-53
+
+// toUnit maps two 32-bit words to a uniform in the open interval (0, 1) with 53 random bits: (x + ½)·2⁻⁵³. For x =
+// 2⁵³ − 1 the sum rounds to 2⁵³ (ties to even), so the result is capped at belowOne to keep 1 out.
 func toUnit(hi, lo uint32) float64 {
 	x := (uint64(hi)<<32 | uint64(lo)) >> 11
-	return (float64(x) + 0.5) * (1.0 / (1 << 53))
+	return min((float64(x)+0.5)*(1.0/(1<<53)), belowOne)
 }
 
 // Uniform returns uniform draw Offset+n of the stream, in (0, 1).

@@ -152,3 +152,17 @@ func BenchmarkFillUniform(b *testing.B) {
 		c.FillUniform(buf)
 	}
 }
+
+// TestToUnitOpenInterval checks both ends of toUnit: all-zero bits give 2⁻⁵⁴, all-one bits (where (x + ½)·2⁻⁵³
+// rounds to 1) the largest double below 1, and the value below them is unchanged by the cap.
+func TestToUnitOpenInterval(t *testing.T) {
+	if u := toUnit(0, 0); u != 0x1p-54 {
+		t.Errorf("toUnit(0, 0) = %v, want 2⁻⁵⁴", u)
+	}
+	if u := toUnit(math.MaxUint32, math.MaxUint32); u != math.Nextafter(1, 0) {
+		t.Errorf("toUnit(all ones) = %v, want the largest double below 1", u)
+	}
+	if u, want := toUnit(math.MaxUint32, math.MaxUint32-1<<11), (float64(1<<53-2)+0.5)*0x1p-53; u != want || u >= 1 {
+		t.Errorf("toUnit(all ones − 1) = %v, want %v", u, want)
+	}
+}

@@ -39,10 +39,11 @@ __device__ __forceinline__ void philox10(unsigned& c0, unsigned& c1, unsigned& c
     }
 }
 
-// rng.toUnit: 53 random bits mapped to the open interval (0, 1).
+// rng.toUnit: 53 random bits mapped to the open interval (0, 1); x = 2^53 - 1 rounds to 1 and is capped at the
+// largest double below 1.
 __device__ __forceinline__ double philox_unit(unsigned hi, unsigned lo) {
     const unsigned long long x = (((unsigned long long)hi << 32) | (unsigned long long)lo) >> 11;
-    return __dmul_rn(__dadd_rn(__ull2double_rn(x), 0.5), 0x1p-53);
+    return fmin(__dmul_rn(__dadd_rn(__ull2double_rn(x), 0.5), 0x1p-53), 0x1.fffffffffffffp-1);
 }
 
 // rng.logUnit: ln u for u in (0, 1). u = 2^e·m, m in [√½, √2), f = m − 1, s = f/(2 + f),

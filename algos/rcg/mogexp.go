@@ -20,7 +20,8 @@ type Trace struct {
 	Final  float64   `json:"final_f"`
 	Iters  int       `json:"iters"`
 	Reason string    `json:"reason"`
-	Time   float64   `json:"time_s"` // total run time (process CPU seconds)
+	Time   float64   `json:"time_s"`  // total run time (process CPU seconds)
+	Limit  float64   `json:"limit_s"` // the run's CPU-time budget in seconds (0: none)
 }
 
 // TimeToTarget returns the first time (seconds) and evaluation count at which the run reached F ≤ target, or +Inf
@@ -34,8 +35,10 @@ func (tr *Trace) TimeToTarget(target float64) (float64, int) {
 	return math.Inf(1), -1
 }
 
-// TimeOrBound returns TimeToTarget and reached = true when the run reached F ≤ target; otherwise its whole run time
-// and evaluation count, a lower bound on its time-to-target, and reached = false.
+// TimeOrBound returns TimeToTarget and reached = true when the run reached F ≤ target; otherwise a lower bound on
+// its time-to-target — its budget (Limit) when it had one, whether the cap stopped it or it stopped earlier at a
+// worse F (and so never reaches the target), else its whole run time — with its evaluation count, and reached =
+// false.
 func (tr *Trace) TimeOrBound(target float64) (float64, int, bool) {
 	if a, e := tr.TimeToTarget(target); !math.IsInf(a, 1) {
 		return a, e, true
@@ -44,7 +47,7 @@ func (tr *Trace) TimeOrBound(target float64) (float64, int, bool) {
 	if len(tr.Evals) > 0 {
 		n = tr.Evals[len(tr.Evals)-1]
 	}
-	return tr.Time, n, false
+	return math.Max(tr.Time, tr.Limit), n, false
 }
 
 // MoGMethods are the methods RunMoG accepts.
@@ -55,7 +58,7 @@ var MoGMethods = []string{"RCG", "RG", "CG", "GD", "VBEM"}
 // VB-EM updates inside the line search (the collapsed objective), as assumed in notes §10.11. Times in the trace are
 // seconds of process CPU time (run.CPUTime), the paper's measure.
 func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.Duration) (*Trace, error) {
-	tr := &Trace{Method: method}
+	tr := &Trace{Method: method, Limit: limit.Seconds()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := run.CPUTime()

@@ -93,7 +93,8 @@ func TestReproMetricIsCurvature(t *testing.T) {
 }
 
 // gate runs Sweep at size T and returns the median time-to-target of each method (target: RCG's median final F + ε);
-// a run that never reaches the target counts with its whole (capped) run time, so the ratios are then lower bounds.
+// a run that never reaches the target counts with its budget (TimeOrBound: the cap, whether the cap stopped it or it
+// stopped earlier at a worse F), so the ratios are then lower bounds.
 // Times are process CPU seconds (Run).
 func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float64, mo nfa.Moments, methods ...string) map[string]float64 {
 	runs, err := SweepNFA(dyn, T, seeds, methods, rcgCap, capF, mo)

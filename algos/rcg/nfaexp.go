@@ -38,7 +38,7 @@ func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 		return nil, err
 	}
 	s := Settings{Method: meth, Tol: tol, Patience: patience, PowellBeale: 0.2}
-	tr := &Trace{Method: method, Seed: int(seed)}
+	tr := &Trace{Method: method, Seed: int(seed), Limit: limit.Seconds()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := run.CPUTime()

@@ -72,9 +72,10 @@ const (
 	// Old is the heuristic of Valpola & Karhunen (2002), the "Old" baseline of Figs. 9–10 (notes §4.2.7): the unit
 	// natural-gradient step −g̃ (with the fixed-point variances of Update a per-element Newton step) scaled by a
 	// per-element multiplier that grows ×LS.OldUp while the sign of the element's step repeats and shrinks ×LS.OldDown
-	// when it flips; no line search. [I] A step that raises F is rejected and all multipliers shrink ×LS.Backtrack (at
-	// most LS.MaxBacktrack times; then the run has converged), so F never increases; the NLFA code's coupling
-	// correction through the output Jacobians is left out (for the NSSM the chain metric couples consecutive states).
+	// when it flips, clipped to [LS.MinAlpha, LS.MaxAlpha]; no line search. [I] A step that raises F is rejected and
+	// all multipliers shrink ×LS.Backtrack, for that step below LS.MinAlpha too, until F does not rise (the run has
+	// converged when the step no longer changes x), so F never increases; the NLFA code's coupling correction
+	// through the output Jacobians is left out (for the NSSM the chain metric couples consecutive states).
 	Old
 )
 
@@ -470,6 +471,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 		fPrev = f0
 	}
 
+	fLast := fPrev // F at the current state: after Update, F(x) can be below the last step's value
 	loop := ctl.Start(10000, done)
 	first := true
 	for loop.Next() {
@@ -492,6 +494,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 			loop.Finish(run.NotFinite)
 			break
 		}
+		fLast = F
 		if s.Method.riemannian() {
 			obj.NatGrad(gt, g, x)
 		} else {
@@ -607,7 +610,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 		} else {
 			calm = 0
 		}
-		fPrev = fNew
+		fPrev, fLast = fNew, fNew
 		loop.Report(o.record(fNew, gn, alpha, beta))
 		if calm >= patience || (s.UseTarget && fNew <= s.Target) {
 			loop.Finish(run.Converged)
@@ -627,7 +630,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 	}
 	res.Result = loop.Result()
 	res.X = x
-	res.F = fPrev
+	res.F = fLast
 	return res, res.Err
 }
 
@@ -639,18 +642,22 @@ func (o *optimizer) record(F, gn, alpha, beta float64) run.Record {
 
 // oldStep takes one step of the Old heuristic (see Old) from x, where F(x) = F0 and gt is the natural gradient:
 // each multiplier is scaled by OldUp when −g̃_i has the sign of the previous step pPrev_i and by OldDown when the
-// sign flips, then p = −mult ⊙ g̃ is tried; on an increase of F all multipliers shrink by Backtrack and it is tried
-// again. It returns F(x + p), or ok = false when no trial decreased F.
+// sign flips (each then clipped to [MinAlpha, MaxAlpha]), then p = −mult ⊙ g̃ is tried; on an increase of F all
+// multipliers shrink by Backtrack and it is tried again, until p no longer changes x. It returns F(x + p), or ok =
+// false when no trial decreased F.
 func (o *optimizer) oldStep(x, gt, p, pPrev, mult []float64, havePrev bool, F0 float64) (float64, bool) {
 	ls := o.ls
 	if havePrev {
 		for i, gi := range gt {
+			m := mult[i]
 			switch c := gi * pPrev[i]; {
 			case c < 0: // the step −g̃_i repeats the previous step's sign
-				mult[i] = math.Min(mult[i]*ls.OldUp, ls.MaxAlpha)
+				m *= ls.OldUp
 			case c > 0:
-				mult[i] = math.Max(mult[i]*ls.OldDown, ls.MinAlpha)
+				m *= ls.OldDown
 			}
+			// Backtracking may have left m below MinAlpha; each step starts from [MinAlpha, MaxAlpha] again.
+			mult[i] = math.Min(math.Max(m, ls.MinAlpha), ls.MaxAlpha)
 		}
 	}
 	for try := 0; ; try++ {
@@ -660,11 +667,24 @@ func (o *optimizer) oldStep(x, gt, p, pPrev, mult []float64, havePrev bool, F0 f
 		if f := o.eval(x, p, 1); f <= F0 {
 			return f, true
 		}
-		if try == ls.MaxBacktrack {
+		if try == oldMaxHalvings || !moves(x, p) {
 			return 0, false
 		}
 		for i := range mult {
-			mult[i] = math.Max(mult[i]*ls.Backtrack, ls.MinAlpha)
+			mult[i] *= ls.Backtrack
 		}
 	}
+}
+
+// oldMaxHalvings bounds Old's backtracking; it normally ends earlier, when the step no longer changes x.
+const oldMaxHalvings = 60
+
+// moves reports whether x + p differs from x in some element.
+func moves(x, p []float64) bool {
+	for i, v := range x {
+		if v+p[i] != v {
+			return true
+		}
+	}
+	return false
 }

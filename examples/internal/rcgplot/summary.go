@@ -4,8 +4,6 @@
 package rcgplot
 
 import (
-	"math"
-
 	"github.com/geovb/geovb/algos/rcg"
 )
 
@@ -18,7 +16,8 @@ type Summary struct {
 	Runs int     `json:"runs"`
 	// Target is the free energy the time-to-target refers to.
 	Target float64 `json:"target_f"`
-	// Reached counts the runs that reached Target; the medians count the others with their whole run (a lower bound).
+	// Reached counts the runs that reached Target; the medians count the others with their budget, or their whole
+	// run when they had none (rcg.Trace.TimeOrBound: a lower bound).
 	Reached         int     `json:"reached"`
 	MedianTTT       float64 `json:"median_time_to_target_s"`
 	MedianEvalsTTT  float64 `json:"median_evals_to_target"`
@@ -36,10 +35,8 @@ func Summarise(method string, runs []*rcg.Trace, target float64) Summary {
 	s := Summary{Method: method, Runs: len(runs), Target: target, Reasons: map[string]int{}}
 	var ttt, ev, tm, fin, it []float64
 	for _, tr := range runs {
-		a, e := tr.TimeToTarget(target)
-		if math.IsInf(a, 1) {
-			a, e = tr.Time, tr.Evals[len(tr.Evals)-1]
-		} else {
+		a, e, ok := tr.TimeOrBound(target)
+		if ok {
 			s.Reached++
 		}
 		ttt = append(ttt, a)

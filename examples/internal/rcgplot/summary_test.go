@@ -29,4 +29,9 @@ func TestSummarise(t *testing.T) {
 	if s = Summarise("RG", runs[2:], 5); !s.TimeToTargetInf || s.Reached != 0 || s.MedianTTT != 8 {
 		t.Errorf("a run that never reached: %+v", s)
 	}
+	// With a 20 s budget the run that stopped at 8 s short of the target counts with its budget.
+	runs[2].Limit = 20
+	if s = Summarise("RG", runs[2:], 5); s.MedianTTT != 20 || s.MedianTime != 8 {
+		t.Errorf("a run with a budget that never reached: median time-to-target %v, time %v; want 20, 8", s.MedianTTT, s.MedianTime)
+	}
 }

@@ -97,7 +97,8 @@ func TestReproMetricIsCurvature(t *testing.T) {
 // stopped earlier at a worse F), so the ratios are then lower bounds.
 // Times are process CPU seconds (Run).
 func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float64, mo nfa.Moments, methods ...string) map[string]float64 {
-	runs, err := SweepNFA(dyn, T, seeds, methods, rcgCap, capF, mo)
+	runs, err := SweepNFA(Sweep{Dynamic: dyn, T: T, Seeds: seeds, Moments: mo, Methods: methods, RCGCap: rcgCap,
+		CapFactor: capF})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,28 +59,62 @@ func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	return tr, nil
 }
 
-// SweepNFA runs methods over seeds on one synthetic data set of size T (nfa.SyntheticNSSM when dyn, else
-// nfa.SyntheticNFA) fitted with d = 5, H = 20 and the §3.5 rule ε = 1e-5·T/80 over 5 iterations. RCG runs first,
-// capped at rcgCap (0: none); the other methods are capped at capFactor × RCG's median run time (the §6.7 budget
-// form), so a method that never converges within it has a lower-bound time. It returns the traces per method.
-func SweepNFA(dyn bool, T, seeds int, methods []string, rcgCap time.Duration, capFactor float64, mo nfa.Moments) (map[string][]*Trace, error) {
-	X := nfa.SyntheticNFA(T, 1)
-	if dyn {
-		X = nfa.SyntheticNSSM(T, 1)
+// Sweep is the setting of SweepNFA: the model and data size, the methods and their budgets.
+type Sweep struct {
+	Dynamic bool        // NSSM (nfa.SyntheticNSSM data) instead of NFA (nfa.SyntheticNFA)
+	T       int         // data size
+	Seeds   int         // initialisations per method
+	D, H    int         // state (source) dimension and hidden units of each MLP; 0 takes Fig. 9's 5 and 20
+	Moments nfa.Moments // Taylor or Gauss–Hermite
+	// Eps is the convergence threshold: |ΔF| < Eps over 5 iterations; 0 takes the §3.5 rule 1e-5·T/80 (Fig. 10:
+	// 1e-6).
+	Eps       float64
+	Methods   []string      // RCG first: its runs set the others' caps
+	RCGCap    time.Duration // CPU-time cap of each RCG run (0: none)
+	CapFactor float64       // the others' cap, × RCG's median run time
+}
+
+// Tol returns the convergence threshold of s.
+func (s Sweep) Tol() float64 {
+	if s.Eps > 0 {
+		return s.Eps
 	}
-	m, err := nfa.New(X, T, 21, nfa.Config{Dynamic: dyn, D: 5, H: 20, Moments: mo})
+	return 1e-5 * float64(s.T) / 80
+}
+
+// SweepNFA runs s.Methods over s.Seeds initialisations on one synthetic data set of size s.T with p = 21 observed
+// dimensions and the |ΔF| < s.Tol() rule over 5 iterations. RCG runs first, capped at s.RCGCap; the other methods
+// are capped at s.CapFactor × RCG's median run time (the §6.7 budget form), so a method that does not converge
+// within it has a lower-bound time. It returns the traces per method.
+func SweepNFA(s Sweep) (map[string][]*Trace, error) {
+	d, h := s.D, s.H
+	if d == 0 {
+		d = 5
+	}
+	if h == 0 {
+		h = 20
+	}
+	if s.Seeds < 1 || s.Eps < 0 || s.CapFactor < 0 || len(s.Methods) == 0 || s.Methods[0] != "RCG" {
+		return nil, fmt.Errorf("%w: sweep with %d seeds, ε = %v, cap factor %v, methods %v (want seeds ≥ 1, ε ≥ 0, "+
+			"cap ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor, s.Methods)
+	}
+	X := nfa.SyntheticNFA(s.T, 1)
+	if s.Dynamic {
+		X = nfa.SyntheticNSSM(s.T, 1)
+	}
+	m, err := nfa.New(X, s.T, 21, nfa.Config{Dynamic: s.Dynamic, D: d, H: h, Moments: s.Moments})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]*Trace{}
 	var rcgTimes []float64
-	for _, meth := range methods {
-		limit := rcgCap
+	for _, meth := range s.Methods {
+		limit := s.RCGCap
 		if meth != "RCG" && len(rcgTimes) > 0 {
-			limit = time.Duration(capFactor * Median(rcgTimes) * float64(time.Second))
+			limit = time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
 		}
-		for seed := range seeds {
-			tr, err := RunNFA(m, uint64(seed), meth, 1e-5*float64(T)/80, 5, limit)
+		for seed := range s.Seeds {
+			tr, err := RunNFA(m, uint64(seed), meth, s.Tol(), 5, limit)
 			if err != nil {
 				return nil, err
 			}

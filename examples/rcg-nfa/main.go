@@ -20,8 +20,12 @@ func main() {
 	capF := flag.Float64("cap", 10, "cap of non-RCG runs, × RCG's median run time")
 	gh := flag.Bool("gh", false, "Gauss–Hermite moments instead of Taylor")
 	svg := flag.String("svg", "rcg-nfa.svg", "SVG output")
+	d := flag.Int("d", 5, "state dimension")
+	h := flag.Int("hidden", 20, "hidden units of each MLP")
+	eps := flag.Float64("eps", 0, "convergence threshold on |ΔF| over 5 iterations (0: 1e-5·T/80)")
 	flag.Parse()
-	if err := nfacompare.Main(false, *grid, *methods, *seeds, *rcgCap, *capF, *gh, *svg); err != nil {
+	if err := nfacompare.Main(nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,
+		RCGCap: *rcgCap, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, SVG: *svg}); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -15,18 +15,31 @@ import (
 	"github.com/geovb/geovb/models/nfa"
 )
 
-// Main runs rcg.SweepNFA with the comma-separated methods (RCG first: it sets the target and the others' caps) over
-// the comma-separated sizes in grid and writes JSON lines to stdout and an SVG to svg.
-func Main(dyn bool, grid, methodList string, seeds int, rcgCap time.Duration, capF float64, gh bool, svg string) error {
-	methods := strings.Split(methodList, ",")
+// Options are the flags both examples share.
+type Options struct {
+	Dynamic       bool          // NSSM instead of NFA
+	Grid, Methods string        // comma-separated data sizes and methods (RCG first)
+	Seeds         int           // initialisations per size and method
+	RCGCap        time.Duration // CPU-time cap of each RCG run
+	Cap           float64       // the others' cap, × RCG's median run time
+	GH            bool          // Gauss–Hermite moments instead of Taylor
+	D, H          int           // state dimension and hidden units (0: 5 and 20)
+	Eps           float64       // convergence threshold (0: 1e-5·T/80)
+	SVG           string        // figure path
+}
+
+// Main runs rcg.SweepNFA with o.Methods (RCG first: it sets the target and the others' caps) over the sizes of
+// o.Grid and writes JSON lines to stdout and an SVG to o.SVG.
+func Main(o Options) error {
+	methods := strings.Split(o.Methods, ",")
 	for i := range methods {
 		methods[i] = strings.TrimSpace(methods[i])
 	}
 	if len(methods) == 0 || methods[0] != "RCG" {
-		return fmt.Errorf("methods %q: RCG must come first", methodList)
+		return fmt.Errorf("methods %q: RCG must come first", o.Methods)
 	}
 	mo := nfa.Taylor
-	if gh {
+	if o.GH {
 		mo = nfa.GaussHermite
 	}
 	series := map[string]*svgplot.Curve{}
@@ -34,12 +47,14 @@ func Main(dyn bool, grid, methodList string, seeds int, rcgCap time.Duration, ca
 		series[m] = &svgplot.Curve{Name: m, Color: rcgplot.Colors[m]}
 	}
 	enc := json.NewEncoder(os.Stdout)
-	for _, f := range strings.Split(grid, ",") {
+	for _, f := range strings.Split(o.Grid, ",") {
 		T, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return err
+			return fmt.Errorf("data size %q: %w", f, err)
 		}
-		runs, err := rcg.SweepNFA(dyn, T, seeds, methods, rcgCap, capF, mo)
+		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, D: o.D, H: o.H, Moments: mo, Eps: o.Eps,
+			Methods: methods, RCGCap: o.RCGCap, CapFactor: o.Cap}
+		runs, err := rcg.SweepNFA(sw)
 		if err != nil {
 			return err
 		}
@@ -47,7 +62,7 @@ func Main(dyn bool, grid, methodList string, seeds int, rcgCap time.Duration, ca
 		for _, tr := range runs["RCG"] {
 			fin = append(fin, tr.Final)
 		}
-		target := rcg.Median(fin) + 1e-5*float64(T)/80
+		target := rcg.Median(fin) + sw.Tol()
 		for _, m := range methods {
 			s := rcgplot.Summarise(m, runs[m], target)
 			s.N = T
@@ -59,12 +74,12 @@ func Main(dyn bool, grid, methodList string, seeds int, rcgCap time.Duration, ca
 		}
 	}
 	title := "NFA-SYN: median time to RCG's median final F"
-	if dyn {
+	if o.Dynamic {
 		title = "NSSM-SYN: median time to RCG's median final F"
 	}
 	p := svgplot.Chart{Title: title, XLabel: "samples", YLabel: "CPU time (s)", LogY: true}
 	for _, m := range methods {
 		p.Curves = append(p.Curves, *series[m])
 	}
-	return p.WriteFile(svg)
+	return p.WriteFile(o.SVG)
 }

@@ -178,3 +178,26 @@ func TestRunNFAMethods(t *testing.T) {
 		t.Errorf("unknown method: err = %v", err)
 	}
 }
+
+// TestOldKeepsBacktracking: from an NSSM-SYN start (T = 200, seed 1) where the unit natural step overshoots by
+// far more than 2⁸, Old must keep halving its multipliers (below MinAlpha for that step) until F falls, not declare
+// convergence: with at most 8 halvings floored at MinAlpha it stopped after 3 iterations at F = 7236.
+func TestOldKeepsBacktracking(t *testing.T) {
+	X := nfa.SyntheticNSSM(200, 1)
+	m, err := nfa.New(X, 200, 21, nfa.Config{Dynamic: true, D: 5, H: 20, Moments: nfa.GaussHermite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x0, err := m.Init(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Minimize(m, x0, Settings{Method: Old}, run.Control{MaxIter: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Old after %d iterations: F %.2f (%v)", res.Iters, res.F, res.Reason)
+	if res.Reason != run.MaxIter || !(res.F < 7000) {
+		t.Errorf("Old stopped after %d iterations (%v) at F %.2f; want 40 iterations and F < 7000", res.Iters, res.Reason, res.F)
+	}
+}

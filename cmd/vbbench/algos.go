@@ -14,6 +14,7 @@ import (
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/models/mog"
+	"github.com/geovb/geovb/models/nfa"
 	"github.com/geovb/geovb/models/nnet"
 	"github.com/geovb/geovb/models/vmf"
 	"github.com/geovb/geovb/rng"
@@ -377,6 +378,38 @@ func setupRCG(b backend.Backend, d dims, f *filler) (*instance, error) {
 	return selfTimedInstance(b, timer, step, out), nil
 }
 
+// setupNSSM times RCG iterations on the nonlinear state-space model (NSSM-SYN of T = n steps, d = 5, H = 20,
+// Gauss–Hermite moments, p = 21), each call from the same start.
+func setupNSSM(b backend.Backend, d dims, f *filler) (*instance, error) {
+	m, err := nfa.New(nfa.SyntheticNSSM(d.N, 1), d.N, nssmP, nfa.Config{Dynamic: true, D: 5, H: 20, Moments: nfa.GaussHermite})
+	if err != nil {
+		return nil, err
+	}
+	var res *rcg.Result
+	timer := &iterTimer{from: 1}
+	step := func() error {
+		x0, err := m.Init(f.seed)
+		if err != nil {
+			return err
+		}
+		return timer.fitTimed(rcgIters-1, func() error {
+			r, err := rcg.Minimize(m, x0, rcg.Settings{PowellBeale: 0.2}, algorun.Control{MaxIter: rcgIters, Recorder: timer})
+			res = r
+			return err
+		})
+	}
+	out := func() ([]float64, error) {
+		if res == nil {
+			return nil, fmt.Errorf("no iteration")
+		}
+		return res.X, nil
+	}
+	return selfTimedInstance(b, timer, step, out), nil
+}
+
+// nssmP is the observation dimension of NSSM-SYN.
+const nssmP = 21
+
 // algoWorkload fills the fields every method workload shares: the determinism check on the quick dims, one
 // operand set, the kernel named after the package.
 func algoWorkload(w *workload, pkg string, setup func(b backend.Backend, d dims, f *filler) (*instance, error)) *workload {
@@ -506,6 +539,25 @@ var algoWorkloads = []*workload{
 		setBytes:  func(d dims) float64 { return 8 * (3*f64(d.N, d.K) + f64(d.N, rcgDim)) },
 		tempBytes: func(d dims) float64 { return 8 * 4 * f64(d.N, d.K) },
 	}, "algos/rcg", setupRCG),
+	algoWorkload(&workload{
+		name: "algo.nssm",
+		desc: "one RCG iteration (mean of iterations 2–4 of a Minimize run: variance fixed points and hyperparameter update, gradient, chain natural gradient, line search) on the nonlinear state-space model, NSSM-SYN with n time steps, d = 5, H = 20, p = 21, Gauss–Hermite moments (10 nodes)",
+		uses: []string{"n"},
+		sizes: map[string]dims{
+			"quick": {N: 40}, "small": {N: 200}, "medium": {N: 1000},
+		},
+		// Host Go, per time step and evaluation: the two MLPs' moment propagation (the Jacobians pHd + d²H and the
+		// layers ≈ 4(p + d)H + 6dH multiply-adds) and tanh at 10 nodes for each of the 2H hidden units (≈ 30
+		// flops each): ≈ 2·(4.5k) + 12k ≈ 21k flops forward, about twice that with the backward pass. Per iteration
+		// about 3 values and 2 gradients: ≈ 1.6e5·n flops. Bytes: means, variances and the observations of each
+		// step read per evaluation: 8·7·n·(4d + p).
+		cost: func(d dims) (float64, float64) {
+			n := float64(d.N)
+			return 1.6e5 * n, 8 * 7 * n * (4*5 + nssmP)
+		},
+		setBytes:  func(d dims) float64 { return 8 * float64(d.N) * (nssmP + 4*5) },
+		tempBytes: func(d dims) float64 { return 8 * float64(d.N) * 8 * 5 },
+	}, "models/nfa", setupNSSM),
 }
 
 func init() { workloads = append(workloads, algoWorkloads...) }

@@ -428,8 +428,8 @@ func TestQuickAlgos(t *testing.T) {
 			want = append(want, w.name)
 		}
 	}
-	if got := strings.Join(want, ","); got != "algo.mgvb,algo.nnvb,algo.lrvga,algo.sggmc,algo.cholng,algo.rcg" {
-		t.Errorf("method workloads %s, want the six methods", got)
+	if got := strings.Join(want, ","); got != "algo.mgvb,algo.nnvb,algo.lrvga,algo.sggmc,algo.cholng,algo.rcg,algo.nssm" {
+		t.Errorf("method workloads %s, want the six methods and the NSSM", got)
 	}
 	if len(rep.Records) != len(want) {
 		t.Fatalf("%d records, want %d (%v)", len(rep.Records), len(want), want)

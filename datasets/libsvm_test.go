@@ -100,3 +100,23 @@ func FuzzReadLIBSVM(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadCountedTable: any input gives a table with the announced rows or a positioned *ParseError, never a panic.
+func FuzzReadCountedTable(f *testing.F) {
+	for _, s := range []string{"2 2\n1 0 1\n-1 1 0\n", "1 2\n-1 3 4\n", "2 2\n1 0 1\n", "x y\n", "1 1\n1 nan\n", "\n\n", "0 3\n", "1 1\n1 2\n1 2\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ReadCountedTable(strings.NewReader(s), "fuzz.txt")
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.Line < 1 {
+				t.Fatalf("error %v (%T) is not a positioned *ParseError", err, err)
+			}
+			return
+		}
+		if o.N < 1 || o.D < 1 || len(o.Y) != o.N || len(o.X) != o.N*o.D {
+			t.Fatalf("inconsistent: N=%d D=%d len(Y)=%d len(X)=%d", o.N, o.D, len(o.Y), len(o.X))
+		}
+	})
+}

@@ -463,3 +463,37 @@ func TestQuickAlgos(t *testing.T) {
 		t.Errorf("-ops qr.batch -algos algo.rcg,mgvb selected %v", got)
 	}
 }
+
+// TestParseReportPositions: malformed JSON and a value of the wrong type are reported with the file, line and
+// column where decoding stopped.
+func TestParseReportPositions(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"{\n  \"schema\": \"x\",\n  \"records\": [1,}\n", "r.json:3:17: "},
+		{"{\n\"schema\": 5}", "r.json:2:12: "},
+		{"", "r.json:1:1: "},
+	} {
+		_, err := parseReport([]byte(c.in), "r.json")
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want it to start with %q", c.in, err, c.want)
+		}
+	}
+}
+
+// FuzzParseReport: any input is a report or an error naming the file, and comparing a report with itself does not
+// panic.
+func FuzzParseReport(f *testing.F) {
+	f.Add([]byte(`{"schema":"` + schemaVersion + `","records":[{"backend":"cpu","workload":"qr.batch","median_s":0.001,"status":"ok"}]}`))
+	f.Add([]byte(`{"schema":"` + schemaVersion + `","records":[{"median_s":0,"status":"ok"},{"status":"failed"}]}`))
+	f.Add([]byte(`{"schema":5}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rep, err := parseReport(data, "fuzz.json")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.json") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		printCompare(io.Discard, rep, rep, "a", "b")
+	})
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -431,14 +433,38 @@ func readReport(path string) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseReport(data, path)
+}
+
+// parseReport decodes a -json report; errors name the file and, for malformed JSON, the line and column of the
+// offending character, for a value of the wrong type those just after the value.
+func parseReport(data []byte, path string) (*report, error) {
 	var rep report
 	if err := json.Unmarshal(data, &rep); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			line, col := lineCol(data, syn.Offset-1) // Offset counts the offending byte
+			return nil, fmt.Errorf("%s:%d:%d: not a vbbench JSON report: %v", path, line, col, err)
+		case errors.As(err, &typ):
+			line, col := lineCol(data, typ.Offset)
+			return nil, fmt.Errorf("%s:%d:%d: not a vbbench JSON report: %v", path, line, col, err)
+		}
 		return nil, fmt.Errorf("%s: not a vbbench JSON report: %v", path, err)
 	}
 	if rep.Schema != schemaVersion {
 		return nil, fmt.Errorf("%s: schema %q, want %q", path, rep.Schema, schemaVersion)
 	}
 	return &rep, nil
+}
+
+// lineCol converts a byte offset of data into a 1-based line and column (in bytes).
+func lineCol(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte{'\n'})
+	return line, int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
 }
 
 // printCompare prints, for each record of cur, the change of median time against the record of old with the same

@@ -41,7 +41,7 @@ func fig5(t *testing.T, seeds int, methods []string, limit func(method string, r
 
 // TestReproMoGFig5 is acceptance gate 15: the time (and evaluation count) for CG to reach RCG's median final F,
 // over RCG's, is ≥ 5 (gate; the paper reports > 10); GD does not reach it within 10× RCG's median time. Runs that
-// never reach the target count with their whole run time, so the ratio reported is then a lower bound.
+// never reach the target count with their budget (Trace.TimeOrBound), so the ratio reported is then a lower bound.
 func TestReproMoGFig5(t *testing.T) {
 	repro.Require(t)
 	res := fig5(t, 30, []string{"RCG", "CG", "GD"}, func(meth string, rcgMed float64) time.Duration {

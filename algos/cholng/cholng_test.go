@@ -1,9 +1,11 @@
 package cholng
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -502,6 +504,56 @@ func TestBadFactor(t *testing.T) {
 	}
 	if _, err := Fit(b, &gauss{m: []float64{0}, p: mat.NewSymDense(1, []float64{1})}, Config{Optimizer: Snngm, Kind: Euclidean}, run.Control{}, false); err == nil {
 		t.Fatal("Snngm with Euclidean gradients accepted")
+	}
+	// The log-diagonal parametrisation needs a positive diagonal.
+	if _, err := NewBlock(b, []int{2}, -1, true); !errors.Is(err, ErrFactor) {
+		t.Errorf("negative diagonal with LogDiag: %v", err)
+	}
+	if _, err := NewBlockDiag(b, []int{2, 1}, []float64{1, -0.5}, true); !errors.Is(err, ErrFactor) {
+		t.Errorf("negative block diagonal with LogDiag: %v", err)
+	}
+	f, err := NewBlock(b, []int{2}, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.SetBlock(0, []float64{-1, 0, 0.3, 1}); !errors.Is(err, ErrFactor) {
+		t.Errorf("SetBlock with a negative diagonal under LogDiag: %v", err)
+	}
+}
+
+// Bad settings and a non-finite start are refused before any iteration, with the setting named: otherwise a
+// negative rate ascends the loss, a NaN one ends "not-finite" with no error, and an unknown optimiser fails deep in
+// the backend.
+func TestBadConfig(t *testing.T) {
+	b := testbackend.Open(t)
+	g := &gauss{m: []float64{0, 1}, p: mat.NewSymDense(2, []float64{2, 0.5, 0.5, 1})}
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Optimizer: Adam, LR: -1}, "learning rate -1"},
+		{Config{Optimizer: Adam, LR: math.NaN()}, "learning rate NaN"},
+		{Config{Alpha: -0.1}, "α = -0.1"},
+		{Config{Optimizer: Adam, Eps: -1}, "ε = -1"},
+		{Config{Tol: math.NaN()}, "tolerance NaN"},
+		{Config{Block: -1}, "block length -1"},
+		{Config{EvalDraws: -1}, "evaluation draws -1"},
+		{Config{DefaultMaxIter: -1}, "iteration cap -1"},
+		{Config{Optimizer: 7}, "unknown optimizer Optimizer(7)"},
+		{Config{Optimizer: Adam, Kind: 7}, "unknown gradient kind Kind(7)"},
+		{Config{InitMu: []float64{math.NaN(), 0}}, "mean entry 0 is NaN"},
+		{Config{InitL: []float64{1, 0, math.Inf(1), 1}}, "entry (1,0) is +Inf"},
+	} {
+		calls := 0
+		rec := run.Func(func(run.Record) { calls++ })
+		_, err := Fit(b, g, c.cfg, run.Control{MaxIter: 20, Recorder: rec}, false)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.cfg, err, c.want)
+		}
+		if calls != 0 {
+			t.Errorf("%+v: %d iterations before the error", c.cfg, calls)
+		}
 	}
 }
 

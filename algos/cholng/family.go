@@ -87,6 +87,11 @@ func NewDense(b backend.Backend, d int, p Param, mu0, l0 []float64, diag0 float6
 	if mu0 != nil && len(mu0) != d {
 		return nil, fmt.Errorf("cholng: mean has %d entries, want %d", len(mu0), d)
 	}
+	for i, v := range mu0 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("cholng: mean entry %d is %g; it must be finite", i, v)
+		}
+	}
 	hl := tensor.NewHost(1, d, d)
 	if l0 == nil {
 		for i := 0; i < d; i++ {
@@ -101,6 +106,9 @@ func NewDense(b backend.Backend, d int, p Param, mu0, l0 []float64, diag0 float6
 				v := l0[i*d+j]
 				if j > i && v != 0 {
 					return nil, fmt.Errorf("%w: entry (%d,%d) = %g above the diagonal; the factor must be lower triangular", ErrFactor, i, j, v)
+				}
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, fmt.Errorf("%w: entry (%d,%d) is %g; it must be finite", ErrFactor, i, j, v)
 				}
 				hl.Set(0, i, j, v)
 			}

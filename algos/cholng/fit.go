@@ -212,6 +212,12 @@ func (c *Config) defaults() error {
 	if c.Kind == 0 {
 		c.Kind = Natural
 	}
+	if c.Optimizer != Snngm && c.Optimizer != Adam {
+		return fmt.Errorf("cholng: unknown optimizer %v", c.Optimizer)
+	}
+	if c.Kind != Natural && c.Kind != Euclidean {
+		return fmt.Errorf("cholng: unknown gradient kind %v", c.Kind)
+	}
 	if c.Optimizer == Snngm && c.Kind != Natural {
 		return errors.New("cholng: Snngm normalises the natural gradient; use Kind Natural")
 	}
@@ -250,6 +256,19 @@ func (c *Config) defaults() error {
 	}
 	if !(c.Beta > 0 && c.Beta < 1) || !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1) {
 		return errors.New("cholng: momentum parameters must lie in [0, 1)")
+	}
+	// A negative or NaN rate would run to the cap and return a result; report it before any iteration.
+	switch {
+	case !(c.Alpha >= 0) || math.IsInf(c.Alpha, 0):
+		return fmt.Errorf("cholng: Snngm step size α = %v must be positive and finite (0: the default)", c.Alpha)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("cholng: Adam learning rate %v must be positive and finite", c.LR)
+	case !(c.Eps > 0) || math.IsInf(c.Eps, 0):
+		return fmt.Errorf("cholng: Adam ε = %v must be positive and finite", c.Eps)
+	case math.IsNaN(c.Tol) || math.IsInf(c.Tol, 0):
+		return fmt.Errorf("cholng: stopping tolerance %v must be finite", c.Tol)
+	case c.Block < 1 || c.EvalDraws < 1 || c.DefaultMaxIter < 1:
+		return fmt.Errorf("cholng: block length %d, evaluation draws %d, iteration cap %d must be ≥ 1", c.Block, c.EvalDraws, c.DefaultMaxIter)
 	}
 	return nil
 }

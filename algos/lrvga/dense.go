@@ -111,6 +111,9 @@ func Laplace(x, y []float64, d int, sigma0 float64) (*Dense, error) {
 	if !(sigma0 > 0) || math.IsInf(sigma0, 0) {
 		return nil, fmt.Errorf("%w: prior standard deviation σ₀ = %v", ErrConfig, sigma0)
 	}
+	if err := checkData(x, y, d); err != nil {
+		return nil, err
+	}
 	for _, v := range y {
 		if v != 0 && v != 1 {
 			return nil, fmt.Errorf("%w: logistic label %v, want 0 or 1", ErrConfig, v)

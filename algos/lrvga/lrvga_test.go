@@ -215,6 +215,74 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// The metrics refuse bad settings and data with an error naming the problem: zero or negative draws, σ₀ ≤ 0, a q of
+// another dimension, NaN in the data (it would otherwise read as "not positive definite"); none panics.
+func TestMetricsBadInput(t *testing.T) {
+	b := testbackend.Open(t)
+	const d, n = 4, 6
+	x := make([]float64, n*d)
+	y := make([]float64, n)
+	for i := range x {
+		x[i] = float64(i%5) - 2
+	}
+	for i := range y {
+		y[i] = float64(i % 2)
+	}
+	f, err := New(b, Config{D: d, P: 1, Scheme: SchemeLogistic, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	q := NewDense(d, 1, nil)
+	good := LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: 1, Samples: 3, Seed: 1}
+	if _, err := good.KL(f); err != nil {
+		t.Fatal(err)
+	}
+	nan := append([]float64(nil), x...)
+	nan[9] = math.NaN()
+	for _, c := range []struct {
+		name string
+		edit func(o *LogisticKL)
+		want string
+	}{
+		{"0 draws", func(o *LogisticKL) { o.Samples = 0 }, "0 Monte Carlo draws"},
+		{"-1 draws", func(o *LogisticKL) { o.Samples = -1 }, "-1 Monte Carlo draws"},
+		{"σ₀ = 0", func(o *LogisticKL) { o.Sigma0 = 0 }, "σ₀ = 0"},
+		{"short y", func(o *LogisticKL) { o.Y = y[:n-1] }, "y of length 5"},
+		{"other d", func(o *LogisticKL) { o.D, o.X = d-1, x[:n*(d-1)] }, "dimension mismatch"},
+	} {
+		o := good
+		c.edit(&o)
+		for name, kl := range map[string]func() (float64, error){
+			"KL":      func() (float64, error) { return o.KL(f) },
+			"KLDense": func() (float64, error) { return o.KLDense(q.Mu.RawVector().Data, q.P) },
+		} {
+			if _, err := kl(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s, %s: error %v, want one containing %q", c.name, name, err, c.want)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name           string
+		x              []float64
+		d              int
+		sigma0, sigmaW float64
+		want           string
+	}{
+		{"NaN x", nan, d, 1, 1, "observation 2: x[1] = NaN"},
+		{"d = 0", nil, 0, 1, 1, "d = 0"},
+		{"σ₀ = 0", x, d, 0, 1, "σ₀ = 0"},
+		{"σ_w = NaN", x, d, 1, math.NaN(), "σ_w = NaN"},
+	} {
+		if _, err := NewLinearPosterior(c.x, y, c.d, c.sigma0, c.sigmaW); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewLinearPosterior, %s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	if _, err := Laplace(nan, y, d, 1); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "x[1] = NaN") {
+		t.Errorf("Laplace, NaN x: error %v", err)
+	}
+}
+
 // The streaming API: progress callback, cancellation through the context, the iteration cap, checkpoint and
 // resume bit for bit (RNG position included: the extragrad scheme draws samples at every step), one pass.
 func TestStreamCheckpointResume(t *testing.T) {

@@ -25,8 +25,15 @@ type LinearPosterior struct {
 // NewLinearPosterior builds the posterior of the observations X (N×d) and y.
 func NewLinearPosterior(x, y []float64, d int, sigma0, sigmaW float64) (*LinearPosterior, error) {
 	n := len(y)
-	if n == 0 || len(x) != n*d {
+	if n == 0 || d < 1 || len(x) != n*d {
 		return nil, fmt.Errorf("%w: X of length %d for N = %d, d = %d", ErrConfig, len(x), n, d)
+	}
+	if !(sigma0 > 0) || math.IsInf(sigma0, 0) || !(sigmaW > 0) || math.IsInf(sigmaW, 0) {
+		return nil, fmt.Errorf("%w: σ₀ = %v, σ_w = %v: want finite > 0", ErrConfig, sigma0, sigmaW)
+	}
+	// A NaN in the data would otherwise surface as "not positive definite".
+	if err := checkData(x, y, d); err != nil {
+		return nil, err
 	}
 	xm := mat.NewDense(n, d, x)
 	k := mat.NewSymDense(n, nil)
@@ -172,6 +179,36 @@ type LogisticKL struct {
 	Seed    uint64
 }
 
+// checkData reports the first non-finite entry of the observations X (N×d) and y.
+func checkData(x, y []float64, d int) error {
+	for i, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", ErrConfig, i/d, i%d, v)
+		}
+	}
+	for n, v := range y {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: observation %d: y = %v is not finite", ErrConfig, n, v)
+		}
+	}
+	return nil
+}
+
+// check validates the settings and the data's shape before any draw.
+func (o *LogisticKL) check(d int) error {
+	switch {
+	case o.D < 1 || o.N < 1 || len(o.X) != o.N*o.D || len(o.Y) != o.N:
+		return fmt.Errorf("%w: LogisticKL: X of length %d and y of length %d for N = %d, d = %d", ErrConfig, len(o.X), len(o.Y), o.N, o.D)
+	case d != o.D:
+		return fmt.Errorf("%w: LogisticKL: q has dimension %d, the data d = %d (dimension mismatch)", ErrConfig, d, o.D)
+	case o.Samples < 1:
+		return fmt.Errorf("%w: LogisticKL: %d Monte Carlo draws, want ≥ 1", ErrConfig, o.Samples)
+	case !(o.Sigma0 > 0) || math.IsInf(o.Sigma0, 0):
+		return fmt.Errorf("%w: LogisticKL: prior standard deviation σ₀ = %v, want finite > 0", ErrConfig, o.Sigma0)
+	}
+	return nil
+}
+
 // negLogJoint returns −log p̃(θ) for the columns of theta (d×K, row-major host data).
 func (o *LogisticKL) negLogJoint(theta []float64, k int) []float64 {
 	d := o.D
@@ -219,6 +256,9 @@ func (o *LogisticKL) finish(nlj []float64, logDetP float64) float64 {
 
 // KL returns KL̃ for the filter's q_t, sampled with Prop. 1 (O(n_KL(Nd + dp)), no d×d).
 func (o *LogisticKL) KL(f *Filter) (float64, error) {
+	if err := o.check(f.cfg.D); err != nil {
+		return 0, err
+	}
 	b := f.b
 	k := o.Samples
 	th, err := b.Alloc(tensor.Shape{Batch: 1, Rows: o.D, Cols: k})
@@ -244,7 +284,13 @@ func (o *LogisticKL) KL(f *Filter) (float64, error) {
 
 // KLDense returns KL̃ for a dense Gaussian N(mu, P) (R-VGA, Laplace), sampled as μ + chol(P) z.
 func (o *LogisticKL) KLDense(mu []float64, p mat.Symmetric) (float64, error) {
+	if err := o.check(len(mu)); err != nil {
+		return 0, err
+	}
 	d, k := o.D, o.Samples
+	if p.SymmetricDim() != d {
+		return 0, fmt.Errorf("%w: LogisticKL: P is %d×%d, want d = %d", ErrConfig, p.SymmetricDim(), p.SymmetricDim(), d)
+	}
 	var ch mat.Cholesky
 	if !ch.Factorize(p) {
 		return 0, fmt.Errorf("lrvga: dense covariance: %w", backend.ErrNotPositiveDefinite)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -52,6 +53,45 @@ func TestBadInput(t *testing.T) {
 	}
 	good.Gradient = Reparameterisation
 	if _, err := FitOne(b, m, mu, eye(3, 0.04), good, run.Control{MaxIter: 5}); err != nil {
+		t.Fatalf("good input rejected: %v", err)
+	}
+}
+
+// NAGVAC refuses bad settings before any iteration, as MGVB does: a negative τ, clip, window or iteration cap (a
+// negative cap ran without end), b₀ = 0 (the Fisher block 1/κ is infinite) and a non-finite start.
+func TestNAGVACBadInput(t *testing.T) {
+	b := testbackend.Open(t)
+	m := newLin(t, b, 20, 3, 1)
+	mu, b0, c0 := make([]float64, 3), []float64{0.01, -0.02, 0.01}, []float64{0.2, 0.2, 0.2}
+	calls := 0
+	rec := run.Func(func(run.Record) { calls++ })
+	for _, c := range []struct {
+		name   string
+		cfg    func(*NAGVACConfig)
+		mu, b0 []float64
+		want   string
+	}{
+		{"τ < 0", func(c *NAGVACConfig) { c.Tau = -1 }, mu, b0, "τ = -1"},
+		{"clip < 0", func(c *NAGVACConfig) { c.Clip = -1 }, mu, b0, "clip -1"},
+		{"clip NaN", func(c *NAGVACConfig) { c.Clip = math.NaN() }, mu, b0, "clip NaN"},
+		{"window < 0", func(c *NAGVACConfig) { c.Window = -1 }, mu, b0, "window -1"},
+		{"max-iter < 0", func(c *NAGVACConfig) { c.MaxIter = -1 }, mu, b0, "max-iter -1"},
+		{"b₀ = 0", nil, mu, make([]float64, 3), "b₀ = 0"},
+		{"μ₀ NaN", nil, []float64{0, math.NaN(), 0}, b0, "μ₀[1] = NaN"},
+	} {
+		cfg := NAGVACDefault()
+		if c.cfg != nil {
+			c.cfg(&cfg)
+		}
+		_, err := NAGVAC(b, m, c.mu, c.b0, c0, cfg, run.Control{Recorder: rec})
+		if !errors.Is(err, backend.ErrDomain) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want ErrDomain naming %q", c.name, err, c.want)
+		}
+	}
+	if calls != 0 {
+		t.Fatalf("%d iterations recorded on bad input", calls)
+	}
+	if _, err := NAGVAC(b, m, mu, b0, c0, NAGVACDefault(), run.Control{MaxIter: 3}); err != nil {
 		t.Fatalf("good input rejected: %v", err)
 	}
 }

@@ -64,13 +64,29 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 		return nil, domainErr("Step", "learning rate %v must be positive and finite", cfg.Step)
 	case !(cfg.Momentum >= 0 && cfg.Momentum < 1):
 		return nil, domainErr("Momentum", "ω = %v must be in [0, 1)", cfg.Momentum)
+	case cfg.Tau < 0:
+		return nil, domainErr("Tau", "τ = %d < 0", cfg.Tau)
+	case !(cfg.Clip >= 0) || math.IsInf(cfg.Clip, 0):
+		return nil, domainErr("Clip", "clip %v must be ≥ 0 and finite", cfg.Clip)
+	case cfg.Window < 0 || cfg.Patience < 0 || cfg.BurnIn < 0 || cfg.MaxIter < 0:
+		// A negative MaxIter would otherwise mean no cap at all.
+		return nil, domainErr("Window", "window %d, patience %d, burn-in %d, max-iter %d must be ≥ 0", cfg.Window, cfg.Patience, cfg.BurnIn, cfg.MaxIter)
 	case len(mu0) != d || len(b0) != d || len(c0) != d:
 		return nil, backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀, b₀, c₀ need %d values", d)
 	}
+	zero := true
 	for i := 0; i < d; i++ {
-		if c0[i] == 0 || !run.Finite(mu0[i], b0[i], c0[i]) {
+		if !run.Finite(mu0[i], b0[i]) {
+			return nil, domainErr("mu0", "μ₀[%d] = %v, b₀[%d] = %v must be finite", i, mu0[i], i, b0[i])
+		}
+		if c0[i] == 0 || !run.Finite(c0[i]) {
 			return nil, domainErr("c0", "c₀[%d] = %v must be finite and non-zero", i, c0[i])
 		}
+		zero = zero && b0[i] == 0
+	}
+	if zero {
+		// κ = Σ b²/c² = 0 makes the F_bb factor 1/κ infinite at the first step.
+		return nil, domainErr("b0", "b₀ = 0: the factor must be non-zero")
 	}
 	if err := ctl.Validate(); err != nil {
 		return nil, err

@@ -102,6 +102,9 @@ type Params struct {
 
 // RandomInit returns W₁, W₂ Haar-random on O(d) (qf of Gaussian matrices), b₁ = 0 and b₂ = b2 (zero if nil).
 func RandomInit(b backend.Backend, d int, seed uint64, b2 []float64) (Params, error) {
+	if b2 != nil && len(b2) != d {
+		return Params{}, backend.Errorf(opName, "b2", backend.ErrShape, "b₂ has %d values, want d = %d", len(b2), d)
+	}
 	st, err := manifold.NewStiefel(d, d)
 	if err != nil {
 		return Params{}, err
@@ -183,6 +186,17 @@ func Fit(b backend.Backend, m Model, p0 Params, cfg Config, ctl run.Control) (*R
 		for _, wm := range [][]float64{p0.W1, p0.W2} {
 			if e := orthErrHost(d, wm); !(e <= 1e-10) {
 				return nil, backend.Errorf(opName, "p0", backend.ErrDomain, "initial W not orthogonal: ‖WᵀW − I‖ = %g", e)
+			}
+		}
+	}
+	// A NaN bias would only show as a non-finite lower bound after the first iteration.
+	for _, bv := range []struct {
+		name string
+		v    []float64
+	}{{"b1", p0.B1}, {"b2", p0.B2}} {
+		for i, v := range bv.v {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, backend.Errorf(opName, "p0", backend.ErrDomain, "initial %s[%d] = %v is not finite", bv.name, i, v)
 			}
 		}
 	}

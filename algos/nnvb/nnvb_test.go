@@ -336,6 +336,15 @@ func TestBadInput(t *testing.T) {
 	if _, err := Fit(b, toy3(), q, DefaultConfig(), run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("short W₁: %v", err)
 	}
+	// A NaN bias (otherwise a non-finite bound after one iteration) and a b₂ of another length (otherwise cut).
+	q = p
+	q.B2 = []float64{0, math.NaN(), 0}
+	if _, err := Fit(b, toy3(), q, DefaultConfig(), run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrDomain) {
+		t.Errorf("NaN b₂: %v", err)
+	}
+	if _, err := RandomInit(b, 3, 1, []float64{1, 2}); !errors.Is(err, backend.ErrShape) {
+		t.Errorf("b₂ of length 2 for d = 3: %v", err)
+	}
 }
 
 // TestC8Determinism: a fixed seed reproduces the NNVB lower-bound trace and final W₂ bit for bit on the CPU.

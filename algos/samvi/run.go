@@ -84,6 +84,19 @@ func Run(ctx context.Context, train, test *datasets.Corpus, cfg Config, report f
 	if cfg.Method != MethodVI && cfg.Method != MethodStoVI {
 		return backend.Errorf("samvi", "method", backend.ErrDomain, "unknown method %q (want one of %v)", cfg.Method, Methods)
 	}
+	// The corpora are checked before MeanDirection reads them; a negative limit would otherwise mean no limit.
+	if err := sam.CheckCorpus(train, "train"); err != nil {
+		return err
+	}
+	if err := sam.CheckCorpus(test, "test"); err != nil {
+		return err
+	}
+	if test.V != train.V {
+		return backend.Errorf("samvi", "test", backend.ErrShape, "test vocabulary %d, training vocabulary %d", test.V, train.V)
+	}
+	if cfg.MaxIter < 0 || cfg.Budget < 0 || cfg.EvalEvery < 0 {
+		return backend.Errorf("samvi", "MaxIter", backend.ErrDomain, "MaxIter %d, Budget %v, EvalEvery %v: want ≥ 0", cfg.MaxIter, cfg.Budget, cfg.EvalEvery)
+	}
 	if cfg.Method == MethodStoVI && cfg.Batch > train.Docs() {
 		return backend.Errorf("samvi", "batch", backend.ErrDomain, "StoVI minibatch %d > %d training documents", cfg.Batch, train.Docs())
 	}
@@ -97,9 +110,6 @@ func Run(ctx context.Context, train, test *datasets.Corpus, cfg Config, report f
 	ev, err := sam.NewEvaluator(test, cfg.Hyper, cfg.K, cfg.NTheta, 1, cfg.Seed^0xe7a1)
 	if err != nil {
 		return err
-	}
-	if ev.Test.V != train.V {
-		return backend.Errorf("samvi", "test", backend.ErrShape, "test vocabulary %d, training vocabulary %d", ev.Test.V, train.V)
 	}
 	var fit, evalTime time.Duration
 	nextEval := cfg.EvalEvery

@@ -575,6 +575,15 @@ func TestBadInput(t *testing.T) {
 			o := genSAM(t, 5, 9, 2, testHyper, 14)
 			return Run(context.Background(), s.train, o.train, Config{Method: MethodVI, K: 2, Hyper: s.h, MaxIter: 1}, func(Point) error { return nil })
 		}, backend.ErrShape, "test vocabulary 9, training vocabulary 8"},
+		{"word id", func() error {
+			c := *s.train
+			c.Idx = append([]int32(nil), s.train.Idx...)
+			c.Idx[0] = 99
+			return Run(context.Background(), &c, s.train, Config{Method: MethodVI, K: 2, Hyper: s.h, MaxIter: 1}, func(Point) error { return nil })
+		}, backend.ErrShape, "word id 99 out of range"},
+		{"negative cap", func() error { // it would mean no cap
+			return Run(context.Background(), s.train, s.train, Config{Method: MethodVI, K: 2, Hyper: s.h, MaxIter: -1}, func(Point) error { return nil })
+		}, backend.ErrDomain, "MaxIter -1"},
 	}
 	for _, c := range cases {
 		err := c.err()

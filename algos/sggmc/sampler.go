@@ -35,11 +35,11 @@ type Sampler struct {
 // New starts chains at x0 (batch×K×n, unit rows; copied) for tgt, drawing the initial velocity v ~ Λ(x)𝒩(0, I)
 // and ξ = C. The backend tensors are freed by Close.
 func New(b backend.Backend, tgt Target, x0 *T, cfg Config) (*Sampler, error) {
-	batch, K, n := x0.Batch(), x0.Rows(), x0.Cols()
-	if err := cfg.check(K, n); err != nil {
+	if err := checkPoints(b, x0); err != nil {
 		return nil, err
 	}
-	if err := checkPoints(b, x0); err != nil {
+	batch, K, n := x0.Batch(), x0.Rows(), x0.Cols()
+	if err := cfg.check(K, n); err != nil {
 		return nil, err
 	}
 	s := &Sampler{b: b, tgt: tgt, cfg: cfg, K: K, n: n, mem: scratch{b: b}}

@@ -87,6 +87,14 @@ func (c *SAMConfig) fill() {
 //   - GMC-bGibbs: alternating GMC on θ|β (15 + 1 samples, warm-started) and on β|θ (L = 5, ε = 2e-5).
 func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus, cfg SAMConfig, report func(SAMPoint) error) error {
 	cfg.fill()
+	if err := checkSAMRun(train, test, cfg.MaxIter, cfg.Budget, cfg.EvalEvery); err != nil {
+		return err
+	}
+	gmc := cfg.Method == SAMGMCApprMH || cfg.Method == SAMGMCbGibbs
+	if gmc && cfg.MaxIter > 0 && cfg.MaxIter <= samGMCBurnIn {
+		return backend.Errorf("sggmc", "MaxIter", backend.ErrDomain,
+			"%s leaves its first %d samples out of the evaluation: MaxIter = %d leaves none", cfg.Method, samGMCBurnIn, cfg.MaxIter)
+	}
 	m := sam.MeanDirection(train)
 	opt := sam.Options{Seed: cfg.Seed}
 	var gmcEps float64
@@ -186,7 +194,29 @@ func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus
 			evalTime += time.Since(t1)
 		}
 		if last {
+			if ev.Samples() == 0 {
+				return backend.Errorf("sggmc", "Budget", backend.ErrDomain,
+					"%s stopped after %d samples, within its burn-in of %d: nothing to evaluate", cfg.Method, it, samGMCBurnIn)
+			}
 			return nil
 		}
 	}
+}
+
+// checkSAMRun checks the corpora (before MeanDirection reads them) and the run's limits: a negative limit would
+// otherwise mean no limit.
+func checkSAMRun(train, test *datasets.Corpus, maxIter int, budget, every time.Duration) error {
+	if err := sam.CheckCorpus(train, "train"); err != nil {
+		return err
+	}
+	if err := sam.CheckCorpus(test, "test"); err != nil {
+		return err
+	}
+	if test.V != train.V {
+		return backend.Errorf("sggmc", "test", backend.ErrShape, "test vocabulary %d, training vocabulary %d", test.V, train.V)
+	}
+	if maxIter < 0 || budget < 0 || every < 0 {
+		return backend.Errorf("sggmc", "MaxIter", backend.ErrDomain, "MaxIter %d, Budget %v, EvalEvery %v: want ≥ 0", maxIter, budget, every)
+	}
+	return nil
 }

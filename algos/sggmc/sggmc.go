@@ -122,8 +122,16 @@ func (c *Config) check(K, n int) error {
 	return nil
 }
 
-// checkPoints downloads x and checks that every row is a finite unit vector within 1e-8 (the bad input).
+// checkPoints downloads x and checks that it holds at least one chain and that every row is a finite unit vector
+// within 1e-8.
 func checkPoints(b backend.Backend, x *T) error {
+	if x == nil || x.Batch() < 1 || x.Rows() < 1 || x.Cols() < 1 {
+		var s tensor.Shape
+		if x != nil {
+			s = x.Shape()
+		}
+		return backend.Errorf("sggmc", "x", backend.ErrShape, "starting points %v: want batch×K×n with at least one chain, sphere and coordinate", s)
+	}
 	h := tensor.NewHost(x.Batch(), x.Rows(), x.Cols())
 	if err := b.Download(h, x); err != nil {
 		return err

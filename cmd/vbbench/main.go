@@ -36,6 +36,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -147,6 +148,18 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if cfg.reps < 0 {
 		return nil, usagef("-reps %d: want ≥ 0", cfg.reps)
+	}
+	// An output file the run could not write is reported now, not after the whole benchmark.
+	for _, p := range []string{cfg.jsonPath, cfg.csvPath} {
+		if p == "" {
+			continue
+		}
+		f, err := os.CreateTemp(filepath.Dir(p), ".vbbench-*")
+		if err != nil {
+			return nil, usagef("cannot write %s: %v", p, err)
+		}
+		f.Close()
+		os.Remove(f.Name())
 	}
 
 	// Backends: known names only (checked before anything starts).

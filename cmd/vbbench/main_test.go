@@ -306,6 +306,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "5", "-ops", "lowrank.solve"}, "no dimension -n"},
 		{[]string{"-d", "1e12", "-p", "100", "-ops", "lowrank.solve", "-json", jsonPath}, "needs about"},
 		{[]string{"stray"}, "unexpected arguments"},
+		{[]string{"-quick", "-json", filepath.Join(dir, "missing", "out.json")}, "cannot write"},
+		{[]string{"-quick", "-csv", filepath.Join(dir, "missing", "out.csv")}, "cannot write"},
 		{[]string{"-compare", filepath.Join(dir, "missing.json"), filepath.Join(dir, "other.json")}, "missing.json"},
 		{[]string{"-quick", "-compare", filepath.Join(dir, "missing.json")}, "missing.json"},
 	} {

@@ -64,6 +64,18 @@ func timeIt(b backend.Backend, m *glmm.Model, kind cholng.Kind, opt cholng.Optim
 }
 
 func mainErr(bname, list string, iters, reps int) error {
+	// The settings are checked before the first (possibly long) timing.
+	if iters < 1 || reps < 1 {
+		return fmt.Errorf("-iters %d, -reps %d: want at least 1 of each", iters, reps)
+	}
+	var groups []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad -n entry %q: want a number of groups ≥ 1", s)
+		}
+		groups = append(groups, n)
+	}
 	b, err := backend.Open(bname)
 	if err != nil {
 		return err
@@ -72,11 +84,7 @@ func mainErr(bname, list string, iters, reps int) error {
 	fmt.Fprintf(os.Stderr, "backend: %s (%s)\n", b.Name(), b.Info().Library)
 	enc := json.NewEncoder(os.Stdout)
 	prevN, prevT := 0.0, 0.0
-	for _, s := range strings.Split(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("bad -n entry %q", s)
-		}
+	for _, n := range groups {
 		m, err := glmm.SyntheticEpilepsy(n, 1)
 		if err != nil {
 			return err

@@ -26,6 +26,12 @@ func main() {
 	batch := flag.Int("batch", 10, "batch EM iterations (0: none)")
 	pseudo := flag.Bool("pseudo", false, "count the initial factors as one observation (α_t = t/(t+1), notes §5.3)")
 	flag.Parse()
+	if err := fl.Check(); err != nil {
+		lrvgacli.Usage("%v", err)
+	}
+	if *batch < 0 {
+		lrvgacli.Usage("-batch %d: the batch EM iterations must be ≥ 0", *batch)
+	}
 	var x []float64
 	var o *datasets.Observations
 	var err error

@@ -19,6 +19,12 @@ func main() {
 	kalman := flag.Bool("kalman", true, "also run the dense Kalman filter (d ≤ 2000)")
 	cond := flag.Float64("c", 1, "condition exponent c (condition number d^c)")
 	flag.Parse()
+	if err := fl.Check(); err != nil {
+		lrvgacli.Usage("%v", err)
+	}
+	if math.IsNaN(*cond) || math.IsInf(*cond, 0) {
+		lrvgacli.Usage("-c %v: the condition exponent must be finite", *cond)
+	}
 	var x, y []float64
 	if o := fl.LoadData(); o != nil {
 		x, y = o.X, o.Y

@@ -25,6 +25,12 @@ func main() {
 	dense := flag.Bool("dense", false, "also run the dense implicit R-VGA (small d)")
 	laplace := flag.Bool("laplace", true, "print the KL̃ of the batch Laplace approximation at the end (dense: small d)")
 	flag.Parse()
+	if err := fl.Check(); err != nil {
+		lrvgacli.Usage("%v", err)
+	}
+	if !(*sigma0 > 0) || math.IsInf(*sigma0, 0) || math.IsNaN(*coefS) || math.IsInf(*coefS, 0) || *nkl < 1 {
+		lrvgacli.Usage("-sigma0 %v, -coefs %v, -nkl %d: want σ₀ finite > 0, a finite exponent and ≥ 1 draws", *sigma0, *coefS, *nkl)
+	}
 	var x, y []float64
 	if o := fl.LoadData(); o != nil {
 		x, y = o.X, o.Y

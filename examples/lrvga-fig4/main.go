@@ -26,6 +26,15 @@ func main() {
 	laplace := flag.Bool("laplace", true, "print the KL̃ of the batch Laplace approximation at the end (dense: small d)")
 	nkl := flag.Int("nkl", 4, "Monte Carlo draws for KL̃")
 	flag.Parse()
+	if err := fl.Check(); err != nil {
+		lrvgacli.Usage("%v", err)
+	}
+	if !(*sigma0 > 0) || math.IsInf(*sigma0, 0) || math.IsNaN(*coefS) || math.IsInf(*coefS, 0) || *nkl < 1 {
+		lrvgacli.Usage("-sigma0 %v, -coefs %v, -nkl %d: want σ₀ finite > 0, a finite exponent and ≥ 1 draws", *sigma0, *coefS, *nkl)
+	}
+	if *k < 0 {
+		lrvgacli.Usage("-k %d: the ensemble draws must be ≥ 0 (0: the default)", *k)
+	}
 	var x, y []float64
 	if o := fl.LoadData(); o != nil {
 		x, y = o.X, o.Y

@@ -27,6 +27,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,15 @@ func main() {
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 1000000, N: 2, P: 100, Inner: 3, Seed: 1})
 	methods := flag.String("methods", "recursive-em,online-em,lrvga-linear", "comma list: recursive-em, online-em, lrvga-linear, lrvga-logistic")
 	flag.Parse()
+	if err := fl.Check(); err != nil {
+		lrvgacli.Usage("%v", err)
+	}
+	names := strings.Split(*methods, ",")
+	for _, name := range names {
+		if !slices.Contains(tableMethods, name) {
+			lrvgacli.Usage("unknown method %q (want %s)", name, strings.Join(tableMethods, ", "))
+		}
+	}
 	d, p := fl.D, fl.P
 	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
@@ -53,7 +63,7 @@ func main() {
 	rate := gemmRate(b, d, p)
 	lrvgacli.Emit(map[string]any{"gemm_gmacs": rate / 1e9})
 	m := &meter{b: b, d: d, p: p, rate: rate}
-	for _, name := range strings.Split(*methods, ",") {
+	for _, name := range names {
 		switch name {
 		case "recursive-em":
 			m.start()
@@ -94,6 +104,9 @@ func main() {
 		}
 	}
 }
+
+// tableMethods are the methods -methods may name.
+var tableMethods = []string{"recursive-em", "online-em", "lrvga-linear", "lrvga-logistic"}
 
 func check(err error) {
 	if err != nil {

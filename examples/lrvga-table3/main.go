@@ -21,6 +21,12 @@ func main() {
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 10000, N: 1, P: 10, Inner: 1, Seed: 1})
 	k := flag.Int("k", 10, "ensemble draws K")
 	flag.Parse()
+	if err := fl.Check(); err != nil {
+		lrvgacli.Usage("%v", err)
+	}
+	if *k < 1 {
+		lrvgacli.Usage("-k %d: the ensemble draws must be ≥ 1", *k)
+	}
 	d, p := fl.D, fl.P
 	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()

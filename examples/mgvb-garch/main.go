@@ -48,6 +48,13 @@ func main() {
 	if *iters <= 11 {
 		log.Fatal("-iters must exceed the smoothing window (11)")
 	}
+	// 0 skips (or, for -n, takes every return); a negative value is a mistake, not a skip.
+	if *n < 0 || *mcmc < 0 || *particles < 0 {
+		log.Fatalf("-n %d, -mcmc %d, -smc %d: want values ≥ 0", *n, *mcmc, *particles)
+	}
+	if err := mgvbcli.CheckOutputs(*svg, *trace); err != nil {
+		log.Fatal(err)
+	}
 	b := mgvbcli.Open(*be)
 	defer b.Close()
 	y, err := datasets.ReadSP500File(mgvbcli.DataPath(*data, "sp500", "SP500_weekly_y.csv"))

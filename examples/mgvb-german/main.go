@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"time"
 
@@ -59,6 +60,13 @@ func main() {
 	flag.Parse()
 	if *iters <= 11 {
 		log.Fatal("-iters must exceed the smoothing window (11)")
+	}
+	// 0 skips a comparator; a negative value is a mistake, not a skip.
+	if *plainS < 0 || *nagStep < 0 || math.IsNaN(*nagStep) {
+		log.Fatalf("-plain-s %d, -nagvac-step %v: want values ≥ 0 (0 skips the method)", *plainS, *nagStep)
+	}
+	if err := mgvbcli.CheckOutputs(*svg, *trace); err != nil {
+		log.Fatal(err)
 	}
 	b := mgvbcli.Open(*be)
 	defer b.Close()

@@ -52,6 +52,9 @@ func main() {
 	if *iters <= 11 {
 		log.Fatal("-iters must exceed the smoothing window (11)")
 	}
+	if err := mgvbcli.CheckOutputs(*svg, *trace); err != nil {
+		log.Fatal(err)
+	}
 	b := mgvbcli.Open(*be)
 	defer b.Close()
 	g, err := datasets.ReadGermanFile(mgvbcli.DataPath(*data, "german-credit", "germancredit_numeric.txt"))

@@ -15,6 +15,7 @@ import (
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/models/vmf"
 	"github.com/geovb/geovb/tensor"
@@ -35,8 +36,16 @@ func main() {
 	chains := flag.Int("chains", 1000, "chains")
 	be := flag.String("backend", "", "backend (cpu, cuda, auto)")
 	out := flag.String("json", "-", "JSON-lines output (- for stdout)")
-	svg := flag.String("svg", "sggmc-circle.svg", "SVG plot output")
+	svg := flag.String("svg", "sggmc-circle.svg", "SVG plot output (empty: none)")
 	flag.Parse()
+	if *iters < 1 || *chains < 1 {
+		log.Fatalf("-iters %d, -chains %d: want at least 1 sample and 1 chain", *iters, *chains)
+	}
+	for _, p := range []string{*out, *svg} {
+		if err := outfile.Check(p); err != nil {
+			log.Fatal(err)
+		}
+	}
 	b, err := backend.Open(*be)
 	if err != nil {
 		log.Fatal(err)
@@ -115,7 +124,9 @@ func main() {
 		s.Close()
 		chart.Curves = append(chart.Curves, cv)
 	}
-	if err := chart.WriteFile(*svg); err != nil {
-		log.Fatal(err)
+	if *svg != "" {
+		if err := chart.WriteFile(*svg); err != nil {
+			log.Fatal(err)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 )
 
@@ -35,8 +36,29 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed")
 	be := flag.String("backend", "", "backend (cpu, cuda, auto; default $GEOVB_BACKEND or auto)")
 	out := flag.String("json", "-", "JSON-lines output (- for stdout)")
-	svg := flag.String("svg", "sggmc-sam.svg", "SVG plot output")
+	svg := flag.String("svg", "sggmc-sam.svg", "SVG plot output (empty: none)")
 	flag.Parse()
+	// Every setting is checked before the data are read and before the first method runs for its budget.
+	names := strings.Split(*methods, ",")
+	for i, m := range names {
+		names[i] = strings.TrimSpace(m)
+		if !slices.Contains(sggmc.SAMMethods, names[i]) && !slices.Contains(samvi.Methods, names[i]) {
+			log.Fatalf("-methods: unknown method %q (want %s)", names[i], strings.Join(append(append([]string(nil), sggmc.SAMMethods...), samvi.Methods...), ", "))
+		}
+	}
+	switch {
+	case *k < 1:
+		log.Fatalf("-k %d: want at least 1 topic", *k)
+	case *iters < 0 || *budget < 0 || *every < 0:
+		log.Fatalf("-iters %d, -budget %v, -eval %v: want values ≥ 0", *iters, *budget, *every)
+	case *iters == 0 && *budget == 0:
+		log.Fatal("-iters 0 and -budget 0: the runs would never stop; set one of them")
+	}
+	for _, p := range []string{*out, *svg} {
+		if err := outfile.Check(p); err != nil {
+			log.Fatal(err)
+		}
+	}
 
 	dir := *data
 	if dir == "" {
@@ -71,8 +93,7 @@ func main() {
 	enc := json.NewEncoder(w)
 	chart := svgplot.Chart{Title: fmt.Sprintf("SAM on 20News-diff, K = %d (%s)", *k, info.Name),
 		XLabel: "sampling time (s)", YLabel: "test log-perplexity"}
-	for _, m := range strings.Split(*methods, ",") {
-		m = strings.TrimSpace(m)
+	for _, m := range names {
 		cv := svgplot.Curve{Name: m}
 		add := func(sec, lp float64, p any) error {
 			cv.X = append(cv.X, sec)
@@ -96,7 +117,9 @@ func main() {
 		}
 		chart.Curves = append(chart.Curves, cv)
 	}
-	if err := chart.WriteFile(*svg); err != nil {
-		log.Fatal(err)
+	if *svg != "" {
+		if err := chart.WriteFile(*svg); err != nil {
+			log.Fatal(err)
+		}
 	}
 }

@@ -77,6 +77,18 @@ func New(fam Family, x, z, y []float64, start []int, p, r int, nu float64, s []f
 			return nil, fmt.Errorf("%w: group %d has a negative size", ErrData, i)
 		}
 	}
+	// A NaN covariate would make every log joint NaN and the fit stop with no word of why.
+	for _, c := range []struct {
+		name string
+		v    []float64
+		cols int
+	}{{"X", x, p}, {"Z", z, r}, {"S", s, r}} {
+		for k, v := range c.v {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("%w: %s[%d, %d] is %v", ErrData, c.name, k/c.cols, k%c.cols, v)
+			}
+		}
+	}
 	m := &Model{Fam: fam, N: n, P: p, R: r, X: x, Z: z, Y: y, Start: start, Nu: nu, S: s, SigmaBeta: 10,
 		w: make([]float64, r*r), m: make([]float64, r*r), bbT: make([]float64, r*r), nOmega: r * (r + 1) / 2}
 	for k, v := range y {
@@ -419,6 +431,9 @@ func KassNatarajan(fam Family, x, z, y []float64, start []int, p, r int, nu floa
 // β₃Trt_i + β₄Base_i×Trt_i + β₅Age_i + β₆Visit_ij + b_i1 + b_i2Visit_ij; ν = 3 and the Kass–Natarajan S.
 func Epilepsy(g *datasets.Grouped) (*Model, error) {
 	const p, r = 6, 2
+	if err := checkCols(g, 7); err != nil {
+		return nil, err
+	}
 	nobs := len(g.Rows)
 	x, z, y := make([]float64, 0, nobs*p), make([]float64, 0, nobs*r), make([]float64, 0, nobs)
 	for _, row := range g.Rows {
@@ -433,6 +448,9 @@ func Epilepsy(g *datasets.Grouped) (*Model, error) {
 // β₁ + β₂Trt_i + β₃t_ij + β₄Trt_i×t_ij + b_i; ν = 1 (Gamma(½, rate 1/(2S))) and the Kass–Natarajan S.
 func Toenail(g *datasets.Grouped) (*Model, error) {
 	const p, r = 4, 1
+	if err := checkCols(g, 4); err != nil {
+		return nil, err
+	}
 	nobs := len(g.Rows)
 	x, z, y := make([]float64, 0, nobs*p), make([]float64, 0, nobs*r), make([]float64, 0, nobs)
 	for _, row := range g.Rows {
@@ -444,7 +462,20 @@ func Toenail(g *datasets.Grouped) (*Model, error) {
 	return fromGroups(Bernoulli, g, x, z, y, p, r, 1)
 }
 
+// checkCols reports a row with fewer than n columns (a table not read by the datasets package, say).
+func checkCols(g *datasets.Grouped, n int) error {
+	for i, row := range g.Rows {
+		if len(row) < n {
+			return fmt.Errorf("%w: row %d has %d columns, want %d", ErrData, i, len(row), n)
+		}
+	}
+	return nil
+}
+
 func fromGroups(fam Family, g *datasets.Grouped, x, z, y []float64, p, r int, nu float64) (*Model, error) {
+	if len(g.Group) != len(g.Rows) {
+		return nil, fmt.Errorf("%w: %d group ids for %d rows", ErrData, len(g.Group), len(g.Rows))
+	}
 	start := make([]int, g.NumGroups+1)
 	for o, gi := range g.Group {
 		if gi < 0 || gi >= g.NumGroups || (o > 0 && gi != g.Group[o-1] && gi != g.Group[o-1]+1) {

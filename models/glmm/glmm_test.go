@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -192,6 +193,17 @@ func TestBadData(t *testing.T) {
 		Group: []int{0, 1, 0}, NumGroups: 2}
 	if _, err := Toenail(g); !errors.Is(err, ErrData) {
 		t.Errorf("non-contiguous groups: got %v", err)
+	}
+	// A NaN covariate (it would make every log joint NaN) and rows too short for the model.
+	if _, err := New(Poisson, []float64{1, math.NaN()}, z, []float64{1, 2}, []int{0, 1, 2}, 1, 1, 1, s); !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "X[1, 0] is NaN") {
+		t.Errorf("NaN covariate: got %v", err)
+	}
+	short := &datasets.Grouped{Table: datasets.Table{Rows: [][]float64{{1, 1, 0}, {1, 0, 0}}}, Group: []int{0, 1}, NumGroups: 2}
+	if _, err := Toenail(short); !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "row 0 has 3 columns") {
+		t.Errorf("short rows, Toenail: got %v", err)
+	}
+	if _, err := Epilepsy(short); !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "want 7") {
+		t.Errorf("short rows, Epilepsy: got %v", err)
 	}
 }
 

@@ -13,6 +13,7 @@ package nnet
 
 import (
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/geovb/geovb/backend"
@@ -38,6 +39,11 @@ func New(x, y []float64, n, p int) (*Model, error) {
 	for _, v := range y {
 		if v != 0 && v != 1 {
 			return nil, errors.New("nnet: labels must be 0 or 1")
+		}
+	}
+	for k, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("nnet: X[%d, %d] is %v, want finite inputs", k/p, k%p, v)
 		}
 	}
 	return &Model{X: x, Y: y, N: n, P: p, PriorVar: 1}, nil

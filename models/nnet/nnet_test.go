@@ -2,6 +2,7 @@ package nnet
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/geovb/geovb/datasets"
@@ -53,5 +54,23 @@ func TestGradFD(t *testing.T) {
 	}
 	if _, err := New(x, append(append([]float64(nil), g.Y[:n-1]...), 2), n, p); err == nil {
 		t.Fatal("label 2 accepted")
+	}
+}
+
+// Bad data are refused with the problem named: shapes, labels outside {0, 1}, a NaN input (it would make every
+// lower bound NaN).
+func TestNewBadData(t *testing.T) {
+	x := []float64{1, 2, 3, 4}
+	for _, c := range []struct {
+		x, y []float64
+		want string
+	}{
+		{x, []float64{0}, "shapes disagree"},
+		{x, []float64{0, 2}, "labels must be 0 or 1"},
+		{[]float64{1, 2, math.NaN(), 4}, []float64{0, 1}, "X[1, 0] is NaN"},
+	} {
+		if _, err := New(c.x, c.y, 2, 2); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("x %v, y %v: error %v, want one containing %q", c.x, c.y, err, c.want)
+		}
 	}
 }

@@ -34,8 +34,8 @@ func NewMixture(w, kappa []float64, mu [][]float64) (*Mixture, error) {
 	m := &Mixture{W: w, Kappa: kappa, Mu: mu}
 	tot := 0.0
 	for _, x := range w {
-		if !(x > 0) {
-			return nil, domainErr("mixture weight %v is not positive", x)
+		if !(x > 0) || math.IsInf(x, 1) {
+			return nil, domainErr("mixture weight %v is not positive and finite", x)
 		}
 		tot += x
 	}
@@ -92,6 +92,17 @@ func (m *Mixture) eval(x, g []float64) float64 {
 }
 
 func (m *Mixture) hostOf(b backend.Backend, x *tensor.Tensor) (*tensor.Tensor, error) {
+	// Points of another sphere would index past the means; an empty batch has no host data.
+	if x == nil || x.Batch() < 1 || x.Rows() != 1 || x.Cols() != m.Dim() {
+		var s tensor.Shape
+		if x != nil {
+			s = x.Shape()
+		}
+		return nil, backend.Errorf("vmf", "x", backend.ErrShape, "points %v, want batch×1×%d with batch ≥ 1", s, m.Dim())
+	}
+	if !(m.GradNoise >= 0) || math.IsInf(m.GradNoise, 1) {
+		return nil, domainErr("gradient noise variance %v is not ≥ 0 and finite", m.GradNoise)
+	}
 	if m.host == nil || m.host.Shape() != x.Shape() {
 		m.host = tensor.NewHost(x.Batch(), x.Rows(), x.Cols())
 		m.gh = tensor.NewHost(x.Batch(), x.Rows(), x.Cols())
@@ -126,6 +137,9 @@ func (m *Mixture) U(b backend.Backend, u []float64, x *tensor.Tensor) error {
 	h, err := m.hostOf(b, x)
 	if err != nil {
 		return err
+	}
+	if len(u) != x.Batch() {
+		return backend.Errorf("vmf", "u", backend.ErrShape, "%d energies for %d chains", len(u), x.Batch())
 	}
 	xd := hostData(h)
 	n := x.Cols()

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
 )
 
 // notesTable is the reference table of notes §4.3 (mpmath, 50 digits).
@@ -133,6 +135,40 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := LogPdf([]float64{1 + 5e-9, 0, 0}, mu, 1); err != nil {
 		t.Errorf("point within 1e-8 of the sphere rejected: %v", err)
+	}
+}
+
+// The mixture target refuses points of another sphere, an empty batch, a wrong energy count and a negative noise
+// variance with an error, and an infinite weight.
+func TestMixtureBadInput(t *testing.T) {
+	b := testbackend.Open(t)
+	m, err := NewMixture([]float64{1, 2}, []float64{5, 5}, [][]float64{{1, 0, 0}, {0, 1, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := tensor.NewHost(2, 1, 3)
+	good.Set(0, 0, 0, 1)
+	good.Set(1, 0, 2, 1)
+	if err := m.GradU(b, tensor.NewHost(2, 1, 3), good, 0); err != nil {
+		t.Fatalf("good points refused: %v", err)
+	}
+	for _, x := range []*tensor.Tensor{tensor.NewHost(2, 1, 2), tensor.NewHost(0, 1, 3), tensor.NewHost(2, 2, 3)} {
+		if err := m.GradU(b, tensor.NewHost(2, 1, 3), x, 0); !errors.Is(err, backend.ErrShape) {
+			t.Errorf("GradU at %v: %v, want ErrShape", x.Shape(), err)
+		}
+		if err := m.U(b, make([]float64, 2), x); !errors.Is(err, backend.ErrShape) {
+			t.Errorf("U at %v: %v, want ErrShape", x.Shape(), err)
+		}
+	}
+	if err := m.U(b, make([]float64, 1), good); !errors.Is(err, backend.ErrShape) {
+		t.Errorf("1 energy for 2 chains: %v, want ErrShape", err)
+	}
+	m.GradNoise = -1
+	if err := m.GradU(b, tensor.NewHost(2, 1, 3), good, 0); !errors.Is(err, backend.ErrDomain) {
+		t.Errorf("noise variance −1: %v, want ErrDomain", err)
+	}
+	if _, err := NewMixture([]float64{1, math.Inf(1)}, []float64{5, 5}, [][]float64{{1, 0}, {0, 1}}); !errors.Is(err, backend.ErrDomain) {
+		t.Errorf("infinite weight: %v, want ErrDomain", err)
 	}
 }
 

@@ -34,6 +34,22 @@ func Register(def Flags) *Flags {
 	return f
 }
 
+// Check reports the first common flag out of range, before any data is generated or read: -d, -n and -p must be
+// ≥ 1 and -inner ≥ 0 (0 takes the method's default). The method checks p < d itself.
+func (f *Flags) Check() error {
+	switch {
+	case f.D < 1:
+		return fmt.Errorf("-d %d: the dimension must be ≥ 1", f.D)
+	case f.N < 1:
+		return fmt.Errorf("-n %d: the number of observations must be ≥ 1", f.N)
+	case f.P < 1:
+		return fmt.Errorf("-p %d: the latent rank must be ≥ 1", f.P)
+	case f.Inner < 0:
+		return fmt.Errorf("-inner %d: the inner iterations must be ≥ 0 (0: the method's default)", f.Inner)
+	}
+	return nil
+}
+
 // Open starts the backend and prints a JSON line saying which one runs.
 func Open(name string) backend.Backend {
 	b, err := backend.Open(name)

@@ -4,13 +4,14 @@ package mgvbcli
 
 import (
 	"encoding/csv"
+	"io"
 	"log"
-	"os"
 	"strconv"
 
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all" // every compiled-in backend for backend.Open
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 )
 
@@ -42,28 +43,27 @@ type Series struct {
 	LB, Smoothed []float64
 }
 
-// WriteTrace writes the series as CSV rows (iter, method, lb, smoothed); an empty path writes nothing.
+// CheckOutputs reports, before a run, an output path whose folder is missing or not writable (empty paths are
+// skipped), so that a long run does not end without its trace or figure.
+func CheckOutputs(paths ...string) error { return outfile.Check(paths...) }
+
+// WriteTrace writes the series as CSV rows (iter, method, lb, smoothed); an empty path writes nothing. The file is
+// written whole or not at all (outfile.Write).
 func WriteTrace(path string, series []Series) error {
 	if path == "" {
 		return nil
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"iter", "method", "lb", "smoothed"})
-	for _, s := range series {
-		for i := range s.LB {
-			w.Write([]string{strconv.Itoa(i + 1), s.Name, strconv.FormatFloat(s.LB[i], 'g', 10, 64), strconv.FormatFloat(s.Smoothed[i], 'g', 10, 64)})
+	return outfile.Write(path, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		w.Write([]string{"iter", "method", "lb", "smoothed"})
+		for _, s := range series {
+			for i := range s.LB {
+				w.Write([]string{strconv.Itoa(i + 1), s.Name, strconv.FormatFloat(s.LB[i], 'g', 10, 64), strconv.FormatFloat(s.Smoothed[i], 'g', 10, 64)})
+			}
 		}
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		w.Flush()
+		return w.Error()
+	})
 }
 
 // Plot draws the smoothed traces from iteration skip+1 on (the first window is partial) as an SVG line chart; an

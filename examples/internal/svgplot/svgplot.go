@@ -16,8 +16,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -27,6 +25,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/geovb/geovb/examples/internal/outfile"
 )
 
 // Curve is one named polyline. Points with a non-finite coordinate are skipped (they break the line), and so are
@@ -394,37 +394,13 @@ func (c *Chart) render(buf *bytes.Buffer) (err error) {
 // WriteFile renders the chart into the file path, atomically: the chart is rendered in memory, written to a
 // temporary file beside path and renamed over it, so that path holds either the whole new figure or what it held
 // before — never an empty or truncated file, also when the chart cannot be drawn or the disk fills up.
-func (c *Chart) WriteFile(path string) (err error) {
+func (c *Chart) WriteFile(path string) error {
 	var buf bytes.Buffer
 	if err := c.render(&buf); err != nil {
 		return fmt.Errorf("%w (not writing %s)", err, path)
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
+	if err := outfile.Write(path, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
+		return fmt.Errorf("svgplot: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("svgplot: writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("svgplot: writing %s: %w", path, err)
-		}
-	}()
-	if _, err = tmp.Write(buf.Bytes()); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }

@@ -71,7 +71,7 @@ type Sweep struct {
 	Eps       float64
 	Methods   []string      // RCG first: its runs set the others' caps
 	RCGCap    time.Duration // CPU-time cap of each RCG run (0: none)
-	CapFactor float64       // the others' cap, × RCG's median run time
+	CapFactor float64       // the others' cap, × RCG's median run time (0: none)
 }
 
 // Tol returns the convergence threshold of s.
@@ -94,9 +94,9 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 	if h == 0 {
 		h = 20
 	}
-	if s.Seeds < 1 || s.Eps < 0 || s.CapFactor < 0 || len(s.Methods) == 0 || s.Methods[0] != "RCG" {
-		return nil, fmt.Errorf("%w: sweep with %d seeds, ε = %v, cap factor %v, methods %v (want seeds ≥ 1, ε ≥ 0, "+
-			"cap ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor, s.Methods)
+	if s.Seeds < 1 || s.Eps < 0 || s.CapFactor < 0 || s.RCGCap < 0 || len(s.Methods) == 0 || s.Methods[0] != "RCG" {
+		return nil, fmt.Errorf("%w: sweep with %d seeds, ε = %v, cap factor %v, RCG cap %v, methods %v (want seeds ≥ 1, "+
+			"ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor, s.RCGCap, s.Methods)
 	}
 	X := nfa.SyntheticNFA(s.T, 1)
 	if s.Dynamic {

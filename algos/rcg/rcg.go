@@ -121,7 +121,7 @@ type LineSearch struct {
 	C1           float64 // Armijo constant [1e-4]
 	Shrink, Grow float64 // clamp of the parabola's minimiser relative to α₀ [0.1, 4]
 	Backtrack    float64 // backtracking factor [0.25; 0.5 for Unit]
-	MaxBacktrack int     // [8]
+	MaxBacktrack int     // [8] (Old halves until F falls or the step no longer moves x, at most 60 times)
 	MaxExpand    int     // [3]
 	// Refine adds up to Refine unclamped parabolic refits through F(0), F'(0) and the best point (an exact line
 	// search on quadratics, for tests of CG theory). Default 0.
@@ -207,7 +207,7 @@ func PowellBealeFires(cross, norm2, c float64) bool { return math.Abs(cross) >= 
 // Result is the outcome of Minimize.
 type Result struct {
 	X []float64 // final parameters (the last accepted point)
-	F float64   // F(X) after the last step
+	F float64   // F at the state the run ended in (X and, after Update, the model's other parameters)
 	run.Result
 	FEvals   int // evaluations of F (line-search trials)
 	GEvals   int // gradient evaluations
@@ -667,7 +667,7 @@ func (o *optimizer) oldStep(x, gt, p, pPrev, mult []float64, havePrev bool, F0 f
 		if f := o.eval(x, p, 1); f <= F0 {
 			return f, true
 		}
-		if try == oldMaxHalvings || !moves(x, p) {
+		if try == oldMaxHalvings || !moved(o.xt, x) {
 			return 0, false
 		}
 		for i := range mult {
@@ -679,10 +679,11 @@ func (o *optimizer) oldStep(x, gt, p, pPrev, mult []float64, havePrev bool, F0 f
 // oldMaxHalvings bounds Old's backtracking; it normally ends earlier, when the step no longer changes x.
 const oldMaxHalvings = 60
 
-// moves reports whether x + p differs from x in some element.
-func moves(x, p []float64) bool {
+// moved reports whether the trial point xt (x stepped along p, through the objective's Stepper if it has one)
+// differs from x in some element.
+func moved(xt, x []float64) bool {
 	for i, v := range x {
-		if v+p[i] != v {
+		if xt[i] != v {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/geovb/geovb/backend"
@@ -86,14 +87,12 @@ func (c *SAMConfig) fill() {
 //     (15 + 10 samples per document, redrawn from the least-squares start every sample);
 //   - GMC-bGibbs: alternating GMC on θ|β (15 + 1 samples, warm-started) and on β|θ (L = 5, ε = 2e-5).
 func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus, cfg SAMConfig, report func(SAMPoint) error) error {
-	cfg.fill()
-	if err := checkSAMRun(train, test, cfg.MaxIter, cfg.Budget, cfg.EvalEvery); err != nil {
+	if err := cfg.Check(); err != nil {
 		return err
 	}
-	gmc := cfg.Method == SAMGMCApprMH || cfg.Method == SAMGMCbGibbs
-	if gmc && cfg.MaxIter > 0 && cfg.MaxIter <= samGMCBurnIn {
-		return backend.Errorf("sggmc", "MaxIter", backend.ErrDomain,
-			"%s leaves its first %d samples out of the evaluation: MaxIter = %d leaves none", cfg.Method, samGMCBurnIn, cfg.MaxIter)
+	cfg.fill()
+	if err := checkSAMCorpora(train, test); err != nil {
+		return err
 	}
 	m := sam.MeanDirection(train)
 	opt := sam.Options{Seed: cfg.Seed}
@@ -205,7 +204,7 @@ func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus
 
 // checkSAMRun checks the corpora (before MeanDirection reads them) and the run's limits: a negative limit would
 // otherwise mean no limit.
-func checkSAMRun(train, test *datasets.Corpus, maxIter int, budget, every time.Duration) error {
+func checkSAMCorpora(train, test *datasets.Corpus) error {
 	if err := sam.CheckCorpus(train, "train"); err != nil {
 		return err
 	}
@@ -215,8 +214,23 @@ func checkSAMRun(train, test *datasets.Corpus, maxIter int, budget, every time.D
 	if test.V != train.V {
 		return backend.Errorf("sggmc", "test", backend.ErrShape, "test vocabulary %d, training vocabulary %d", test.V, train.V)
 	}
-	if maxIter < 0 || budget < 0 || every < 0 {
-		return backend.Errorf("sggmc", "MaxIter", backend.ErrDomain, "MaxIter %d, Budget %v, EvalEvery %v: want ≥ 0", maxIter, budget, every)
+	return nil
+}
+
+// Check reports the settings RunSAM would refuse without looking at data: an unknown method, negative limits (a
+// negative limit would mean none) and a GMC iteration cap within its burn-in (nothing would be evaluated). A
+// program running several methods can check them all before the first one runs for its budget.
+func (c SAMConfig) Check() error {
+	if !slices.Contains(SAMMethods, c.Method) {
+		return fmt.Errorf("sggmc: unknown SAM method %q (want one of %v)", c.Method, SAMMethods)
+	}
+	if c.MaxIter < 0 || c.Budget < 0 || c.EvalEvery < 0 {
+		return backend.Errorf("sggmc", "MaxIter", backend.ErrDomain, "MaxIter %d, Budget %v, EvalEvery %v: want ≥ 0", c.MaxIter, c.Budget, c.EvalEvery)
+	}
+	gmc := c.Method == SAMGMCApprMH || c.Method == SAMGMCbGibbs
+	if gmc && c.MaxIter > 0 && c.MaxIter <= samGMCBurnIn {
+		return backend.Errorf("sggmc", "MaxIter", backend.ErrDomain,
+			"%s leaves its first %d samples out of the evaluation: MaxIter = %d leaves none", c.Method, samGMCBurnIn, c.MaxIter)
 	}
 	return nil
 }

@@ -284,3 +284,24 @@ func TestBatchLayout(t *testing.T) {
 		t.Fatal("state layout")
 	}
 }
+
+// TestSAMConfigCheck: the data-free settings checks a program can run before any method: the GMC burn-in bound is
+// 30 samples (30 fails, 31 passes), the SG methods have none, negative limits and unknown methods fail.
+func TestSAMConfigCheck(t *testing.T) {
+	for _, c := range []struct {
+		cfg SAMConfig
+		ok  bool
+	}{
+		{SAMConfig{Method: SAMGMCApprMH, MaxIter: 30}, false},
+		{SAMConfig{Method: SAMGMCbGibbs, MaxIter: 31}, true},
+		{SAMConfig{Method: SAMGMCbGibbs}, true},
+		{SAMConfig{Method: SAMgSGNHT, MaxIter: 5}, true},
+		{SAMConfig{Method: SAMSGGMC, Budget: -time.Second}, false},
+		{SAMConfig{Method: SAMSGGMC, EvalEvery: -1}, false},
+		{SAMConfig{Method: "EP"}, false},
+	} {
+		if err := c.cfg.Check(); (err == nil) != c.ok {
+			t.Errorf("%+v: error %v, want ok = %v", c.cfg, err, c.ok)
+		}
+	}
+}

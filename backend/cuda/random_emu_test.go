@@ -33,7 +33,7 @@ func emuPhilox10(c0, c1, c2, c3, k0, k1 uint32) (uint32, uint32, uint32, uint32)
 
 func emuPhiloxUnit(hi, lo uint32) float64 {
 	x := (uint64(hi)<<32 | uint64(lo)) >> 11
-	return (float64(x) + 0.5) * 0x1p-53
+	return min((float64(x)+0.5)*0x1p-53, 0x1.fffffffffffffp-1)
 }
 
 // emuPhiloxFill is philox_fill thread by thread.

@@ -154,6 +154,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		if p == "" {
 			continue
 		}
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return nil, usagef("cannot write %s: it is a folder", p)
+		}
 		f, err := os.CreateTemp(filepath.Dir(p), ".vbbench-*")
 		if err != nil {
 			return nil, usagef("cannot write %s: %v", p, err)

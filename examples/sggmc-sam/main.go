@@ -45,6 +45,11 @@ func main() {
 		if !slices.Contains(sggmc.SAMMethods, names[i]) && !slices.Contains(samvi.Methods, names[i]) {
 			log.Fatalf("-methods: unknown method %q (want %s)", names[i], strings.Join(append(append([]string(nil), sggmc.SAMMethods...), samvi.Methods...), ", "))
 		}
+		if slices.Contains(sggmc.SAMMethods, names[i]) {
+			if err := (sggmc.SAMConfig{Method: names[i], MaxIter: *iters, Budget: *budget, EvalEvery: *every}).Check(); err != nil {
+				log.Fatal(err)
+			}
+		}
 	}
 	switch {
 	case *k < 1:

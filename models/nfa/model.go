@@ -369,7 +369,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 			}
 		}
 	}
-	m.last.remember(x, m.stateParts(), F.sum())
+	m.last.remember(x, m.keyParts(), F.sum())
 	return m.last.F
 }
 

@@ -53,7 +53,7 @@ func (m *Model) Update(x []float64) error {
 	saved := m.State()
 	// F0 and the squared-error sums obsE, stE, phiE of the last evaluation, repeated only if that was elsewhere.
 	F0 := m.last.F
-	if !m.last.at(x, m.stateParts()) {
+	if !m.last.at(x, m.keyParts()) {
 		F0 = m.eval(x, nil)
 	}
 	m.updateHyper()
@@ -197,6 +197,10 @@ func (m *Model) SetState(s []float64) error {
 	}
 	return nil
 }
+
+// keyParts are what F depends on besides the means: the state and the data (X is exported, so it may change
+// between evaluations).
+func (m *Model) keyParts() [][]float64 { return append(m.stateParts(), m.X) }
 
 func (m *Model) stateParts() [][]float64 {
 	return slices.DeleteFunc([][]float64{m.SVar, m.Ring, m.Breve, m.WVarF, m.WVarG, m.VnMean, m.VnVar, m.VmMean, m.VmVar,

@@ -174,7 +174,7 @@ func psi(vm, vv []float64) []float64 {
 	return out
 }
 
-// lastEval is the point (means and every other posterior parameter) of the last evaluation and its F, so that
+// lastEval is the point (means, every other posterior parameter and the data) of the last evaluation and its F, so that
 // Update can take F and the squared-error sums from the evaluation the line search made at the accepted point
 // instead of repeating it.
 type lastEval struct {

@@ -81,5 +81,19 @@ func TestUpdateReusesLastEvaluation(t *testing.T) {
 		if sameBits(stale.State(), warm.State()) {
 			t.Errorf("dynamic=%v: the changed variance did not change the update (the check above proves nothing)", dyn)
 		}
+
+		// The same with the data changed in place (X is exported).
+		changed, _ = smallModelT(t, 20, dyn, GaussHermite, true, 9)
+		stale, _ = smallModelT(t, 20, dyn, GaussHermite, true, 9)
+		stale.Value(x)
+		for _, m := range []*Model{changed, stale} {
+			m.X[0] += 3
+			if err := m.Update(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !sameBits(stale.State(), changed.State()) {
+			t.Errorf("dynamic=%v: Update used an evaluation on data that had since changed", dyn)
+		}
 	}
 }

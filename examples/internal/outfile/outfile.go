@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 )
 
-// Check reports the first path whose folder is missing or not writable ("" and "-", meaning no file or standard
-// output, are skipped), so that a long run does not end without its output.
+// Check reports the first path that names a folder or whose folder is missing or not writable ("" and "-", meaning
+// no file or standard output, are skipped), so that a long run does not end without its output.
 func Check(paths ...string) error {
 	for _, p := range paths {
 		if p == "" || p == "-" {
 			continue
+		}
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return fmt.Errorf("cannot write %s: it is a folder", p)
 		}
 		f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*.tmp")
 		if err != nil {

@@ -43,7 +43,8 @@ func TestWrite(t *testing.T) {
 	}
 }
 
-// TestCheck: writable paths, "" and "-" pass and leave nothing behind; a missing folder is reported by name.
+// TestCheck: writable paths, "" and "-" pass and leave nothing behind; a missing folder and a path that is a folder
+// are reported by name.
 func TestCheck(t *testing.T) {
 	dir := t.TempDir()
 	if err := Check("", "-", filepath.Join(dir, "a.svg")); err != nil {
@@ -55,5 +56,8 @@ func TestCheck(t *testing.T) {
 	bad := filepath.Join(dir, "missing", "a.svg")
 	if err := Check(filepath.Join(dir, "b.svg"), bad); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("missing folder: %v", err)
+	}
+	if err := Check(dir); err == nil || !strings.Contains(err.Error(), "folder") {
+		t.Errorf("a folder as the output: %v", err)
 	}
 }

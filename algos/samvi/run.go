@@ -85,14 +85,8 @@ func Run(ctx context.Context, train, test *datasets.Corpus, cfg Config, report f
 		return backend.Errorf("samvi", "method", backend.ErrDomain, "unknown method %q (want one of %v)", cfg.Method, Methods)
 	}
 	// The corpora are checked before MeanDirection reads them; a negative limit would otherwise mean no limit.
-	if err := sam.CheckCorpus(train, "train"); err != nil {
+	if err := sam.CheckCorpora(train, test); err != nil {
 		return err
-	}
-	if err := sam.CheckCorpus(test, "test"); err != nil {
-		return err
-	}
-	if test.V != train.V {
-		return backend.Errorf("samvi", "test", backend.ErrShape, "test vocabulary %d, training vocabulary %d", test.V, train.V)
 	}
 	if cfg.MaxIter < 0 || cfg.Budget < 0 || cfg.EvalEvery < 0 {
 		return backend.Errorf("samvi", "MaxIter", backend.ErrDomain, "MaxIter %d, Budget %v, EvalEvery %v: want ≥ 0", cfg.MaxIter, cfg.Budget, cfg.EvalEvery)

@@ -91,7 +91,7 @@ func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus
 		return err
 	}
 	cfg.fill()
-	if err := checkSAMCorpora(train, test); err != nil {
+	if err := sam.CheckCorpora(train, test); err != nil { // before MeanDirection reads them
 		return err
 	}
 	m := sam.MeanDirection(train)
@@ -200,21 +200,6 @@ func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus
 			return nil
 		}
 	}
-}
-
-// checkSAMRun checks the corpora (before MeanDirection reads them) and the run's limits: a negative limit would
-// otherwise mean no limit.
-func checkSAMCorpora(train, test *datasets.Corpus) error {
-	if err := sam.CheckCorpus(train, "train"); err != nil {
-		return err
-	}
-	if err := sam.CheckCorpus(test, "test"); err != nil {
-		return err
-	}
-	if test.V != train.V {
-		return backend.Errorf("sggmc", "test", backend.ErrShape, "test vocabulary %d, training vocabulary %d", test.V, train.V)
-	}
-	return nil
 }
 
 // Check reports the settings RunSAM would refuse without looking at data: an unknown method, negative limits (a

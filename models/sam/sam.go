@@ -46,6 +46,21 @@ func (h Hyper) check() error {
 // UnitTol is how far ‖v_d‖ may be from 1.
 const UnitTol = 1e-8
 
+// CheckCorpora checks a training and a test corpus with CheckCorpus and that they share the vocabulary, as every
+// fit that is scored on held-out documents needs.
+func CheckCorpora(train, test *datasets.Corpus) error {
+	if err := CheckCorpus(train, "train"); err != nil {
+		return err
+	}
+	if err := CheckCorpus(test, "test"); err != nil {
+		return err
+	}
+	if test.V != train.V {
+		return backend.Errorf("sam", "test", backend.ErrShape, "test vocabulary %d, training vocabulary %d", test.V, train.V)
+	}
+	return nil
+}
+
 // CheckCorpus checks a corpus of documents over V words for use by the model: V ≥ 2, every document non-empty,
 // word ids in [0, V) and increasing, finite weights and unit norm within UnitTol (notes P15). The error names the
 // corpus (name, e.g. its file) and the document.

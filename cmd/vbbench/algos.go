@@ -359,23 +359,8 @@ func setupRCG(b backend.Backend, d dims, f *filler) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj := mog.NewCollapsed(m)
-	var res *rcg.Result
-	timer := &iterTimer{from: 1}
-	step := func() error {
-		return timer.fitTimed(rcgIters-1, func() error {
-			r, err := rcg.Minimize(obj, x0, rcg.Settings{RestartEvery: rcg.SqrtN}, algorun.Control{MaxIter: rcgIters, Recorder: timer})
-			res = r
-			return err
-		})
-	}
-	out := func() ([]float64, error) {
-		if res == nil {
-			return nil, fmt.Errorf("no iteration")
-		}
-		return res.X, nil
-	}
-	return selfTimedInstance(b, timer, step, out), nil
+	return rcgInstance(b, mog.NewCollapsed(m), func() ([]float64, error) { return x0, nil },
+		rcg.Settings{RestartEvery: rcg.SqrtN}), nil
 }
 
 // setupNSSM times RCG iterations on the nonlinear state-space model (NSSM-SYN of T = n steps, d = 5, H = 20,
@@ -385,15 +370,21 @@ func setupNSSM(b backend.Backend, d dims, f *filler) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	return rcgInstance(b, m, func() ([]float64, error) { return m.Init(f.seed) }, rcg.Settings{PowellBeale: 0.2}), nil
+}
+
+// rcgInstance times rcgIters − 1 iterations of a Minimize run of obj from start() (the first iteration reuses the
+// gradient of the start and is not timed).
+func rcgInstance(b backend.Backend, obj rcg.Objective, start func() ([]float64, error), s rcg.Settings) *instance {
 	var res *rcg.Result
 	timer := &iterTimer{from: 1}
 	step := func() error {
-		x0, err := m.Init(f.seed)
+		x0, err := start()
 		if err != nil {
 			return err
 		}
 		return timer.fitTimed(rcgIters-1, func() error {
-			r, err := rcg.Minimize(m, x0, rcg.Settings{PowellBeale: 0.2}, algorun.Control{MaxIter: rcgIters, Recorder: timer})
+			r, err := rcg.Minimize(obj, x0, s, algorun.Control{MaxIter: rcgIters, Recorder: timer})
 			res = r
 			return err
 		})
@@ -404,7 +395,7 @@ func setupNSSM(b backend.Backend, d dims, f *filler) (*instance, error) {
 		}
 		return res.X, nil
 	}
-	return selfTimedInstance(b, timer, step, out), nil
+	return selfTimedInstance(b, timer, step, out)
 }
 
 // nssmP is the observation dimension of NSSM-SYN.

@@ -6,7 +6,7 @@
 //
 //	rcg-nssm -n 1000 -d 7 -hidden 30 -eps 1e-6 -seeds 5
 //
-// (about 0.14 s of CPU time per RCG iteration on the 2-core test machine: hours per run).
+// (about 0.11 s of CPU time per RCG iteration on one core of the 2-core test machine: hours per run).
 package main
 
 import (

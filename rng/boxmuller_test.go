@@ -84,28 +84,51 @@ func TestBoxMullerMatchesMath(t *testing.T) {
 	}
 }
 
-// The vector kernels (where the CPU has one) against the scalar definition, bit for bit: every offset parity, lengths
-// around the kernel's 8-value step, streams and seeds with high words set, and block numbers that carry into the
-// high counter word.
-func TestFillKernelsMatchScalar(t *testing.T) {
-	if !useAVX2 {
-		t.Skip("no vector kernel on this CPU")
+// fillWith returns FillNormal and FillUniform of n values from c, made with kernel k.
+func fillWith(k fillKernel, c Counter, n int) (normal, uniform []float64) {
+	defer func(k fillKernel) { useKernel = k }(useKernel)
+	useKernel = k
+	normal, uniform = make([]float64, n), make([]float64, n)
+	c.FillNormal(normal)
+	c.FillUniform(uniform)
+	return normal, uniform
+}
+
+// checkFill compares the fills of the kernel in use with those of the Go loops and with the element-wise scalar
+// definition (Normal, Uniform), bit for bit.
+func checkFill(t *testing.T, c Counter, n int) {
+	t.Helper()
+	got, gotU := fillWith(useKernel, c, n)
+	ref, refU := fillWith(kernelGo, c, n)
+	for i := range got {
+		if want := c.Normal(uint64(i)); math.Float64bits(got[i]) != math.Float64bits(want) || got[i] != ref[i] {
+			t.Fatalf("%+v n=%d: normal %d = %v, Go loops %v, scalar %v", c, n, i, got[i], ref[i], want)
+		}
+		if want := c.Uniform(uint64(i)); math.Float64bits(gotU[i]) != math.Float64bits(want) || gotU[i] != refU[i] {
+			t.Fatalf("%+v n=%d: uniform %d = %v, Go loops %v, scalar %v", c, n, i, gotU[i], refU[i], want)
+		}
 	}
+}
+
+// The vector kernels (those the CPU has) against the Go loops and the scalar definition, bit for bit: every offset
+// parity, lengths around the steps of 8 (AVX2) and 16 (AVX-512) values, so that the AVX-512 kernel hands remainders
+// to the AVX2 kernel and the Go loops, streams and seeds with high words set, and block numbers that carry into the
+// high counter word in every lane of either kernel.
+func TestFillKernelsMatchScalar(t *testing.T) {
+	forKernels(t, []fillKernel{kernelAVX2, kernelAVX512}, testFillKernelsMatchScalar)
+}
+
+func testFillKernelsMatchScalar(t *testing.T) {
 	for _, c := range []Counter{{Seed: 1}, {Seed: 0xfedcba9876543210, Stream: 0x0123456789abcdef, Offset: 7},
 		{Seed: 3, Stream: 5, Offset: 2*(1<<32) - 6}} {
-		for _, n := range []int{8, 9, 15, 16, 17, 64, 1001} {
-			got, gotU := make([]float64, n), make([]float64, n)
-			c.FillNormal(got)
-			c.FillUniform(gotU)
-			for i := range got {
-				if want := c.Normal(uint64(i)); got[i] != want {
-					t.Fatalf("%+v n=%d: normal %d = %v, scalar %v", c, n, i, got[i], want)
-				}
-				if want := c.Uniform(uint64(i)); gotU[i] != want {
-					t.Fatalf("%+v n=%d: uniform %d = %v, scalar %v", c, n, i, gotU[i], want)
-				}
-			}
+		for _, n := range []int{8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 40, 47, 48, 49, 64, 1001} {
+			checkFill(t, c, n)
 		}
+	}
+	// Block 2³² (the carry into the high counter word) in each lane of each step of a fill of 16 + 16 + 8 + 5
+	// values, from either offset parity.
+	for d := uint64(0); d < 48; d++ {
+		checkFill(t, Counter{Seed: 0x9e3779b97f4a7c15, Stream: 1 << 40, Offset: 2*(1<<32) - d}, 45)
 	}
 	// Many draws, so that every quadrant and binade of the transform is reached.
 	c := Counter{Seed: 11, Stream: 1}
@@ -118,4 +141,65 @@ func TestFillKernelsMatchScalar(t *testing.T) {
 			t.Fatalf("pair %d = (%v, %v), scalar (%v, %v)", i/2, got[i], got[i+1], e, o)
 		}
 	}
+}
+
+// The ends of toUnit inside every kernel: blocks whose words are all ones (where (x + ½)·2⁻⁵³ rounds to 1 and the
+// cap, constant 47 of fillConsts, must give the largest double below 1), all zeros (2⁻⁵⁴, the smallest logUnit
+// argument) and mixtures, found by inverting Philox, and placed at every lane of the AVX-512 and AVX2 steps and in
+// the Go loops' tail.
+func TestFillKernelsToUnitEnds(t *testing.T) {
+	forKernels(t, []fillKernel{kernelGo, kernelAVX2, kernelAVX512}, testFillKernelsToUnitEnds)
+}
+
+func testFillKernelsToUnitEnds(t *testing.T) {
+	const ones, n = math.MaxUint32, 45 // 16 + 16 by AVX-512, 8 by AVX2, 5 by the Go loops
+	for _, w := range [][4]uint32{{ones, ones, ones, ones}, {0, 0, 0, 0}, {ones, ones, 0, 0}, {0, 0, ones, ones},
+		{ones, ones - 1<<11, ones, ones}} {
+		key := [2]uint32{0x01234567, 0x89abcdef}
+		ctr := philoxInverse(w, key)
+		for ; ctr[1] >= 1<<31; ctr = philoxInverse(w, key) { // draw 2·blk must not wrap around 2⁶⁴
+			key[0]++
+		}
+		blk := uint64(ctr[0]) | uint64(ctr[1])<<32
+		c := Counter{Seed: uint64(key[0]) | uint64(key[1])<<32, Stream: uint64(ctr[2]) | uint64(ctr[3])<<32}
+		if c.Block(blk) != w {
+			t.Fatalf("philoxInverse(%x) = %x, whose block is %x", w, ctr, c.Block(blk))
+		}
+		u1, u2 := toUnit(w[0], w[1]), toUnit(w[2], w[3])
+		if w[0] == ones && w[1] == ones && u1 != math.Nextafter(1, 0) {
+			t.Fatalf("toUnit(all ones) = %v", u1)
+		}
+		e, o := BoxMuller(u1, u2)
+		for i := 0; i < n; i++ { // draw 2·blk at index i of the fill
+			cc := c
+			cc.Offset = 2*blk - uint64(i)
+			checkFill(t, cc, n)
+			got, gotU := fillWith(useKernel, cc, n)
+			if gotU[i] != u1 || got[i] != e || (i+1 < n && (gotU[i+1] != u2 || got[i+1] != o)) {
+				t.Fatalf("block %x at index %d: uniforms (%v, %v), normals (%v, %v), want (%v, %v), (%v, %v)",
+					w, i, gotU[i], gotU[min(i+1, n-1)], got[i], got[min(i+1, n-1)], u1, u2, e, o)
+			}
+		}
+	}
+}
+
+// philoxInverse returns the counter that Philox4x32 maps to w under key: each round undone, last first (the
+// multipliers are odd, so the low words of the products give the inputs back).
+func philoxInverse(w [4]uint32, key [2]uint32) [4]uint32 {
+	inv := func(m uint32) uint32 { // m⁻¹ mod 2³² by Newton's iteration, each step doubling the correct bits
+		x := m
+		for range 5 {
+			x *= 2 - m*x
+		}
+		return x
+	}
+	y0, y1, y2, y3 := w[0], w[1], w[2], w[3]
+	for r := uint32(9); r < 10; r-- {
+		k0, k1 := key[0]+r*philoxW0, key[1]+r*philoxW1
+		c2, c0 := y1*inv(philoxM1), y3*inv(philoxM0)
+		c1 := y0 ^ uint32(uint64(c2)*philoxM1>>32) ^ k0
+		c3 := y2 ^ uint32(uint64(c0)*philoxM0>>32) ^ k1
+		y0, y1, y2, y3 = c0, c1, c2, c3
+	}
+	return [4]uint32{y0, y1, y2, y3}
 }

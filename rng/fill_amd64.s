@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// Constants of fillConsts (fill_amd64.go), 32 bytes each.
+// Constants of fillConsts (fill_amd64.go), 32 bytes each; ILO and IHI are 64 bytes.
 #define MASK 0(DX)
 #define M0 32(DX)
 #define M1 64(DX)
@@ -49,6 +49,9 @@
 #define C6 1408(DX)
 #define C4 1440(DX)
 #define C2 1472(DX)
+#define STEP8 1536(DX)
+#define ILO 1568(DX)
+#define IHI 1632(DX)
 
 // One Philox round on four lanes (philoxRound): Y0–Y3 hold words c0–c3 in the low halves of 64-bit lanes. The
 // high halves carry junk from the products, which VPMULUDQ ignores and toUnit masks off.
@@ -83,26 +86,26 @@
 	VMINPD      BELOWONE, out, out
 
 // The four Philox blocks of the lanes of Y15 and their uniforms: u1 = toUnit(w0, w1) in Y8, u2 = toUnit(w2, w3)
-// in Y7.
+// in Y7. fillArgs offsets: ctr 0, s0 64, s1 96, keys of round r 128 + 64r and 160 + 64r.
 #define BLOCKS4 \
 	VMOVDQU Y15, Y0 \
 	VPSRLQ  $32, Y15, Y1 \
-	VMOVDQU 32(SI), Y2 \
-	VMOVDQU 64(SI), Y3 \
-	ROUND(96, 128) \
-	ROUND(160, 192) \
-	ROUND(224, 256) \
-	ROUND(288, 320) \
-	ROUND(352, 384) \
-	ROUND(416, 448) \
-	ROUND(480, 512) \
-	ROUND(544, 576) \
-	ROUND(608, 640) \
-	ROUND(672, 704) \
+	VMOVDQU 64(SI), Y2 \
+	VMOVDQU 96(SI), Y3 \
+	ROUND(128, 160) \
+	ROUND(192, 224) \
+	ROUND(256, 288) \
+	ROUND(320, 352) \
+	ROUND(384, 416) \
+	ROUND(448, 480) \
+	ROUND(512, 544) \
+	ROUND(576, 608) \
+	ROUND(640, 672) \
+	ROUND(704, 736) \
 	TOUNIT(Y0, Y1, Y8, Y4) \
 	TOUNIT(Y2, Y3, Y7, Y5)
 
-// func fillNormalAVX2(dst *float64, groups int, a *fillArgs, consts *[48][4]uint64)
+// func fillNormalAVX2(dst *float64, groups int, a *fillArgs, consts *[53][4]uint64)
 // Per step: Philox blocks ctr..ctr+3, then BoxMuller of each lane (logUnit, sincos2Pi), interleaved to
 // (even, odd) pairs in block order: eight normals.
 TEXT ·fillNormalAVX2(SB), NOSPLIT, $0-32
@@ -209,7 +212,7 @@ loop:
 	VZEROUPPER
 	RET
 
-// func fillUniformAVX2(dst *float64, groups int, a *fillArgs, consts *[48][4]uint64)
+// func fillUniformAVX2(dst *float64, groups int, a *fillArgs, consts *[53][4]uint64)
 // Per step: Philox blocks ctr..ctr+3 and their two uniforms each, stored in block order: eight uniforms.
 TEXT ·fillUniformAVX2(SB), NOSPLIT, $0-32
 	MOVQ    dst+0(FP), DI
@@ -230,6 +233,187 @@ uloop:
 	VPADDQ     STEP, Y15, Y15
 	DECQ       CX
 	JNZ        uloop
+
+	VZEROUPPER
+	RET
+
+// The AVX-512 kernels: the operations of the AVX2 ones on eight lanes, constants and keys broadcast from their
+// first lane (.BCST). Mask registers replace the blends: K1 marks m > √2, K2 an odd quadrant.
+
+// ROUND on eight lanes (Z0–Z3).
+#define ROUNDZ(ka, kb) \
+	VPMULUDQ.BCST M0, Z0, Z4 \
+	VPMULUDQ.BCST M1, Z2, Z5 \
+	VPSRLQ        $32, Z5, Z0 \
+	VPXORQ        Z1, Z0, Z0 \
+	VPXORQ.BCST   ka(SI), Z0, Z0 \
+	VPSRLQ        $32, Z4, Z2 \
+	VPXORQ        Z3, Z2, Z2 \
+	VPXORQ.BCST   kb(SI), Z2, Z2 \
+	VMOVDQA64     Z5, Z1 \
+	VMOVDQA64     Z4, Z3
+
+// TOUNIT on eight lanes.
+#define TOUNITZ(hi, lo, out, tmp) \
+	VPSLLQ           $32, hi, out \
+	VPANDQ.BCST      MASK, lo, tmp \
+	VPORQ            tmp, out, out \
+	VPSRLQ           $11, out, out \
+	VPSRLQ           $32, out, tmp \
+	VPANDQ.BCST      MASK, out, out \
+	VPORQ.BCST       MAGIC, tmp, tmp \
+	VSUBPD.BCST      MAGIC, tmp, tmp \
+	VPORQ.BCST       MAGIC, out, out \
+	VSUBPD.BCST      MAGIC, out, out \
+	VFMADD231PD.BCST P32, tmp, out \
+	VADDPD.BCST      HALF, out, out \
+	VMULPD.BCST      P53, out, out \
+	VMINPD.BCST      BELOWONE, out, out
+
+// The eight Philox blocks of the lanes of Z15: u1 in Z8, u2 in Z7.
+#define BLOCKS8 \
+	VMOVDQA64    Z15, Z0 \
+	VPSRLQ       $32, Z15, Z1 \
+	VPBROADCASTQ 64(SI), Z2 \
+	VPBROADCASTQ 96(SI), Z3 \
+	ROUNDZ(128, 160) \
+	ROUNDZ(192, 224) \
+	ROUNDZ(256, 288) \
+	ROUNDZ(320, 352) \
+	ROUNDZ(384, 416) \
+	ROUNDZ(448, 480) \
+	ROUNDZ(512, 544) \
+	ROUNDZ(576, 608) \
+	ROUNDZ(640, 672) \
+	ROUNDZ(704, 736) \
+	TOUNITZ(Z0, Z1, Z8, Z4) \
+	TOUNITZ(Z2, Z3, Z7, Z5)
+
+// func fillNormalAVX512(dst *float64, groups int, a *fillArgs, consts *[53][4]uint64)
+// Per step: Philox blocks ctr..ctr+7 and their Box–Muller pairs, as in fillNormalAVX2: sixteen normals.
+TEXT ·fillNormalAVX512(SB), NOSPLIT, $0-32
+	MOVQ      dst+0(FP), DI
+	MOVQ      groups+8(FP), CX
+	MOVQ      a+16(FP), SI
+	MOVQ      consts+24(FP), DX
+	VMOVDQU64 (SI), Z15
+
+zloop:
+	BLOCKS8
+
+	// logUnit(u1); where K1, m/2 for m and fe + 1 for fe (the AVX2 kernel's blends; fe ≠ 0, so fe + 0 = fe).
+	VPSRLQ           $52, Z8, Z9
+	VPORQ.BCST       MAGIC, Z9, Z9
+	VSUBPD.BCST      EXPMAGIC, Z9, Z9
+	VPANDQ.BCST      MANT, Z8, Z10
+	VPORQ.BCST       ONE, Z10, Z10
+	VCMPPD.BCST      $0x1e, SQRT2, Z10, K1
+	VMULPD.BCST      HALF, Z10, K1, Z10
+	VADDPD.BCST      ONE, Z9, K1, Z9
+	VSUBPD.BCST      ONE, Z10, Z10
+	VADDPD.BCST      TWO, Z10, Z12
+	VDIVPD           Z12, Z10, Z11
+	VMULPD           Z11, Z11, Z12
+	VBROADCASTSD     AT21, Z13
+	VFMADD213PD.BCST AT19, Z12, Z13
+	VFMADD213PD.BCST AT17, Z12, Z13
+	VFMADD213PD.BCST AT15, Z12, Z13
+	VFMADD213PD.BCST AT13, Z12, Z13
+	VFMADD213PD.BCST AT11, Z12, Z13
+	VFMADD213PD.BCST AT9, Z12, Z13
+	VFMADD213PD.BCST AT7, Z12, Z13
+	VFMADD213PD.BCST AT5, Z12, Z13
+	VFMADD213PD.BCST AT3, Z12, Z13
+	VMULPD           Z13, Z12, Z13
+	VSUBPD           Z13, Z10, Z13
+	VMULPD.BCST      LN2LO, Z9, Z12
+	VFMSUB231PD      Z13, Z11, Z12
+	VSUBPD           Z12, Z10, Z10
+	VFMADD231PD.BCST LN2HI, Z9, Z10
+
+	// r = √(−2 ln u1)
+	VMULPD.BCST MTWO, Z10, Z10
+	VSQRTPD     Z10, Z10
+
+	// sincos2Pi(u2): 4u2 = q + x, Z9 keeps q in its low bits.
+	VMULPD.BCST      FOUR, Z7, Z7
+	VADDPD.BCST      HALF, Z7, Z9
+	VRNDSCALEPD      $3, Z9, Z9
+	VSUBPD           Z9, Z7, Z7
+	VADDPD.BCST      MAGIC, Z9, Z9
+	VMULPD           Z7, Z7, Z11
+	VBROADCASTSD     S17, Z12
+	VFMADD213PD.BCST S15, Z11, Z12
+	VFMADD213PD.BCST S13, Z11, Z12
+	VFMADD213PD.BCST S11, Z11, Z12
+	VFMADD213PD.BCST S9, Z11, Z12
+	VFMADD213PD.BCST S7, Z11, Z12
+	VFMADD213PD.BCST S5, Z11, Z12
+	VFMADD213PD.BCST S3, Z11, Z12
+	VFMADD213PD.BCST HPLO, Z11, Z12
+	VMULPD           Z12, Z7, Z12
+	VFMADD231PD.BCST HPHI, Z7, Z12
+	VBROADCASTSD     C18, Z13
+	VFMADD213PD.BCST C16, Z11, Z13
+	VFMADD213PD.BCST C14, Z11, Z13
+	VFMADD213PD.BCST C12, Z11, Z13
+	VFMADD213PD.BCST C10, Z11, Z13
+	VFMADD213PD.BCST C8, Z11, Z13
+	VFMADD213PD.BCST C6, Z11, Z13
+	VFMADD213PD.BCST C4, Z11, Z13
+	VFMADD213PD.BCST C2, Z11, Z13
+	VFMADD213PD.BCST ONE, Z11, Z13
+
+	// Quadrants: K2 = bit 0 of q swaps sin and cos; bit 1 of q negates sin, bit 1 of q + 1 negates cos.
+	VPTESTMQ.BCST IONE, Z9, K2
+	VBLENDMPD     Z13, Z12, K2, Z4
+	VBLENDMPD     Z12, Z13, K2, Z5
+	VPSRLQ        $1, Z9, Z6
+	VPSLLQ        $63, Z6, Z6
+	VPXORQ        Z6, Z4, Z4
+	VPADDQ.BCST   IONE, Z9, Z6
+	VPSRLQ        $1, Z6, Z6
+	VPSLLQ        $63, Z6, Z6
+	VPXORQ        Z6, Z5, Z5
+
+	// (r·cos, r·sin) per lane, stored in block order.
+	VMULPD      Z10, Z5, Z5
+	VMULPD      Z10, Z4, Z4
+	VMOVDQU64   ILO, Z0
+	VPERMI2PD   Z4, Z5, Z0
+	VMOVDQU64   IHI, Z1
+	VPERMI2PD   Z4, Z5, Z1
+	VMOVUPD     Z0, (DI)
+	VMOVUPD     Z1, 64(DI)
+	ADDQ        $128, DI
+	VPADDQ.BCST STEP8, Z15, Z15
+	DECQ        CX
+	JNZ         zloop
+
+	VZEROUPPER
+	RET
+
+// func fillUniformAVX512(dst *float64, groups int, a *fillArgs, consts *[53][4]uint64)
+// Per step: Philox blocks ctr..ctr+7 and their two uniforms each, stored in block order: sixteen uniforms.
+TEXT ·fillUniformAVX512(SB), NOSPLIT, $0-32
+	MOVQ      dst+0(FP), DI
+	MOVQ      groups+8(FP), CX
+	MOVQ      a+16(FP), SI
+	MOVQ      consts+24(FP), DX
+	VMOVDQU64 (SI), Z15
+
+zuloop:
+	BLOCKS8
+	VMOVDQU64   ILO, Z0
+	VPERMI2PD   Z7, Z8, Z0
+	VMOVDQU64   IHI, Z1
+	VPERMI2PD   Z7, Z8, Z1
+	VMOVUPD     Z0, (DI)
+	VMOVUPD     Z1, 64(DI)
+	ADDQ        $128, DI
+	VPADDQ.BCST STEP8, Z15, Z15
+	DECQ        CX
+	JNZ         zuloop
 
 	VZEROUPPER
 	RET

@@ -27,16 +27,28 @@ func TestPhiloxKnownAnswers(t *testing.T) {
 
 // A fill from any offset must equal the element-wise definition bit for bit, so split fills reproduce one long fill.
 func TestFillMatchesElementwise(t *testing.T) {
-	defer func(v bool) { useAVX2 = v }(useAVX2)
-	for _, vec := range []bool{false, useAVX2} { // the Go loops, then the vector kernels where the CPU has them
-		useAVX2 = vec
-		testFillMatchesElementwise(t)
+	forKernels(t, []fillKernel{kernelGo, kernelAVX2, kernelAVX512}, testFillMatchesElementwise)
+}
+
+// forKernels runs f as one subtest per kernel, named after it, with useKernel set to it; kernels the CPU lacks are
+// skipped.
+func forKernels(t *testing.T, kernels []fillKernel, f func(t *testing.T)) {
+	defer func(k fillKernel) { useKernel = k }(useKernel)
+	for _, k := range kernels {
+		t.Run(k.String(), func(t *testing.T) {
+			if k > bestKernel {
+				t.Skipf("no %v kernel: the CPU (or the OS) lacks %s", k,
+					map[fillKernel]string{kernelAVX2: "AVX2 or FMA3", kernelAVX512: "AVX-512F"}[k])
+			}
+			useKernel = k
+			f(t)
+		})
 	}
 }
 
 func testFillMatchesElementwise(t *testing.T) {
 	c := Counter{Seed: 42, Stream: 7, Offset: 3}
-	for _, n := range []int{0, 1, 2, 5, 64} {
+	for _, n := range []int{0, 1, 2, 5, 8, 15, 16, 17, 24, 31, 33, 64} {
 		for _, off := range []uint64{0, 1, 2, 3} {
 			cc := c
 			cc.Offset = off
@@ -135,21 +147,25 @@ func BenchmarkBlock(b *testing.B) {
 	_ = s
 }
 
-func BenchmarkFillNormal(b *testing.B) {
-	c := Counter{Seed: 1}
-	buf := make([]float64, 1<<16)
-	b.SetBytes(8 << 16)
-	for i := 0; i < b.N; i++ {
-		c.FillNormal(buf)
-	}
-}
+// BenchmarkFillNormal and BenchmarkFillUniform fill 2¹⁶ values with each kernel the CPU has, side by side.
+func BenchmarkFillNormal(b *testing.B)  { benchFill(b, Counter.FillNormal) }
+func BenchmarkFillUniform(b *testing.B) { benchFill(b, Counter.FillUniform) }
 
-func BenchmarkFillUniform(b *testing.B) {
+func benchFill(b *testing.B, fill func(Counter, []float64)) {
+	defer func(k fillKernel) { useKernel = k }(useKernel)
 	c := Counter{Seed: 1}
 	buf := make([]float64, 1<<16)
-	b.SetBytes(8 << 16)
-	for i := 0; i < b.N; i++ {
-		c.FillUniform(buf)
+	for _, k := range []fillKernel{kernelAVX512, kernelAVX2, kernelGo} {
+		b.Run(k.String(), func(b *testing.B) {
+			if k > bestKernel {
+				b.Skipf("no %v kernel on this CPU", k)
+			}
+			useKernel = k
+			b.SetBytes(8 << 16)
+			for b.Loop() {
+				fill(c, buf)
+			}
+		})
 	}
 }
 

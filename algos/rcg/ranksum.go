@@ -11,9 +11,60 @@ import (
 // permutation distribution is computed exactly for those mid-ranks (no normal approximation), so it is exact for
 // the small samples of the experiments (notes §6.4, §7.11). NaN when a or b is empty.
 func RankSum(a, b []float64) float64 {
+	d, ok := rankSumDist(a, b)
+	if !ok {
+		return math.NaN()
+	}
+	// Mean of the doubled rank sum: n·total/N; compare |s − mean| ≥ |obs − mean| in exact integer arithmetic
+	// (multiplied by N).
+	dev := func(s int) int {
+		v := d.N*s - d.n*d.total
+		if v < 0 {
+			return -v
+		}
+		return v
+	}
+	return d.p(func(s int) bool { return dev(s) >= dev(d.obs) })
+}
+
+// RankSumLess returns the one-sided p-value of the Wilcoxon rank-sum test for the alternative that a's values
+// tend to be smaller than b's: the probability, over all C(n+m, n) equally likely assignments of the pooled values
+// to a sample of size n = len(a), that the rank sum of a is at most the observed one. Mid-ranks for ties and the
+// exact permutation distribution for them, as in RankSum. NaN when a or b is empty.
+func RankSumLess(a, b []float64) float64 {
+	d, ok := rankSumDist(a, b)
+	if !ok {
+		return math.NaN()
+	}
+	return d.p(func(s int) bool { return s <= d.obs })
+}
+
+// rankDist is the exact permutation distribution of a's doubled mid-rank sum.
+type rankDist struct {
+	n, N       int       // len(a) and len(a) + len(b)
+	obs, total int       // a's doubled rank sum and that of all N values
+	ways       []float64 // ways[s]: assignments of n of the N values to a with doubled rank sum s
+}
+
+// p returns the fraction of the assignments whose doubled rank sum s satisfies in.
+func (d *rankDist) p(in func(s int) bool) float64 {
+	var hit, all float64
+	for s, w := range d.ways {
+		if w == 0 {
+			continue
+		}
+		all += w
+		if in(s) {
+			hit += w
+		}
+	}
+	return hit / all
+}
+
+func rankSumDist(a, b []float64) (*rankDist, bool) {
 	n, m := len(a), len(b)
 	if n == 0 || m == 0 {
-		return math.NaN()
+		return nil, false
 	}
 	N := n + m
 	type item struct {
@@ -61,24 +112,5 @@ func RankSum(a, b []float64) float64 {
 			}
 		}
 	}
-	// Mean of the doubled rank sum: n·total/N; compare |s − mean| ≥ |obs − mean| in exact integer arithmetic
-	// (multiplied by N).
-	dev := func(s int) int {
-		d := N*s - n*total
-		if d < 0 {
-			return -d
-		}
-		return d
-	}
-	var hit, all float64
-	for s, w := range ways[n] {
-		if w == 0 {
-			continue
-		}
-		all += w
-		if dev(s) >= dev(obs) {
-			hit += w
-		}
-	}
-	return hit / all
+	return &rankDist{n: n, N: N, obs: obs, total: total, ways: ways[n]}, true
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // rankSumBrute enumerates every split of the pooled values into a sample of len(a) and the rest and returns the
-// fraction whose rank sum is at least as far from its mean as a's (mid-ranks for ties, computed by brute force).
-func rankSumBrute(a, b []float64) float64 {
+// fraction whose rank sum is at least as far from its mean as a's (less: at most a's; mid-ranks for ties, computed
+// by brute force).
+func rankSumBrute(a, b []float64, less bool) float64 {
 	pool := append(append([]float64(nil), a...), b...)
 	N, n := len(pool), len(a)
 	rank := make([]float64, N)
@@ -40,7 +41,7 @@ func rankSumBrute(a, b []float64) float64 {
 			continue
 		}
 		all++
-		if math.Abs(s-mean) >= math.Abs(obs-mean)-1e-9 {
+		if less && s <= obs+1e-9 || !less && math.Abs(s-mean) >= math.Abs(obs-mean)-1e-9 {
 			hit++
 		}
 	}
@@ -73,11 +74,69 @@ func TestRankSum(t *testing.T) {
 				b[i] = r.NormFloat64()
 			}
 		}
-		if got, want := RankSum(a, b), rankSumBrute(a, b); math.Abs(got-want) > 1e-12 {
+		if got, want := RankSum(a, b), rankSumBrute(a, b, false); math.Abs(got-want) > 1e-12 {
 			t.Errorf("a=%v b=%v: p = %v, brute force %v", a, b, got, want)
 		}
 	}
 	if !math.IsNaN(RankSum(nil, []float64{1})) {
+		t.Error("empty sample: want NaN")
+	}
+}
+
+// TestRankSumLess checks the one-sided rank-sum p-value (a smaller than b) against closed forms — complete
+// separation of 3 vs 3: 1/C(6,3) = 0.05, of 5 vs 5: 1/252, and the reverse order: 1; with ties, a = {1, 2} and
+// b = {2, 3} have mid-ranks 1, 2.5 | 2.5, 4 and rank sum 3.5, which 2 of the 6 splits reach or undercut; the rank sum
+// of 1 vs the budgets {4, 4, 4}: 1/4, and of {1, +Inf} vs {4, 4} (mid-ranks 1, 4 | 2.5, 2.5): all splits but the
+// two {2.5, 4}, 4/6 — and against brute-force
+// enumeration of all splits (with and without ties, +Inf among the values), to 1e-12.
+func TestRankSumLess(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		a, b []float64
+		want float64
+	}{
+		{[]float64{1, 2, 3}, []float64{4, 5, 6}, 0.05},
+		{[]float64{1, 2, 3, 4, 5}, []float64{6, 7, 8, 9, 10}, 1.0 / 252},
+		{[]float64{6, 7, 8}, []float64{1, 2, 3}, 1},
+		{[]float64{1, 2}, []float64{2, 3}, 1.0 / 3},
+		{[]float64{1}, []float64{4, 4, 4}, 0.25},
+		{[]float64{1, inf}, []float64{4, 4}, 2.0 / 3},
+	} {
+		if p := RankSumLess(c.a, c.b); math.Abs(p-c.want) > 1e-12 {
+			t.Errorf("a=%v b=%v: p = %v, want %v", c.a, c.b, p, c.want)
+		}
+	}
+	r := newRand(29)
+	for trial := range 60 {
+		n, m := 1+r.IntN(7), 1+r.IntN(7)
+		a, b := make([]float64, n), make([]float64, m)
+		draw := func(shift float64) float64 {
+			switch trial % 3 {
+			case 0:
+				return r.NormFloat64() + shift
+			case 1:
+				return math.Round(4*r.NormFloat64()+shift) / 2 // ties for many draws
+			}
+			// Censored-looking samples: some values at a common budget, some at +Inf.
+			switch r.IntN(3) {
+			case 0:
+				return 4
+			case 1:
+				return inf
+			}
+			return 4 * r.Float64()
+		}
+		for i := range a {
+			a[i] = draw(-0.5)
+		}
+		for i := range b {
+			b[i] = draw(0.5)
+		}
+		if got, want := RankSumLess(a, b), rankSumBrute(a, b, true); math.Abs(got-want) > 1e-12 {
+			t.Errorf("a=%v b=%v: p = %v, brute force %v", a, b, got, want)
+		}
+	}
+	if !math.IsNaN(RankSumLess([]float64{1}, nil)) {
 		t.Error("empty sample: want NaN")
 	}
 }

@@ -2,7 +2,10 @@
 // NSSM-SYN (Lorenz states through a random MLP, notes §6.6, §6.10): RCG, CG, RG and the heuristic Old of Valpola &
 // Karhunen 2002 (-methods) over a grid of data sizes, printing one JSON line per (size, method) with the median
 // time-to-target (target: RCG's median final F + ε) and final F, and an SVG of median time-to-target against size.
-// Non-RCG runs are capped at -cap × RCG's median run time. Fig. 10's larger model is
+// Non-RCG runs are capped at -cap × RCG's median run time. The line of each method other than RCG also carries the
+// §6.6 significance test of RCG's times-to-target against that method's: the exact one-sided rank-sum p-values
+// ranksum_p_rcg_faster (missed runs at their budget) and ranksum_p_rcg_faster_worst (RCG's missed runs ranked last;
+// see rankSums in examples/internal/nfacompare). Fig. 10's larger model is
 //
 //	rcg-nssm -n 1000 -d 7 -hidden 30 -eps 1e-6 -seeds 5
 //

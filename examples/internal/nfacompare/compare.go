@@ -4,6 +4,7 @@ package nfacompare
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ type Options struct {
 }
 
 // Main runs rcg.SweepNFA with o.Methods (RCG first: it sets the target and the others' caps) over the sizes of
-// o.Grid and writes JSON lines to stdout and an SVG to o.SVG.
+// o.Grid and writes JSON lines (one per size and method, see line) to stdout and an SVG to o.SVG.
 func Main(o Options) error {
 	methods := strings.Split(o.Methods, ",")
 	for i := range methods {
@@ -58,19 +59,13 @@ func Main(o Options) error {
 		if err != nil {
 			return err
 		}
-		var fin []float64
-		for _, tr := range runs["RCG"] {
-			fin = append(fin, tr.Final)
-		}
-		target := rcg.Median(fin) + sw.Tol()
-		for _, m := range methods {
-			s := rcgplot.Summarise(m, runs[m], target)
-			s.N = T
-			if err := enc.Encode(s); err != nil {
+		for _, l := range lines(methods, runs, sw.Tol()) {
+			l.N = T
+			if err := enc.Encode(l); err != nil {
 				return err
 			}
-			series[m].X = append(series[m].X, float64(T))
-			series[m].Y = append(series[m].Y, s.MedianTTT)
+			series[l.Method].X = append(series[l.Method].X, float64(T))
+			series[l.Method].Y = append(series[l.Method].Y, l.MedianTTT)
 		}
 	}
 	title := "NFA-SYN: median time to RCG's median final F"
@@ -82,4 +77,71 @@ func Main(o Options) error {
 		p.Curves = append(p.Curves, *series[m])
 	}
 	return p.WriteFile(o.SVG)
+}
+
+// line is the JSON line of one (size, method): the summary and, for a method other than RCG, the rank-sum tests of
+// RCG's times-to-target against the method's (rankSums).
+type line struct {
+	rcgplot.Summary
+	PFaster      float64 `json:"ranksum_p_rcg_faster,omitempty"`
+	PFasterWorst float64 `json:"ranksum_p_rcg_faster_worst,omitempty"`
+}
+
+// lines summarises the runs of each method against the target RCG's median final F + tol and adds the rank-sum
+// tests against RCG to the lines of the other methods.
+func lines(methods []string, runs map[string][]*rcg.Trace, tol float64) []line {
+	var fin []float64
+	for _, tr := range runs["RCG"] {
+		fin = append(fin, tr.Final)
+	}
+	target := rcg.Median(fin) + tol
+	var out []line
+	for _, m := range methods {
+		l := line{Summary: rcgplot.Summarise(m, runs[m], target)}
+		if m != "RCG" {
+			l.PFaster, l.PFasterWorst = rankSums(runs["RCG"], runs[m], target)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// rankSums returns the exact one-sided Wilcoxon rank-sum p-value (rcg.RankSumLess) of RCG's times-to-target
+// against other's for the alternative "RCG reaches the target sooner" (notes §6.6): p with every run that missed the
+// target counted at its budget (rcg.Trace.TimeOrBound), worst with RCG's missed runs ranked after every run of
+// other instead (NaN when either has no runs).
+//
+// A missed run's time-to-target is unknown but at least its budget: the cap stopped it first, or it stopped on its
+// own at a worse F and never reaches the target. The test uses ranks only, that is, for each pair of an RCG run and
+// an other run, which reached the target first, so counting a miss at its budget matters only where it leaves that
+// order open:
+//
+//   - A miss of other at budget B against an RCG time below B: the RCG run was first whatever the true time ≥ B, so
+//     when every miss of other lies above every RCG value — the others' budget is -cap × RCG's median run time,
+//     above RCG's cap — the ranks are those of the true times in every RCG–other pair. A miss of other below an RCG
+//     value counts as first while the truth may be the reverse, which can only raise p (conservative).
+//   - A miss of RCG at its budget b (RCG's cap) against a value of other above b: counted as RCG first, which holds
+//     only if that RCG run would have reached the target before it. This is the one order that can make p too small.
+//
+// So p is the p-value of the true times when RCG reached the target in every run (and every miss of other lies
+// above every RCG time); when RCG missed some runs, p assumes that those runs would have come first against the
+// values of other above RCG's cap. worst drops that assumption: it ranks RCG's misses last, as if they never reached
+// the target — the least favourable order the data allow. With every miss of other above every RCG value, the
+// p-value of the true times lies between p and worst (the one-sided p-value only grows as RCG values move up past
+// values of other). The target being RCG's median final F, about half of RCG's runs can miss it by construction.
+func rankSums(rcgRuns, other []*rcg.Trace, target float64) (p, worst float64) {
+	var a, aw, b []float64
+	for _, tr := range rcgRuns {
+		t, _, ok := tr.TimeOrBound(target)
+		a = append(a, t)
+		if !ok {
+			t = math.Inf(1)
+		}
+		aw = append(aw, t)
+	}
+	for _, tr := range other {
+		t, _, _ := tr.TimeOrBound(target)
+		b = append(b, t)
+	}
+	return rcg.RankSumLess(a, b), rcg.RankSumLess(aw, b)
 }

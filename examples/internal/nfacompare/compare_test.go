@@ -1,0 +1,70 @@
+package nfacompare
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/geovb/geovb/algos/rcg"
+)
+
+// traceTo returns a run that reached F = 1 at time t (t < 0: never; it then ends at F = 5 after time end) within
+// the budget limit.
+func traceTo(t, end, limit float64) *rcg.Trace {
+	if t < 0 {
+		return &rcg.Trace{T: []float64{end / 2, end}, F: []float64{9, 5}, Evals: []int{2, 4}, Final: 5, Time: end, Limit: limit}
+	}
+	return &rcg.Trace{T: []float64{t / 2, t}, F: []float64{9, 1}, Evals: []int{2, 4}, Final: 1, Time: t, Limit: limit}
+}
+
+// TestLines checks the rank-sum tests of the JSON lines on hand-made runs (target F = 2): RCG reached the target at
+// 1, 2 and 3 s and missed it once within its 4 s cap; CG missed it in all four runs within its 40 s budget (one run
+// stopped on its own at 30 s). At the budgets, RCG's times {1, 2, 3, 4} all precede CG's {40, 40, 40, 40}:
+// p = 1/C(8, 4) = 1/70. With RCG's miss ranked last the mid-ranks are 1, 2, 3, 8 | 5.5 ×4, rank sum 14, which 11 of
+// the 70 splits reach or undercut ({1, 2, 3, 5.5} four times, {1, 2, 3, 8}, {1, 2, 5.5, 5.5} six times). RCG's own
+// line carries no test, and the field names say the direction.
+func TestLines(t *testing.T) {
+	runs := map[string][]*rcg.Trace{
+		"RCG": {traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)},
+		"CG":  {traceTo(-1, 40, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
+	}
+	// The target is RCG's median final F (1) + tol = 2.
+	ls := lines([]string{"RCG", "CG"}, runs, 1)
+	if len(ls) != 2 || ls[0].Method != "RCG" || ls[1].Method != "CG" || ls[1].Target != 2 {
+		t.Fatalf("lines %+v", ls)
+	}
+	if got := ls[1]; math.Abs(got.PFaster-1.0/70) > 1e-12 || math.Abs(got.PFasterWorst-11.0/70) > 1e-12 {
+		t.Errorf("CG: p %v, worst %v; want 1/70, 11/70", got.PFaster, got.PFasterWorst)
+	}
+	if ls[1].Reached != 0 || ls[1].MedianTTT != 40 || ls[0].Reached != 3 {
+		t.Errorf("summaries: CG reached %d, median time-to-target %v; RCG reached %d; want 0, 40, 3", ls[1].Reached,
+			ls[1].MedianTTT, ls[0].Reached)
+	}
+	for i, want := range []bool{false, true} {
+		var buf bytes.Buffer
+		if err := json.NewEncoder(&buf).Encode(ls[i]); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		_, p := m["ranksum_p_rcg_faster"]
+		_, w := m["ranksum_p_rcg_faster_worst"]
+		if p != want || w != want || m["method"] != ls[i].Method || m["median_time_to_target_s"] == nil {
+			t.Errorf("%s line %s: want the rank-sum fields %v", ls[i].Method, buf.Bytes(), want)
+		}
+	}
+}
+
+// TestRankSumsAllReached: when RCG reached the target in every run, the worst case is the budget case.
+func TestRankSumsAllReached(t *testing.T) {
+	rcgRuns := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2.5, 2.5, 4), traceTo(6, 6, 0)}
+	other := []*rcg.Trace{traceTo(2, 2, 20), traceTo(-1, 20, 20), traceTo(5, 5, 20)}
+	p, w := rankSums(rcgRuns, other, 2)
+	// RCG {1, 2.5, 6} against {2, 20, 5}: ranks 1, 3, 5 of 6, rank sum 9, which 7 of the 20 splits reach or undercut.
+	if math.Abs(p-7.0/20) > 1e-12 || p != w {
+		t.Errorf("p %v, worst %v; want 0.35 for both", p, w)
+	}
+}

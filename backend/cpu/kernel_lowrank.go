@@ -367,26 +367,27 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 	d, p, k := W.Rows, W.Cols, D.Cols
 	nb := lrBlockRows(max(p, k))
 	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, k) })
+	rowv := newLRPer(b.workers, func() blas64.General { return tmp.dense(2, nb) }) // per-row scale and shift
 	parts := make([]blas64.General, b.lrChunks(d, max(p, k)))
 	skinny := lrSkinny(p, k)
-	b.lrSweep(d, max(p, k), func(_, c, lo, hi int) {
+	b.lrSweep(d, max(p, k), func(g, c, lo, hi int) {
 		acc := lrAcc{tmp: tmp, p: p, k: k, skinny: skinny}
+		sv := rowv.get(g).Data[:nb]
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
 			if D.Stride == k {
 				cnt.Advance(r0 * k).FillNormal(D.Data[r0*k : r1*k])
+			} else {
+				for i := r0; i < r1; i++ {
+					cnt.Advance(i * k).FillNormal(D.Data[i*D.Stride : i*D.Stride+k])
+				}
 			}
 			for i := r0; i < r1; i++ {
-				dr := D.Data[i*D.Stride : i*D.Stride+k]
-				if D.Stride != k {
-					cnt.Advance(i * k).FillNormal(dr)
-				}
-				f := 1 / math.Sqrt(ps[i*pinc])
-				for j := range dr {
-					dr[j] *= f
-				}
+				sv[i-r0] = 1 / math.Sqrt(ps[i*pinc])
 			}
-			acc.add(lrRows(W, r0, r1), lrRows(D, r0, r1))
+			db := lrRows(D, r0, r1)
+			vec.ScaleRows(db.Data, db.Stride, sv, r1-r0, k)
+			acc.add(lrRows(W, r0, r1), db)
 		}
 		parts[c] = acc.sum()
 	})
@@ -400,22 +401,23 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 	qt := lrThin(tmp, q, skinny)
 	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
+		v := rowv.get(g).Data
+		sv, shift := v[:nb], []float64(nil)
+		if mv != nil {
+			shift = v[nb:]
+		}
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
 			tb := lrBlock(t, r1-r0)
 			qt.mul(tb, lrRows(W, r0, r1))
 			for i := r0; i < r1; i++ {
-				f := 1 / ps[i*pinc]
-				m := 0.0
-				if mv != nil {
-					m = mv[i*minc]
-				}
-				dr := D.Data[i*D.Stride : i*D.Stride+k]
-				tr := tb.Data[(i-r0)*k : (i-r0+1)*k]
-				for j := range dr {
-					dr[j] += tr[j]*f + m
+				sv[i-r0] = 1 / ps[i*pinc]
+				if shift != nil {
+					shift[i-r0] = mv[i*minc]
 				}
 			}
+			db := lrRows(D, r0, r1)
+			vec.AddScaledRows(db.Data, db.Stride, tb.Data, tb.Stride, sv, shift, r1-r0, k)
 		}
 	})
 	return nil

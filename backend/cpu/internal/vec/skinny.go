@@ -13,6 +13,7 @@ import (
 // thin operand).
 //
 //go:generate go run gen_skinny.go
+//go:generate go run gen_skinny512.go
 
 // AccTN adds Xᵀ·W to C: C[i][j] += Σ_r X[r][i]·W[r][j] for i < k, j < p, r < rows. C is k×p (row stride ldc),
 // W rows×p (ldw), X rows×k (ldx).
@@ -23,6 +24,10 @@ func AccTN(c []float64, ldc int, w []float64, ldw int, x []float64, ldx int, row
 	need("AccTN", "c", c, k, ldc, p)
 	need("AccTN", "w", w, rows, ldw, p)
 	need("AccTN", "x", x, rows, ldx, k)
+	if UseFMA && UseAVX512 {
+		accTN512(c, ldc, w, ldw, x, ldx, rows, p, k)
+		return
+	}
 	if UseFMA && p >= 8 {
 		touch(w[:(rows-1)*ldw+p])
 	}
@@ -66,6 +71,10 @@ func DotRows(t []float64, ldt int, w []float64, ldw int, q []float64, ldq int, r
 	}
 	need("DotRows", "w", w, rows, ldw, p)
 	need("DotRows", "q", q, k, ldq, p)
+	if UseFMA && UseAVX512 {
+		dotRows512(t, ldt, w, ldw, q, ldq, rows, p, k)
+		return
+	}
 	n4 := 0
 	if UseFMA {
 		n4 = p &^ 3

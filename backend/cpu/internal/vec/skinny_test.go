@@ -6,14 +6,24 @@ import (
 	"testing"
 )
 
-// AccTN and DotRows against plain float64 loops, for every tile path (p around multiples of 4 and 8, k through the
-// 4/2/1 tiles), padded strides (the padding holds NaN and must stay untouched) and one row or many; then the same
-// with the generic loops alone. Tolerance 1e-13 relative to Σ|terms|.
+// AccTN and DotRows against plain float64 loops, for every tile path (p around multiples of 4, 8 and 16 for the
+// masked tails, k through the 4/2/1 tiles of the AVX2 kernels and across the 12- and 16-column tiles of the AVX-512
+// ones), padded strides (the padding holds NaN and must stay untouched) and one row or many; with the AVX-512
+// kernels, the AVX2 kernels and the generic loops in turn. Tolerance 1e-13 relative to Σ|terms|.
 func TestSkinny(t *testing.T) {
-	defer func(v bool) { UseFMA = v }(UseFMA)
-	for _, fma := range []bool{false, UseFMA} {
-		UseFMA = fma
-		testSkinny(t)
+	defer func(fma, avx512 bool) { UseFMA, UseAVX512 = fma, avx512 }(UseFMA, UseAVX512)
+	modes := []struct {
+		name        string
+		fma, avx512 bool
+	}{{"generic", false, false}, {"avx2", UseFMA, false}, {"avx512", UseFMA, UseAVX512}}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			if m.name == "avx512" && !m.avx512 {
+				t.Skip("the CPU has no AVX-512F: AVX-512 kernels not tested here")
+			}
+			UseFMA, UseAVX512 = m.fma, m.avx512
+			testSkinny(t)
+		})
 	}
 }
 
@@ -31,8 +41,8 @@ func testSkinny(t *testing.T) {
 		}
 		return a
 	}
-	for _, p := range []int{1, 3, 4, 5, 7, 8, 9, 12, 13, 16, 20, 100} {
-		for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 10, 16} {
+	for _, p := range []int{1, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 20, 24, 31, 100} {
+		for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 16, 17, 25, 33} {
 			for _, rows := range []int{1, 2, 7, 33} {
 				pad := (p + k + rows) % 3
 				ldw, ldx, ldc, ldt, ldq := p+pad, k+pad, p+2*pad, k+pad, p+pad
@@ -57,7 +67,7 @@ func testSkinny(t *testing.T) {
 							mag += math.Abs(x[rr*ldx+i] * w[rr*ldw+j])
 						}
 						if math.Abs(got-want) > 1e-13*mag {
-							t.Fatalf("AccTN fma=%v p=%d k=%d rows=%d: C[%d][%d] = %v, want %v", UseFMA, p, k, rows, i, j, got, want)
+							t.Fatalf("AccTN p=%d k=%d rows=%d: C[%d][%d] = %v, want %v", p, k, rows, i, j, got, want)
 						}
 					}
 				}
@@ -76,7 +86,7 @@ func testSkinny(t *testing.T) {
 							mag += math.Abs(w[rr*ldw+j] * q[i*ldq+j])
 						}
 						if math.Abs(got-want) > 1e-13*mag {
-							t.Fatalf("DotRows fma=%v p=%d k=%d rows=%d: T[%d][%d] = %v, want %v", UseFMA, p, k, rows, rr, i, got, want)
+							t.Fatalf("DotRows p=%d k=%d rows=%d: T[%d][%d] = %v, want %v", p, k, rows, rr, i, got, want)
 						}
 					}
 				}
@@ -93,4 +103,58 @@ func TestSkinnyBounds(t *testing.T) {
 		}
 	}()
 	AccTN(make([]float64, 8), 4, make([]float64, 7), 4, make([]float64, 4), 2, 2, 4, 2)
+}
+
+// BenchmarkSkinny times AccTN and DotRows as the low-rank sampler at d = 1e6, p = 100, k = 10 calls them, in
+// blocks of 512 rows, with each kernel set the CPU has: on one cache-resident block (GFLOP/s counts 2·rows·p·k),
+// and over a W of 160 MB, far larger than the caches (GB/s counts the bytes of W).
+func BenchmarkSkinny(b *testing.B) {
+	b.Run("InCache", func(b *testing.B) { benchSkinny(b, 512, false) })
+	b.Run("FromMemory", func(b *testing.B) { benchSkinny(b, 200192, true) })
+}
+
+func benchSkinny(b *testing.B, rows int, bytes bool) {
+	defer func(fma, avx512 bool) { UseFMA, UseAVX512 = fma, avx512 }(UseFMA, UseAVX512)
+	const p, k, nb = 100, 10, 512
+	r := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float64 {
+		a := make([]float64, n)
+		for i := range a {
+			a[i] = r.NormFloat64()
+		}
+		return a
+	}
+	w, x, c, q, tt := fill(rows*p), fill(rows*k), fill(k*p), fill(k*p), fill(nb*k)
+	rate := func(b *testing.B) {
+		if bytes {
+			b.ReportMetric(float64(rows*p*8)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		} else {
+			b.ReportMetric(float64(2*rows*p*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		}
+	}
+	for _, m := range []struct {
+		name        string
+		fma, avx512 bool
+	}{{"generic", false, false}, {"avx2", UseFMA, false}, {"avx512", UseFMA, UseAVX512}} {
+		if (m.name == "avx2" && !m.fma) || (m.name == "avx512" && !m.avx512) || (m.name == "generic" && bytes) {
+			continue
+		}
+		UseFMA, UseAVX512 = m.fma, m.avx512
+		b.Run("AccTN/"+m.name, func(b *testing.B) {
+			for b.Loop() {
+				for r0 := 0; r0 < rows; r0 += nb {
+					AccTN(c, p, w[r0*p:], p, x[r0*k:], k, nb, p, k)
+				}
+			}
+			rate(b)
+		})
+		b.Run("DotRows/"+m.name, func(b *testing.B) {
+			for b.Loop() {
+				for r0 := 0; r0 < rows; r0 += nb {
+					DotRows(tt, k, w[r0*p:], p, q, p, nb, p, k)
+				}
+			}
+			rate(b)
+		})
+	}
 }

@@ -14,3 +14,6 @@ func dotFMA(x, y []float64) float64
 //
 //go:noescape
 func axpyFMA(alpha float64, x, y []float64)
+
+// UseAVX512 reports that the CPU also has AVX-512F, so AccTN and DotRows use the kernels of skinny512_amd64.s.
+var UseAVX512 = UseFMA && cpuid.CPU.Supports(cpuid.AVX512F)

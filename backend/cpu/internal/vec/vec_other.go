@@ -24,3 +24,22 @@ func softplusAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64
 func sigmoidAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64) bool {
 	panic("vec: no sigmoid kernel")
 }
+
+// UseAVX512 is false off amd64.
+var UseAVX512 = false
+
+func accTN512(c []float64, ldc int, w []float64, ldw int, x []float64, ldx int, rows, p, k int) {
+	panic("vec: no AVX-512 accTN kernel")
+}
+
+func dotRows512(t []float64, ldt int, w []float64, ldw int, q []float64, ldq int, rows, p, k int) {
+	panic("vec: no AVX-512 dotRows kernel")
+}
+
+func scaleRows512(x *float64, ldx int, s *float64, rows int, m1, m2 int) {
+	panic("vec: no AVX-512 scaleRows kernel")
+}
+
+func addScaledRows512(d *float64, ldd int, t *float64, ldt int, s, m *float64, minc int, rows int, m1, m2 int) {
+	panic("vec: no AVX-512 addScaledRows kernel")
+}

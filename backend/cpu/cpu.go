@@ -24,7 +24,7 @@ func init() {
 	backend.RegisterFactory(Name, 0, func() (backend.Backend, error) { return New() })
 }
 
-// library names the BLAS/LAPACK in use; the netlib build replaces it.
+// library names the BLAS/LAPACK in use; netlib.go and fastblas.go replace it.
 var library = "gonum (pure Go)"
 
 // Backend is the CPU backend. It is safe for concurrent use.

@@ -1,0 +1,37 @@
+//go:build !netlib || !cgo
+
+package cpu
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/geovb/geovb/backend/cpu/internal/gemm"
+)
+
+// fastBLAS is gonum's BLAS with Dgemm and Dsyrk replaced by packed, register-blocked kernels (internal/gemm).
+// The replacements check their arguments as gonum does and hand small, degenerate and invalid calls to gonum, so
+// behaviour on bad input, panics included, is gonum's.
+type fastBLAS struct{ gonum.Implementation }
+
+// Dgemm computes C = alpha·op(A)·op(B) + beta·C.
+func (fastBLAS) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int,
+	beta float64, c []float64, ldc int) {
+	gemm.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// Dsyrk computes one triangle of C = alpha·A·Aᵀ + beta·C or alpha·Aᵀ·A + beta·C.
+func (fastBLAS) Dsyrk(ul blas.Uplo, tA blas.Transpose, n, k int, alpha float64, a []float64, lda int, beta float64,
+	c []float64, ldc int) {
+	gemm.Dsyrk(ul, tA, n, k, alpha, a, lda, beta, c, ldc)
+}
+
+// Registered for the whole process, so that gonum's LAPACK (which calls blas64.Implementation()) and gonum/mat
+// get the kernels too. Without AVX2+FMA there is nothing faster than gonum and it stays as it is.
+func init() {
+	if k := gemm.Kernel(); k != "" {
+		blas64.Use(fastBLAS{})
+		library = "gonum (pure Go), Dgemm/Dsyrk " + k
+	}
+}

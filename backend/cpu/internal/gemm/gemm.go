@@ -6,6 +6,7 @@
 package gemm
 
 import (
+	"math"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
@@ -35,7 +36,8 @@ var (
 	// useAVX512 and useAVX2 select the micro-kernels; they are set from the CPU at init.
 	useAVX512, useAVX2 bool
 	// Below these sizes packing costs more than it saves and gonum is faster (measured on Zen 5): minWork
-	// bounds m·n·k, minRows the m of Dgemm (one row is a vector-matrix product), minSyrkN the n of Dsyrk.
+	// bounds m·n·k, minRows the m and n of Dgemm (one row or column is a matrix-vector product), minSyrkN the n of
+	// Dsyrk.
 	minWork  = 8 * 8 * 8
 	minRows  = 2
 	minSyrkN = 8
@@ -65,7 +67,7 @@ func Kernel() string {
 func Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int,
 	beta float64, c []float64, ldc int) {
 	ks := active()
-	if ks == nil || alpha == 0 || k == 0 || m < minRows || m*n*k < minWork ||
+	if ks == nil || alpha == 0 || k == 0 || m < minRows || n < minRows || m*n*k < minWork ||
 		!gemmArgsOK(tA, tB, m, n, k, a, lda, b, ldb, c, ldc) {
 		gonum.Implementation{}.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -395,8 +397,8 @@ func merge(c []float64, ldc int, t []float64, ldt, h, wd int, alpha, beta float6
 			}
 			continue
 		}
-		for j, v := range tr {
-			cr[j] = beta*cr[j] + alpha*v
+		for j, v := range tr { // the kernel's rounding (one FMA on beta·C), so no entry depends on its tile
+			cr[j] = math.FMA(alpha, v, beta*cr[j])
 		}
 	}
 }

@@ -249,7 +249,7 @@ func syrkCase(t *testing.T, rnd *rand.Rand, ul blas.Uplo, tA blas.Transpose, n, 
 	c := matrix(rnd, n, n, ldc)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			if beta == 0 && ((ul == blas.Upper) == (j >= i)) {
+			if beta == 0 && ((ul == blas.Upper && j >= i) || (ul == blas.Lower && j <= i)) {
 				c[i*ldc+j] = math.NaN()
 			}
 		}
@@ -437,4 +437,46 @@ func TestDefaults(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every entry is rounded the same way wherever it falls in the grid of tiles: A·Aᵀ is bitwise symmetric, and a
+// product computed whole equals the same product computed as two blocks of rows, for alpha and beta that do not
+// round exactly and a depth past one block of k.
+func TestRoundingIndependentOfTiles(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		rnd := rand.New(rand.NewPCG(11, 12))
+		for _, k := range []int{30, 300} {
+			for _, beta := range []float64{0, 0.3} {
+				const n = 44
+				a := matrix(rnd, n, k, k)
+				c := make([]float64, n*n)
+				for i := 0; i < n; i++ {
+					for j := 0; j <= i; j++ {
+						v := rnd.NormFloat64()
+						c[i*n+j], c[j*n+i] = v, v
+					}
+				}
+				Dgemm(blas.NoTrans, blas.Trans, n, n, k, 0.7, a, k, a, k, beta, c, n)
+				for i := 0; i < n; i++ {
+					for j := 0; j < i; j++ {
+						if c[i*n+j] != c[j*n+i] {
+							t.Fatalf("k=%d beta=%v: C[%d][%d] = %v but C[%d][%d] = %v", k, beta, i, j, c[i*n+j], j, i, c[j*n+i])
+						}
+					}
+				}
+				const m, nn = 37, 29
+				b := matrix(rnd, k, nn, nn)
+				whole := matrix(rnd, m, nn, nn)
+				split := append([]float64(nil), whole...)
+				Dgemm(blas.NoTrans, blas.NoTrans, m, nn, k, 0.7, a, k, b, nn, beta, whole, nn)
+				Dgemm(blas.NoTrans, blas.NoTrans, 20, nn, k, 0.7, a, k, b, nn, beta, split, nn)
+				Dgemm(blas.NoTrans, blas.NoTrans, m-20, nn, k, 0.7, a[20*k:], k, b, nn, beta, split[20*nn:], nn)
+				for i := range whole {
+					if whole[i] != split[i] {
+						t.Fatalf("k=%d beta=%v: entry %d is %v whole, %v split by rows", k, beta, i, whole[i], split[i])
+					}
+				}
+			}
+		}
+	})
 }

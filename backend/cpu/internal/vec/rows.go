@@ -1,5 +1,7 @@
 package vec
 
+import "math"
+
 // ScaleRows sets x[r][j] *= s[r] for r < rows, j < k (x has row stride ldx).
 func ScaleRows(x []float64, ldx int, s []float64, rows, k int) {
 	if rows <= 0 || k <= 0 {
@@ -20,8 +22,8 @@ func ScaleRows(x []float64, ldx int, s []float64, rows, k int) {
 	}
 }
 
-// AddScaledRows sets d[r][j] += t[r][j]·s[r] + m[r] for r < rows, j < k (m nil: no shift). d and t have row strides
-// ldd and ldt.
+// AddScaledRows sets d[r][j] += t[r][j]·s[r] + m[r] for r < rows, j < k (m nil: no shift), t·s + m rounded once.
+// d and t have row strides ldd and ldt.
 func AddScaledRows(d []float64, ldd int, t []float64, ldt int, s, m []float64, rows, k int) {
 	if rows <= 0 || k <= 0 {
 		return
@@ -48,7 +50,7 @@ func AddScaledRows(d []float64, ldd int, t []float64, ldt int, s, m []float64, r
 		}
 		tr := t[r*ldt : r*ldt+k]
 		for j, v := range tr {
-			d[r*ldd+j] += v*f + c
+			d[r*ldd+j] += math.FMA(v, f, c) // as the kernel rounds, so every path gives the same bits
 		}
 	}
 }

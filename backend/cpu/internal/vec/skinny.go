@@ -8,9 +8,10 @@ import (
 
 // The skinny products of the low-rank operations: a tall block W (rows×p, p up to a few hundred) against a thin
 // operand with k ≤ 16 columns. A general GEMM packs its operands, which costs about one more pass over W than the
-// arithmetic needs when k is this small; these loops read each element of W once from cache and keep a tile of the
-// result in registers (skinny_amd64.s, written by gen_skinny.go: 8 or 4 columns of W times up to 4 columns of the
-// thin operand).
+// arithmetic needs when k is this small. With AVX2 these loops read each element of W once from cache and keep a
+// tile of the result in registers (skinny_amd64.s, written by gen_skinny.go: 8 or 4 columns of W times up to 4
+// columns of the thin operand); with AVX-512 they stream W from memory four rows a step instead (skinny512.go and
+// gen_skinny512.go), since there the arithmetic outruns memory.
 //
 //go:generate go run gen_skinny.go
 //go:generate go run gen_skinny512.go

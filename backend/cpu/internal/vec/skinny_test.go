@@ -1,8 +1,10 @@
 package vec
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -155,6 +157,33 @@ func benchSkinny(b *testing.B, rows int, bytes bool) {
 				}
 			}
 			rate(b)
+		})
+	}
+}
+
+// BenchmarkReadBandwidth reads 800 MB with one load per cache line (touch), on one goroutine and on two, each
+// sweeping its half in blocks of 400 KB as the low-rank kernels do: the read rate the streaming kernels are
+// measured against (BenchmarkSkinny/FromMemory).
+func BenchmarkReadBandwidth(b *testing.B) {
+	w := make([]float64, 100_000_000)
+	for i := range w {
+		w[i] = 1
+	}
+	for _, g := range []int{1, 2} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for t := range g {
+					wg.Go(func() {
+						part := w[t*len(w)/g : (t+1)*len(w)/g]
+						for r0 := 0; r0 < len(part); r0 += 51200 {
+							touch(part[r0:min(r0+51200, len(part))])
+						}
+					})
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(8*float64(len(w))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
 	}
 }

@@ -185,17 +185,24 @@ func TestDgemmScalars(t *testing.T) {
 	})
 }
 
+// smallBlocks shrinks the active kernel set's blocks until t ends (skipping t under gonum), so that every loop of
+// the driver runs more than once with a remainder.
+func smallBlocks(t *testing.T) *kernelSet {
+	ks := active()
+	if ks == nil {
+		t.Skip("no blocking with gonum")
+	}
+	save := *ks
+	t.Cleanup(func() { *ks = save })
+	ks.kc, ks.mc, ks.nc = 20, 3*ks.mr, 2*ks.nr()
+	return ks
+}
+
 // TestDgemmBlocks straddles kc, mc and nc of the active kernel set with small blocks, so that every loop of the
 // driver runs more than once with a remainder.
 func TestDgemmBlocks(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
-		ks := active()
-		if ks == nil {
-			t.Skip("no blocking with gonum")
-		}
-		save := *ks
-		defer func() { *ks = save }()
-		ks.kc, ks.mc, ks.nc = 20, 3*ks.mr, 2*ks.nr()
+		ks := smallBlocks(t)
 		rnd := rand.New(rand.NewPCG(5, 6))
 		for _, tA := range trans {
 			for _, tB := range trans {
@@ -305,13 +312,7 @@ func TestDsyrk(t *testing.T) {
 
 func TestDsyrkBlocks(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
-		ks := active()
-		if ks == nil {
-			t.Skip("no blocking with gonum")
-		}
-		save := *ks
-		defer func() { *ks = save }()
-		ks.kc, ks.mc, ks.nc = 20, 3*ks.mr, 2*ks.nr()
+		ks := smallBlocks(t)
 		rnd := rand.New(rand.NewPCG(11, 12))
 		for _, ul := range []blas.Uplo{blas.Upper, blas.Lower} {
 			for _, tA := range trans {

@@ -143,6 +143,21 @@ func testFillKernelsMatchScalar(t *testing.T) {
 	}
 }
 
+// Fills that cross draw number 2⁶⁴, which wraps to draw 0 as Advance and the scalar definition take it, from every
+// offset before the wrap up to one AVX-512 step and a half, in each kernel.
+func TestFillWrapsAtDraw2To64(t *testing.T) {
+	forKernels(t, []fillKernel{kernelGo, kernelAVX2, kernelAVX512}, func(t *testing.T) {
+		for back := uint64(1); back <= 40; back++ {
+			c := Counter{Seed: 5, Stream: 9, Offset: -back}
+			checkFill(t, c, 45)
+			got, _ := fillWith(useKernel, c, 45)
+			if want := (Counter{Seed: 5, Stream: 9}).Normal(0); got[back] != want {
+				t.Fatalf("offset 2⁶⁴ − %d: value %d = %v, draw 0 of the stream is %v", back, back, got[back], want)
+			}
+		}
+	})
+}
+
 // The ends of toUnit inside every kernel: blocks whose words are all ones (where (x + ½)·2⁻⁵³ rounds to 1 and the
 // cap, constant 47 of fillConsts, must give the largest double below 1), all zeros (2⁻⁵⁴, the smallest logUnit
 // argument) and mixtures, found by inverting Philox, and placed at every lane of the AVX-512 and AVX2 steps and in

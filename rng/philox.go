@@ -45,7 +45,8 @@ func philox10(c0, c1, c2, c3, k0, k1 uint32) (uint32, uint32, uint32, uint32) {
 	return philoxRound(c0, c1, c2, c3, k0+9*w0, k1+9*w1)
 }
 
-// Counter names a position in a random stream: draws Offset, Offset+1, … of stream Stream under Seed.
+// Counter names a position in a random stream: draws Offset, Offset+1, … of stream Stream under Seed. Draw numbers
+// are taken modulo 2⁶⁴, as Advance takes them: the draw after 2⁶⁴ − 1 is draw 0.
 type Counter struct {
 	Seed   uint64
 	Stream uint64
@@ -124,8 +125,22 @@ func (c Counter) words2(blk uint64) (a0, a1, a2, a3, b0, b1, b2, b3 uint32) {
 	return
 }
 
+// wrapSplit returns how many of n draws from c come before draw number 2⁶⁴ wraps to 0 (n when none wrap), so that the
+// fills, whose block counters run on past 2⁶³, never cross the wrap.
+func (c Counter) wrapSplit(n int) int {
+	if room := -c.Offset; c.Offset != 0 && uint64(n) > room {
+		return int(room)
+	}
+	return n
+}
+
 // FillNormal writes draws Offset, Offset+1, … into dst.
 func (c Counter) FillNormal(dst []float64) {
+	if m := c.wrapSplit(len(dst)); m < len(dst) {
+		c.FillNormal(dst[:m])
+		c.Advance(m).FillNormal(dst[m:])
+		return
+	}
 	i := 0
 	k := c.Offset
 	if k&1 == 1 && len(dst) > 0 {
@@ -151,6 +166,11 @@ func (c Counter) FillNormal(dst []float64) {
 
 // FillUniform writes uniform draws Offset, Offset+1, … into dst.
 func (c Counter) FillUniform(dst []float64) {
+	if m := c.wrapSplit(len(dst)); m < len(dst) {
+		c.FillUniform(dst[:m])
+		c.Advance(m).FillUniform(dst[m:])
+		return
+	}
 	i := 0
 	k := c.Offset
 	if k&1 == 1 && len(dst) > 0 {

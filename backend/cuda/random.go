@@ -31,7 +31,7 @@ func rndFill(d hotDev, v hotView, c rng.Counter, normal bool, rowscale cu.DevPtr
 	if total == 0 {
 		return nil
 	}
-	nblk := ((c.Offset+total-1)>>1 - c.Offset>>1) + 1
+	nblk := (c.Offset&1+total-1)>>1 + 1 // the blocks the draws touch, as philox_fill counts them
 	return d.launch("philox", "philox_fill", hotGrid(int(nblk), hotThreads), hotBlock(hotThreads), 0,
 		v.p, v.batch, v.rows, v.cols, v.bs, v.rs, hotBool(v.contiguous()), c.Seed, c.Stream, c.Offset,
 		hotBool(normal), rowscale, rsinc)

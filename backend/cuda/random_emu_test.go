@@ -48,15 +48,15 @@ func emuPhiloxFill(e *emuDev, grid, block [3]uint32, _ uint32, a emuArgs) {
 		return
 	}
 	total := uint64(batch) * uint64(rows) * uint64(cols)
-	first := offset >> 1
-	nblk := ((offset+total-1)>>1 - first) + 1
+	first, odd := offset>>1, offset&1
+	nblk := (odd+total-1)>>1 + 1
 	k0, k1 := uint32(seed), uint32(seed>>32)
 	s0, s1 := uint32(stream), uint32(stream>>32)
 	step := uint64(grid[0]) * uint64(block[0])
 	for bx := uint64(0); bx < uint64(grid[0]); bx++ {
 		for tx := uint64(0); tx < uint64(block[0]); tx++ {
 			for t := bx*uint64(block[0]) + tx; t < nblk; t += step {
-				blk := first + t
+				blk := (first + t) & (1<<63 - 1)
 				c0, c1, c2, c3 := emuPhilox10(uint32(blk), uint32(blk>>32), s0, s1, k0, k1)
 				var v0, v1 float64
 				if normal != 0 {
@@ -67,11 +67,11 @@ func emuPhiloxFill(e *emuDev, grid, block [3]uint32, _ uint32, a emuArgs) {
 					v0, v1 = emuPhiloxUnit(c0, c1), emuPhiloxUnit(c2, c3)
 				}
 				for h := uint64(0); h < 2; h++ {
-					n := 2*blk + h
-					if n < offset || n-offset >= total {
+					q := 2*t + h
+					if q < odd || q-odd >= total {
 						continue
 					}
-					L := int(n - offset)
+					L := int(q - odd)
 					r := L / cols
 					var addr int
 					if contig != 0 {
@@ -110,7 +110,7 @@ func TestEmuPhiloxWords(t *testing.T) {
 }
 
 // TestEmuFillRandom runs rndFill on the emulated device over contiguous and strided views, even and odd offsets,
-// and compares with the CPU backend's fills bit for bit, uniforms and normals.
+// offsets just before draw number 2⁶⁴ (which wraps to draw 0), and compares with the CPU backend's fills bit for bit, uniforms and normals.
 func TestEmuFillRandom(t *testing.T) {
 	cb, err := cpu.New()
 	if err != nil {
@@ -120,7 +120,8 @@ func TestEmuFillRandom(t *testing.T) {
 		{1, 1, 1, 0, 0}, {1, 7, 5, 0, 0}, {3, 5, 7, 2, 3}, {2, 4, 6, 0, 1}, {4, 1, 9, 1, 0}, {2, 33, 3, 5, 2},
 	} {
 		for _, c := range []rng.Counter{{Seed: 7, Stream: 3, Offset: 0}, {Seed: 1 << 40, Stream: 0, Offset: 11},
-			{Seed: 5, Stream: 1 << 33, Offset: 1<<32 + 1}} {
+			{Seed: 5, Stream: 1 << 33, Offset: 1<<32 + 1}, {Seed: 2, Stream: 6, Offset: 1<<64 - 7}, // wraps to draw 0
+			{Seed: 2, Stream: 6, Offset: 1<<64 - 8}} {
 			for _, normal := range []bool{false, true} {
 				want := stridedHost(sh.batch, sh.rows, sh.cols, sh.pad, sh.off, func(b, i, j int) float64 { return 0 })
 				got := cloneHost(want)

@@ -114,9 +114,10 @@ __device__ __forceinline__ void philox_sincos_2pi(double u, double& sn, double& 
 // 1/sqrt(rowscale[r·rsinc]) (the x = Ψ^{-1/2} z step of the low-rank ensemble sampler, fused into the fill).
 //
 // One thread per Philox block: thread t computes block (offset >> 1) + t once and writes the one or two draws of
-// that block that fall in [offset, offset + total). Launch: block (256, 1, 1), grid (min(ceil(nblk / 256), 2²⁰), 1, 1)
-// with nblk = ((offset + total − 1) >> 1) − (offset >> 1) + 1 (a grid-stride loop covers the rest), no shared
-// memory.
+// that block that fall in [offset, offset + total). Draw numbers are taken modulo 2⁶⁴ (rng.Counter), so block numbers
+// wrap at 2⁶³ and positions are counted from offset rather than compared with it. Launch: block (256, 1, 1), grid
+// (min(ceil(nblk / 256), 2²⁰), 1, 1) with nblk = ((offset mod 2) + total − 1) / 2 + 1 (a grid-stride loop covers the
+// rest), no shared memory.
 extern "C" __global__ void __launch_bounds__(256)
     philox_fill(double* dst, long long batch, long long rows, long long cols, long long bstride, long long rstride,
                 int contig, unsigned long long seed, unsigned long long stream, unsigned long long offset, int normal,
@@ -125,13 +126,13 @@ extern "C" __global__ void __launch_bounds__(256)
         return;
     }
     const unsigned long long total = (unsigned long long)batch * (unsigned long long)rows * (unsigned long long)cols;
-    const unsigned long long first = offset >> 1;
-    const unsigned long long nblk = ((offset + total - 1) >> 1) - first + 1;
+    const unsigned long long first = offset >> 1, odd = offset & 1;
+    const unsigned long long nblk = ((odd + total - 1) >> 1) + 1;
     const unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
     const unsigned s0 = (unsigned)stream, s1 = (unsigned)(stream >> 32);
     const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; t < nblk; t += step) {
-        const unsigned long long blk = first + t;
+        const unsigned long long blk = (first + t) & 0x7fffffffffffffffULL;
         unsigned c0 = (unsigned)blk, c1 = (unsigned)(blk >> 32), c2 = s0, c3 = s1;
         philox10(c0, c1, c2, c3, k0, k1);
         double v0, v1;
@@ -148,11 +149,11 @@ extern "C" __global__ void __launch_bounds__(256)
         }
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const unsigned long long n = 2 * blk + (unsigned long long)h; // the draw number
-            if (n < offset || n - offset >= total) {
+            const unsigned long long q = 2 * t + (unsigned long long)h; // the draw number minus 2·first
+            if (q < odd || q - odd >= total) {
                 continue;
             }
-            const long long L = (long long)(n - offset); // row-major position in the view
+            const long long L = (long long)(q - odd); // row-major position in the view
             const long long r = L / cols;                // row of the batch: b·rows + i
             long long a;
             if (contig) {

@@ -10,8 +10,9 @@ import (
 	"github.com/geovb/geovb/backend/cpu/internal/gemm"
 )
 
-// fastBLAS is gonum's BLAS with Dgemm and Dsyrk replaced by packed, register-blocked kernels (internal/gemm).
-// The replacements check their arguments as gonum does and hand small, degenerate and invalid calls to gonum, so
+// fastBLAS is gonum's BLAS with Dgemm and Dsyrk replaced by packed, register-blocked kernels (internal/gemm), and
+// Dtrsm by a recursive solve on that Dgemm with register-blocked substitution for small triangles. The
+// replacements check their arguments as gonum does and hand small, degenerate and invalid calls to gonum, so
 // behaviour on bad input, panics included, is gonum's.
 type fastBLAS struct{ gonum.Implementation }
 
@@ -27,11 +28,18 @@ func (fastBLAS) Dsyrk(ul blas.Uplo, tA blas.Transpose, n, k int, alpha float64, 
 	gemm.Dsyrk(ul, tA, n, k, alpha, a, lda, beta, c, ldc)
 }
 
+// Dtrsm solves op(A)·X = alpha·B or X·op(A) = alpha·B for triangular A, overwriting B with X.
+func (fastBLAS) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, m, n int, alpha float64, a []float64,
+	lda int, b []float64, ldb int) {
+	gemm.Dtrsm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
+}
+
 // Registered for the whole process, so that gonum's LAPACK (which calls blas64.Implementation()) and gonum/mat
 // get the kernels too. Without AVX2+FMA there is nothing faster than gonum and it stays as it is.
 func init() {
 	if k := gemm.Kernel(); k != "" {
 		blas64.Use(fastBLAS{})
-		library = "gonum (pure Go), Dgemm/Dsyrk " + k
+		library = "gonum (pure Go), Dgemm/Dsyrk/Dtrsm " + k
+		qrTallHandCols = 7
 	}
 }

@@ -568,8 +568,13 @@ func qrRetractTall(be backend.Backend, dst, x, v *tensor.Tensor, t float64) erro
 }
 
 // qrTallHandCols is the widest p for which the tall kernel uses its own row loops; wider matrices go to BLAS, whose
-// per-call overhead is then amortised.
-const qrTallHandCols = 32
+// per-call overhead is then amortised. With gonum's Syrk and Trsm the loops win up to p = 32; with the packed ones
+// of internal/gemm (fastblas.go sets 7) BLAS is 2–5× faster from p = 8 (measured on Zen 5 at n = 2e5, p = 8 to 32),
+// and below that Syrk falls back to gonum's.
+var qrTallHandCols = qrTallHandMax
+
+// qrTallHandMax is the largest qrTallHandCols: the loops' row buffer.
+const qrTallHandMax = 32
 
 // qrGramAdd adds Σ_r a_r a_rᵀ over the rows [lo, hi) of d to the upper triangle of the p×p matrix g.
 func qrGramAdd(d blas64.General, lo, hi int, g blas64.Symmetric) {
@@ -636,7 +641,7 @@ func qrSolveRows(d blas64.General, lo, hi int, r blas64.Triangular, rt []float64
 		blas64.Trsm(blas.Right, blas.NoTrans, 1, r, subRows(d, lo, hi))
 		return
 	}
-	var buf [qrTallHandCols]float64
+	var buf [qrTallHandMax]float64
 	a := buf[:p]
 	st := d.Stride
 	for i := lo; i < hi; i++ {

@@ -119,3 +119,41 @@ func BenchmarkDsyrk(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDtrsm runs the block solve of the tall QR (X·R = B, R upper 100×100, 256 rows), a Cholesky solve with
+// many right-hand sides (L·X = B, 1024×1024) and the panel solve of a blocked lower Cholesky factorisation
+// (X·Lᵀ = B, L 64×64, 960 rows). Flops as BLAS counts them: m·n² on the right, m²·n on the left.
+func BenchmarkDtrsm(b *testing.B) {
+	for _, cs := range []struct {
+		name string
+		s    blas.Side
+		ul   blas.Uplo
+		tA   blas.Transpose
+		m, n int
+	}{
+		{"RUN", blas.Right, blas.Upper, blas.NoTrans, 256, 100},
+		{"LLN", blas.Left, blas.Lower, blas.NoTrans, 1024, 1024},
+		{"RLT", blas.Right, blas.Lower, blas.Trans, 960, 64},
+	} {
+		k := cs.n
+		if cs.s == blas.Left {
+			k = cs.m
+		}
+		a := triMatrix(rand.New(rand.NewPCG(1, 2)), cs.ul, k, k, false)
+		b0 := randSlice(cs.m * cs.n)
+		bb := make([]float64, len(b0))
+		flops := float64(cs.m) * float64(cs.n) * float64(k)
+		for _, im := range []struct {
+			name string
+			f    func(blas.Side, blas.Uplo, blas.Transpose, blas.Diag, int, int, float64, []float64, int, []float64, int)
+		}{{"fast", Dtrsm}, {"gonum", gonum.Implementation{}.Dtrsm}} {
+			b.Run(fmt.Sprintf("%s/m=%d,n=%d/%s", cs.name, cs.m, cs.n, im.name), func(b *testing.B) {
+				for b.Loop() {
+					copy(bb, b0)
+					im.f(cs.s, cs.ul, cs.tA, blas.NonUnit, cs.m, cs.n, 1, a, k, bb, cs.n)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

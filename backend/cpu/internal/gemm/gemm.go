@@ -1,8 +1,8 @@
 // Package gemm is a packed, register-blocked float64 Dgemm and Dsyrk for row-major matrices (gonum's blas64
-// convention). Panels of op(A) and op(B) are copied into contiguous, zero-padded buffers sized for the caches, and
-// a micro-kernel in assembly (AVX-512 or AVX2+FMA) keeps a whole tile of C in registers while it sweeps k. CPUs
-// with neither, other architectures, small products and degenerate or invalid arguments go to gonum. Calls are
-// single-threaded and, once the buffer pool is warm, allocation-free.
+// convention), and a Dtrsm built on them. Panels of op(A) and op(B) are copied into contiguous, zero-padded buffers
+// sized for the caches, and a micro-kernel in assembly (AVX-512 or AVX2+FMA) keeps a whole tile of C in registers
+// while it sweeps k. CPUs with neither, other architectures, small products and degenerate or invalid arguments go
+// to gonum. Calls are single-threaded and, once the buffer pools are warm, allocation-free.
 package gemm
 
 import (
@@ -28,6 +28,10 @@ type kernelSet struct {
 	kc   int            // steps of k per packed block
 	mc   int            // rows of Ã per block (multiple of mr): mc×kc stays in L2
 	nc   int            // columns of B̃ per block (multiple of nr): kc×nc stays in L3
+	// Dtrsm's small triangles: trsm[0] solves one vector of columns at a time, trsm[1] trsmU vectors; both finish
+	// trsmR rows together.
+	trsm         [2]trsmKernel
+	trsmR, trsmU int
 }
 
 func (ks *kernelSet) nr() int { return ks.nv * ks.vl }

@@ -16,6 +16,9 @@ func withKernels(t *testing.T, f func(t *testing.T)) {
 	save512, save2, saveWork, saveRows, saveN := useAVX512, useAVX2, minWork, minRows, minSyrkN
 	defer func() { useAVX512, useAVX2, minWork, minRows, minSyrkN = save512, save2, saveWork, saveRows, saveN }()
 	minWork, minRows, minSyrkN = 0, 0, 0
+	saveL, saveR, saveRHS := minTrsmLeft, minTrsmRight, minTrsmRHS
+	defer func() { minTrsmLeft, minTrsmRight, minTrsmRHS = saveL, saveR, saveRHS }()
+	minTrsmLeft, minTrsmRight, minTrsmRHS = 0, 0, 0
 	for _, kc := range []struct {
 		name       string
 		avx512, v2 bool

@@ -23,6 +23,18 @@ func avx2Kern4x8(k int, a *float64, as int, b *float64, bs int, c *float64, ldc 
 func avx2Kern4x12(k int, a *float64, as int, b *float64, bs int, c *float64, ldc int, alpha, beta float64)
 
 //go:noescape
+func avx512Trsm8(nb int, t *float64, w *float64, ldw, n int, alpha float64)
+
+//go:noescape
+func avx512Trsm32(nb int, t *float64, w *float64, ldw, n int, alpha float64)
+
+//go:noescape
+func avx2Trsm4(nb int, t *float64, w *float64, ldw, n int, alpha float64)
+
+//go:noescape
+func avx2Trsm16(nb int, t *float64, w *float64, ldw, n int, alpha float64)
+
+//go:noescape
 func copyPanels4(d *float64, ps int, s *float64, ld, np, kb int)
 
 //go:noescape
@@ -49,12 +61,14 @@ var avx512Set = &kernelSet{
 	name: "AVX-512 8×24", mr: 8, vl: 8, nv: 3,
 	fn: [4]microKernel{nil, avx512Kern8x8, avx512Kern8x16, avx512Kern8x24},
 	kc: 256, mc: 192, nc: 2016,
+	trsm: [2]trsmKernel{avx512Trsm8, avx512Trsm32}, trsmR: 4, trsmU: 4,
 }
 
 var avx2Set = &kernelSet{
 	name: "AVX2 4×12", mr: 4, vl: 4, nv: 3,
 	fn: [4]microKernel{nil, avx2Kern4x4, avx2Kern4x8, avx2Kern4x12},
 	kc: 256, mc: 192, nc: 2016,
+	trsm: [2]trsmKernel{avx2Trsm4, avx2Trsm16}, trsmR: 2, trsmU: 4,
 }
 
 func init() {
@@ -109,5 +123,24 @@ func interleave(d []float64, w int, s []float64, ld, off, h, kb int) {
 		for p := 0; p < kb; p++ {
 			clear(d[p*w+h : p*w+w])
 		}
+	}
+}
+
+// transpose sets d[q·dw + r] = s[r·ld + q] for r < rows, q < cols: blocks of 4×4 through registers, the ragged
+// edges through Go.
+func transpose(d []float64, dw int, s []float64, ld, rows, cols int) {
+	r4, c4 := rows&^3, cols&^3
+	if r4 == 0 || c4 == 0 {
+		transposeGo(d, dw, s, ld, rows, cols)
+		return
+	}
+	_ = d[(c4-1)*dw+r4-1]
+	_ = s[(r4-1)*ld+c4-1]
+	transpose4(&d[0], dw, &s[0], ld, r4, c4)
+	if c4 < cols {
+		transposeGo(d[c4*dw:], dw, s[c4:], ld, r4, cols-c4)
+	}
+	if r4 < rows {
+		transposeGo(d[r4:], dw, s[r4*ld:], ld, rows-r4, cols)
 	}
 }

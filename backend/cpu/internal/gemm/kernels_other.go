@@ -14,3 +14,7 @@ func interleave(d []float64, w int, s []float64, ld, off, h, kb int) {
 }
 
 func prefetchRows(s *float64, ld, rows, cols int) {}
+
+func transpose(d []float64, dw int, s []float64, ld, rows, cols int) {
+	transposeGo(d, dw, s, ld, rows, cols)
+}

@@ -97,16 +97,12 @@ func TestReproMetricIsCurvature(t *testing.T) {
 // stopped earlier at a worse F), so the ratios are then lower bounds.
 // Times are process CPU seconds (Run).
 func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float64, mo nfa.Moments, methods ...string) map[string]float64 {
-	runs, err := SweepNFA(Sweep{Dynamic: dyn, T: T, Seeds: seeds, Moments: mo, Methods: methods, RCGCap: rcgCap,
-		CapFactor: capF})
+	sw := Sweep{Dynamic: dyn, T: T, Seeds: seeds, Moments: mo, Methods: methods, RCGCap: rcgCap, CapFactor: capF}
+	runs, err := SweepNFA(sw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fin []float64
-	for _, tr := range runs["RCG"] {
-		fin = append(fin, tr.Final)
-	}
-	target := Median(fin) + 1e-5*float64(T)/80
+	target := sw.Target(runs["RCG"])
 	t.Logf("T=%d, %v moments, target F %.4f (RCG's median final F + ε)", T, mo, target)
 	ttt := map[string]float64{}
 	for _, m := range methods {

@@ -72,6 +72,22 @@ type Sweep struct {
 	Methods   []string      // RCG first: its runs set the others' caps
 	RCGCap    time.Duration // CPU-time cap of each RCG run (0: none)
 	CapFactor float64       // the others' cap, × RCG's median run time (0: none)
+	// FollowRCG runs again, from the start and with the others' budget, each RCG run that RCGCap stopped before it
+	// reached the target (RCG's median final F + Tol()): the runs are deterministic, so the rerun retraces the
+	// capped run and goes on. The results go under FollowedRCG, the other runs' traces shared with "RCG".
+	FollowRCG bool
+}
+
+// FollowedRCG is the key of SweepNFA's result under which Sweep.FollowRCG puts RCG's runs, the capped misses rerun.
+const FollowedRCG = "RCG followed"
+
+// Target returns the time-to-target summaries' target for RCG's runs: their median final F + s.Tol().
+func (s Sweep) Target(rcgRuns []*Trace) float64 {
+	var fin []float64
+	for _, tr := range rcgRuns {
+		fin = append(fin, tr.Final)
+	}
+	return Median(fin) + s.Tol()
 }
 
 // Tol returns the convergence threshold of s.
@@ -121,6 +137,19 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			out[meth] = append(out[meth], tr)
 			if meth == "RCG" {
 				rcgTimes = append(rcgTimes, tr.Time)
+			}
+		}
+		if meth == "RCG" && s.FollowRCG {
+			target := s.Target(out[meth])
+			limit := time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
+			for _, tr := range out[meth] {
+				capped := tr.Limit > 0 && tr.Time >= tr.Limit
+				if _, _, ok := tr.TimeOrBound(target); !ok && capped && limit > s.RCGCap {
+					if tr, err = RunNFA(m, uint64(tr.Seed), meth, s.Tol(), 5, limit); err != nil {
+						return nil, err
+					}
+				}
+				out[FollowedRCG] = append(out[FollowedRCG], tr)
 			}
 		}
 	}

@@ -29,8 +29,8 @@ func TestLines(t *testing.T) {
 		"RCG": {traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)},
 		"CG":  {traceTo(-1, 40, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
 	}
-	// The target is RCG's median final F (1) + tol = 2.
-	ls := lines([]string{"RCG", "CG"}, runs, 1)
+	// The target is RCG's median final F (1) + tol (1).
+	ls := lines([]string{"RCG", "CG"}, runs, 2)
 	if len(ls) != 2 || ls[0].Method != "RCG" || ls[1].Method != "CG" || ls[1].Target != 2 {
 		t.Fatalf("lines %+v", ls)
 	}
@@ -55,6 +55,29 @@ func TestLines(t *testing.T) {
 		if p != want || w != want || m["method"] != ls[i].Method || m["median_time_to_target_s"] == nil {
 			t.Errorf("%s line %s: want the rank-sum fields %v", ls[i].Method, buf.Bytes(), want)
 		}
+	}
+}
+
+// TestLinesFollowed: RCG's capped miss, followed with CG's budget, reaches the target at 10 s; CG reached it once, at
+// 5 s. Mid-ranks of the pooled times 1, 2, 3 (RCG), 5 (CG), 10 (RCG), 40 ×3 (CG): RCG's sum is 1 + 2 + 3 + 5 = 11,
+// which 2 of the 70 splits reach or undercut ({1, 2, 3, 4}, {1, 2, 3, 5}). The followed runs get a line of their
+// own, without a test.
+func TestLinesFollowed(t *testing.T) {
+	capped := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
+	runs := map[string][]*rcg.Trace{
+		"RCG":           capped,
+		rcg.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(10, 10, 40)},
+		"CG":            {traceTo(5, 5, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
+	}
+	ls := lines([]string{"RCG", "CG"}, runs, 2)
+	if len(ls) != 3 || ls[2].Method != rcg.FollowedRCG || ls[2].Reached != 4 || ls[2].PFasterFollowed != 0 {
+		t.Fatalf("lines %+v", ls)
+	}
+	if got := ls[1].PFasterFollowed; math.Abs(got-2.0/70) > 1e-12 {
+		t.Errorf("CG: p with RCG followed %v, want 2/70", got)
+	}
+	if got := ls[1].PFaster; math.Abs(got-1.0/70) > 1e-12 {
+		t.Errorf("CG: p %v, want 1/70 (RCG's miss at its cap, 4 s)", got)
 	}
 }
 

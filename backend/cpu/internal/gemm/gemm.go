@@ -71,12 +71,46 @@ func Kernel() string {
 func Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int,
 	beta float64, c []float64, ldc int) {
 	ks := active()
+	if ks != nil && alpha != 0 && k > 0 && (m == 1 || n == 1) && gemmArgsOK(tA, tB, m, n, k, a, lda, b, ldb, c, ldc) {
+		gemv(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	if ks == nil || alpha == 0 || k == 0 || m < minRows || n < minRows || m*n*k < minWork ||
 		!gemmArgsOK(tA, tB, m, n, k, a, lda, b, ldb, c, ldc) {
 		gonum.Implementation{}.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	drive(ks, tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, full)
+}
+
+// gemv computes a product with one row or one column of C as the matrix-vector product it is: gonum's Dgemm takes
+// 25–30 times as long as its Dgemv for n = 1 (measured at m = k = 1000 on Zen 5).
+func gemv(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int,
+	beta float64, c []float64, ldc int) {
+	var g gonum.Implementation
+	if n == 1 {
+		// C (m×1, stride ldc) = op(A)·x with x the single column of op(B).
+		incx := ldb
+		if tB != blas.NoTrans {
+			incx = 1
+		}
+		if tA == blas.NoTrans {
+			g.Dgemv(blas.NoTrans, m, k, alpha, a, lda, b, incx, beta, c, ldc)
+		} else {
+			g.Dgemv(blas.Trans, k, m, alpha, a, lda, b, incx, beta, c, ldc)
+		}
+		return
+	}
+	// m = 1: Cᵀ (n) = op(B)ᵀ·x with x the single row of op(A).
+	incx := 1
+	if tA != blas.NoTrans {
+		incx = lda
+	}
+	if tB == blas.NoTrans {
+		g.Dgemv(blas.Trans, k, n, alpha, b, ldb, a, incx, beta, c, 1)
+	} else {
+		g.Dgemv(blas.NoTrans, n, k, alpha, b, ldb, a, incx, beta, c, 1)
+	}
 }
 
 // Dsyrk computes the uplo triangle of C = alpha·A·Aᵀ + beta·C (tA = NoTrans, A n×k) or alpha·Aᵀ·A + beta·C

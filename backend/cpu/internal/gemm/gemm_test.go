@@ -176,7 +176,8 @@ func TestDgemmScalars(t *testing.T) {
 			for _, tB := range trans {
 				for _, alpha := range []float64{0, 1, -0.7} {
 					for _, beta := range []float64{0, 1, 0.3} {
-						for _, sz := range [][3]int{{17, 25, 9}, {33, 31, 40}, {64, 48, 300}, {9, 10, 0}} {
+						for _, sz := range [][3]int{{17, 25, 9}, {33, 31, 40}, {64, 48, 300}, {9, 10, 0}, {1, 25, 9},
+							{17, 1, 9}, {1, 1, 40}} {
 							if !gemmCase(t, rnd, tA, tB, sz[0], sz[1], sz[2], alpha, beta, 2) {
 								return
 							}

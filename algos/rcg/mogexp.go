@@ -38,7 +38,8 @@ func (tr *Trace) TimeToTarget(target float64) (float64, int) {
 // TimeOrBound returns TimeToTarget and reached = true when the run reached F ≤ target; otherwise a lower bound on
 // its time-to-target — its budget (Limit) when it had one, whether the cap stopped it or it stopped earlier at a
 // worse F (and so never reaches the target), else its whole run time — with its evaluation count, and reached =
-// false.
+// false. The budget itself, not the run time past it where the cap stopped the run (a cap acts between iterations),
+// so that misses under the same budget tie: which of them would have reached the target first is unknown.
 func (tr *Trace) TimeOrBound(target float64) (float64, int, bool) {
 	if a, e := tr.TimeToTarget(target); !math.IsInf(a, 1) {
 		return a, e, true
@@ -47,7 +48,10 @@ func (tr *Trace) TimeOrBound(target float64) (float64, int, bool) {
 	if len(tr.Evals) > 0 {
 		n = tr.Evals[len(tr.Evals)-1]
 	}
-	return math.Max(tr.Time, tr.Limit), n, false
+	if tr.Limit > 0 {
+		return tr.Limit, n, false
+	}
+	return tr.Time, n, false
 }
 
 // MoGMethods are the methods RunMoG accepts.

@@ -495,4 +495,10 @@ func TestTimeOrBound(t *testing.T) {
 	if a, _, ok := tr.TimeOrBound(3); a != 2 || !ok {
 		t.Errorf("target 3 with a budget: %v, %v; want 2, true", a, ok)
 	}
+	// A run the cap stopped after its budget (the cap acts between iterations) counts at the budget, so that it ties
+	// with the other misses under the same budget.
+	tr.Limit, tr.Time = 3.2, 3.5
+	if a, _, ok := tr.TimeOrBound(0); a != 3.2 || ok {
+		t.Errorf("target 0, stopped at 3.5 s by a 3.2 s cap: %v, %v; want 3.2, false", a, ok)
+	}
 }

@@ -136,7 +136,8 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 // values of other above RCG's cap. worst drops that assumption: it ranks RCG's misses last, as if they never reached
 // the target — the least favourable order the data allow. With every miss of other above every RCG value, the
 // p-value of the true times lies between p and worst (the one-sided p-value only grows as RCG values move up past
-// values of other). The target being RCG's median final F, about half of RCG's runs can miss it by construction.
+// values of other). Misses under the same budget tie (mid-ranks): TimeOrBound gives the budget itself, not a cap's
+// overshoot, since their order is unknown — as with RCG's followed runs, whose budget is the others'. The target being RCG's median final F, about half of RCG's runs can miss it by construction.
 func rankSums(rcgRuns, other []*rcg.Trace, target float64) (p, worst float64) {
 	var a, aw, b []float64
 	for _, tr := range rcgRuns {

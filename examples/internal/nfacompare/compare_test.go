@@ -81,6 +81,24 @@ func TestLinesFollowed(t *testing.T) {
 	}
 }
 
+// TestLinesFollowedTies: misses under the same budget tie, whatever their run times. RCG's followed miss stopped on
+// its own at 30 s, a CG miss was stopped by the cap at 40.02 s (the cap acts between iterations); both count at the
+// 40 s budget. Mid-ranks of 1, 2, 3 (RCG), 5 (CG), 40 ×4 (one RCG, three CG): RCG's sum is 1 + 2 + 3 + 6.5 = 12.5,
+// which 5 of the 70 splits reach or undercut ({1, 2, 3, 4} and {1, 2, 3, 6.5} four times).
+func TestLinesFollowedTies(t *testing.T) {
+	capped := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
+	over := traceTo(-1, 40.02, 40)
+	runs := map[string][]*rcg.Trace{
+		"RCG":           capped,
+		rcg.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(-1, 30, 40)},
+		"CG":            {traceTo(5, 5, 40), over, traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
+	}
+	ls := lines([]string{"RCG", "CG"}, runs, 2)
+	if got := ls[1].PFasterFollowed; math.Abs(got-5.0/70) > 1e-12 {
+		t.Errorf("CG: p with RCG followed %v, want 5/70", got)
+	}
+}
+
 // TestRankSumsAllReached: when RCG reached the target in every run, the worst case is the budget case.
 func TestRankSumsAllReached(t *testing.T) {
 	rcgRuns := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2.5, 2.5, 4), traceTo(6, 6, 0)}

@@ -219,9 +219,16 @@ func (b *Backend) Syev(w, v, a *tensor.Tensor) error {
 			for r := 0; r < n; r++ {
 				copy(buf[r*n:r*n+n], ag.Data[r*ag.Stride:r*ag.Stride+n])
 			}
+			e := 0
+			if jobz == lapack.EVNone {
+				e = syevPrescale(buf, n)
+			}
 			if !lapack64.Syev(jobz, blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Lower}, wv, work, len(work)) {
 				failed[i] = true
 				continue
+			}
+			for k := range wv {
+				wv[k] = math.Ldexp(wv[k], -e)
 			}
 			copyCol(w, i, wv)
 			if v != nil {
@@ -238,6 +245,30 @@ func (b *Backend) Syev(w, v, a *tensor.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// syevPrescale scales the lower triangle of the n×n a by 2^e so that its largest magnitude lies in [½, 1), and
+// returns e (0 when a is zero or not finite). Without vectors gonum's Dsyev ends in Dsterf, which panics when it has
+// to rescale the matrix itself (entries below about 1e-146 or above 1e146); a power of two keeps the eigenvalues
+// exact up to the scaling back.
+func syevPrescale(a []float64, n int) int {
+	var m float64
+	for r := 0; r < n; r++ {
+		for _, x := range a[r*n : r*n+r+1] {
+			m = max(m, math.Abs(x))
+		}
+	}
+	if m == 0 || math.IsInf(m, 0) || math.IsNaN(m) {
+		return 0
+	}
+	_, e := math.Frexp(m)
+	e = -e
+	for r := 0; r < n; r++ {
+		for c := range a[r*n : r*n+r+1] {
+			a[r*n+c] = math.Ldexp(a[r*n+c], e)
+		}
+	}
+	return e
 }
 
 // copyCol writes src into the n×1 matrix bb of t, whatever its row stride.

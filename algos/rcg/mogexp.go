@@ -39,9 +39,12 @@ func (tr *Trace) TimeToTarget(target float64) (float64, int) {
 // its time-to-target — its budget (Limit) when it had one, whether the cap stopped it or it stopped earlier at a
 // worse F (and so never reaches the target), else its whole run time — with its evaluation count, and reached =
 // false. The budget itself, not the run time past it where the cap stopped the run (a cap acts between iterations),
-// so that misses under the same budget tie: which of them would have reached the target first is unknown.
+// so that misses under the same budget tie: which of them would have reached the target first is unknown. For the
+// same reason a run that reached the target only in the iteration that took it past its budget counts as a miss at
+// the budget.
 func (tr *Trace) TimeOrBound(target float64) (float64, int, bool) {
-	if a, e := tr.TimeToTarget(target); !math.IsInf(a, 1) {
+	a, e := tr.TimeToTarget(target)
+	if !math.IsInf(a, 1) && (tr.Limit <= 0 || a <= tr.Limit) {
 		return a, e, true
 	}
 	n := 0

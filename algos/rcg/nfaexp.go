@@ -72,9 +72,10 @@ type Sweep struct {
 	Methods   []string      // RCG first: its runs set the others' caps
 	RCGCap    time.Duration // CPU-time cap of each RCG run (0: none)
 	CapFactor float64       // the others' cap, × RCG's median run time (0: none)
-	// FollowRCG runs again, from the start and with the others' budget, each RCG run that RCGCap stopped before it
-	// reached the target (RCG's median final F + Tol()): the runs are deterministic, so the rerun retraces the
-	// capped run and goes on. The results go under FollowedRCG, the other runs' traces shared with "RCG".
+	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0), each RCG run that missed
+	// the target (RCG's median final F + Tol()) within RCGCap: the runs are deterministic, so the rerun retraces the
+	// first run and goes on where the cap stopped it, or stops where it stopped on its own, now a miss under the
+	// others' budget. The results go under FollowedRCG, the other runs' traces shared with "RCG".
 	FollowRCG bool
 }
 
@@ -114,6 +115,10 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 		return nil, fmt.Errorf("%w: sweep with %d seeds, ε = %v, cap factor %v, RCG cap %v, methods %v (want seeds ≥ 1, "+
 			"ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor, s.RCGCap, s.Methods)
 	}
+	if s.FollowRCG && (s.CapFactor == 0 || s.RCGCap == 0) {
+		return nil, fmt.Errorf("%w: following RCG's misses needs an RCG cap and the others' (cap factor %v, RCG cap %v)",
+			ErrBadInput, s.CapFactor, s.RCGCap)
+	}
 	X := nfa.SyntheticNFA(s.T, 1)
 	if s.Dynamic {
 		X = nfa.SyntheticNSSM(s.T, 1)
@@ -143,8 +148,7 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			target := s.Target(out[meth])
 			limit := time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
 			for _, tr := range out[meth] {
-				capped := tr.Limit > 0 && tr.Time >= tr.Limit
-				if _, _, ok := tr.TimeOrBound(target); !ok && capped && limit > s.RCGCap {
+				if _, _, ok := tr.TimeOrBound(target); !ok && limit > s.RCGCap {
 					if tr, err = RunNFA(m, uint64(tr.Seed), meth, s.Tol(), 5, limit); err != nil {
 						return nil, err
 					}

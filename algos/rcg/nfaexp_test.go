@@ -1,13 +1,14 @@
 package rcg
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
 )
 
-// FollowRCG reruns exactly RCG's capped misses, and a rerun retraces its capped run bit for bit before going on: the
-// runs are deterministic, so the followed trace extends the capped one.
+// FollowRCG reruns exactly RCG's misses, and a rerun retraces its first run bit for bit before going on: the runs
+// are deterministic, so the followed trace extends the capped one. Following needs both caps.
 func TestSweepFollowRCG(t *testing.T) {
 	s := Sweep{Dynamic: true, T: 30, Seeds: 4, Methods: []string{"RCG"}, RCGCap: 20 * time.Millisecond,
 		CapFactor: 20, FollowRCG: true}
@@ -24,9 +25,8 @@ func TestSweepFollowRCG(t *testing.T) {
 	for i, c := range capped {
 		f := followed[i]
 		_, _, reached := c.TimeOrBound(target)
-		wasCapped := c.Time >= c.Limit
-		if rerun := f != c; rerun != (!reached && wasCapped) {
-			t.Fatalf("seed %d: rerun %v, though reached %v and capped %v", c.Seed, rerun, reached, wasCapped)
+		if rerun := f != c; rerun == reached {
+			t.Fatalf("seed %d: rerun %v, though reached %v", c.Seed, rerun, reached)
 		}
 		if f == c {
 			continue
@@ -45,5 +45,9 @@ func TestSweepFollowRCG(t *testing.T) {
 	t.Logf("target %.4f; %d of %d runs rerun", target, reruns, len(capped))
 	if reruns == 0 {
 		t.Skip("no RCG run was capped short of the target on this machine; nothing followed")
+	}
+	s.CapFactor = 0
+	if _, err := SweepNFA(s); !errors.Is(err, ErrBadInput) {
+		t.Errorf("following without the others' cap: %v, want ErrBadInput", err)
 	}
 }

@@ -501,4 +501,9 @@ func TestTimeOrBound(t *testing.T) {
 	if a, _, ok := tr.TimeOrBound(0); a != 3.2 || ok {
 		t.Errorf("target 0, stopped at 3.5 s by a 3.2 s cap: %v, %v; want 3.2, false", a, ok)
 	}
+	// Reached only in the iteration that went past the budget (at 3 s, budget 2.5 s): a miss at the budget too.
+	tr.Limit = 2.5
+	if a, e, ok := tr.TimeOrBound(1); a != 2.5 || e != 6 || ok {
+		t.Errorf("target 1 reached at 3 s past a 2.5 s budget: %v, %v, %v; want 2.5, 6, false", a, e, ok)
+	}
 }

@@ -23,7 +23,8 @@ func main() {
 	d := flag.Int("d", 5, "state dimension")
 	h := flag.Int("hidden", 20, "hidden units of each MLP")
 	eps := flag.Float64("eps", 0, "convergence threshold on |ΔF| over 5 iterations (0: 1e-5·T/80)")
-	follow := flag.Bool("follow", false, "rerun RCG's runs that -rcgcap stopped short of the target, with the others' budget, for a third p-value")
+	follow := flag.Bool("follow", false,
+		"rerun RCG's runs that missed the target within -rcgcap, with the others' budget (-cap), for a third p-value")
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,
 		RCGCap: *rcgCap, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow, SVG: *svg}); err != nil {

@@ -5,7 +5,7 @@
 // Non-RCG runs are capped at -cap × RCG's median run time. The line of each method other than RCG also carries the
 // §6.6 significance test of RCG's times-to-target against that method's: the exact one-sided rank-sum p-values
 // ranksum_p_rcg_faster (missed runs at their budget) and ranksum_p_rcg_faster_worst (RCG's missed runs ranked last;
-// see rankSums in examples/internal/nfacompare); with -follow, RCG's capped misses run again with the others' budget
+// see rankSums in examples/internal/nfacompare); with -follow, RCG's missed runs run again with the others' budget
 // and ranksum_p_rcg_followed_faster tests those times, which leave only the others' misses at their budget. Fig. 10's
 // larger model is
 //
@@ -33,7 +33,8 @@ func main() {
 	d := flag.Int("d", 5, "state dimension")
 	h := flag.Int("hidden", 20, "hidden units of each MLP")
 	eps := flag.Float64("eps", 0, "convergence threshold on |ΔF| over 5 iterations (0: 1e-5·T/80)")
-	follow := flag.Bool("follow", false, "rerun RCG's runs that -rcgcap stopped short of the target, with the others' budget, for a third p-value")
+	follow := flag.Bool("follow", false,
+		"rerun RCG's runs that missed the target within -rcgcap, with the others' budget (-cap), for a third p-value")
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: true, Grid: *grid, Methods: *methods, Seeds: *seeds,
 		RCGCap: *rcgCap, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow, SVG: *svg}); err != nil {

@@ -84,7 +84,7 @@ func Main(o Options) error {
 }
 
 // line is the JSON line of one (size, method): the summary and, for a method other than RCG, the rank-sum tests of
-// RCG's times-to-target against the method's (rankSums), and with RCG's capped misses followed (-follow), the test
+// RCG's times-to-target against the method's (rankSums), and with RCG's misses followed (-follow), the test
 // on the followed runs' times.
 type line struct {
 	rcgplot.Summary
@@ -137,7 +137,8 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 // the target — the least favourable order the data allow. With every miss of other above every RCG value, the
 // p-value of the true times lies between p and worst (the one-sided p-value only grows as RCG values move up past
 // values of other). Misses under the same budget tie (mid-ranks): TimeOrBound gives the budget itself, not a cap's
-// overshoot, since their order is unknown — as with RCG's followed runs, whose budget is the others'. The target being RCG's median final F, about half of RCG's runs can miss it by construction.
+// overshoot, since their order is unknown — as with RCG's followed runs, whose budget is the others'. The target
+// being RCG's median final F, about half of RCG's runs can miss it by construction.
 func rankSums(rcgRuns, other []*rcg.Trace, target float64) (p, worst float64) {
 	var a, aw, b []float64
 	for _, tr := range rcgRuns {

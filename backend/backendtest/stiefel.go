@@ -112,6 +112,9 @@ func testStiefel(t *testing.T, b backend.Backend) {
 		{1, 512, 16, 0.3, 8},   //
 		{1, 200000, 4, 0.3, 9}, // very tall, batch 1
 		{1, 20000, 40, 0.3, 10},
+		{1, 20000, 7, 0.3, 11}, // tall, on either side of where a CPU kernel's row loops hand over to BLAS
+		{1, 20000, 8, 0.3, 12},
+		{1, 20000, 32, 0.3, 13},
 	}
 	// Tolerances: max |Q − Q_ref| ≤ 1e-12 for these well-conditioned A (κ(A) < 10; both sides are backward stable,
 	// so the difference is about κ·ε·√n); every kernel the backend registers for the shape agrees with the

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/geovb/geovb/tensor"
 )
 
 // The Gram–Schmidt path of the small QR kernel against its Householder path, on inputs that exercise the DGKS
@@ -61,6 +63,53 @@ func TestSmallQRPaths(t *testing.T) {
 		}
 		if tol := 1e-13 / c.spread; diff > tol {
 			t.Errorf("%s: Gram–Schmidt and Householder Q differ by %.3g, want ≤ %.3g", c.name, diff, tol)
+		}
+	}
+}
+
+// The tall kernel's own row loops and its BLAS path give the same qf(A) (to 1e-12, both backward stable for this
+// well-conditioned A) at widths where either may run, whatever qrTallHandCols the build chose.
+func TestTallQRLoopsAndBLAS(t *testing.T) {
+	b := newTestBackend(t)
+	save := qrTallHandCols
+	defer func() { qrTallHandCols = save }()
+	const n = 5000
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, p := range []int{7, 8, 20, 32} {
+		x := tensor.NewHost(1, n, p)
+		for i := 0; i < n; i++ {
+			for j := 0; j < p; j++ {
+				x.Set(0, i, j, r.NormFloat64())
+			}
+		}
+		var got [2]*tensor.Tensor
+		for k, cols := range []int{0, qrTallHandMax} {
+			qrTallHandCols = cols
+			got[k] = tensor.NewHost(1, n, p)
+			if err := qrRetractTall(b, got[k], x, nil, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var diff, orth float64
+		for i := 0; i < n; i++ {
+			for j := 0; j < p; j++ {
+				diff = math.Max(diff, math.Abs(got[0].At(0, i, j)-got[1].At(0, i, j)))
+			}
+		}
+		for k := 0; k < p; k++ {
+			for l := 0; l < p; l++ {
+				var d float64
+				for i := 0; i < n; i++ {
+					d += got[1].At(0, i, k) * got[1].At(0, i, l)
+				}
+				if k == l {
+					d--
+				}
+				orth = math.Max(orth, math.Abs(d))
+			}
+		}
+		if diff > 1e-12 || orth > 1e-12 {
+			t.Errorf("p = %d: BLAS and row loops differ by %.3g, loops' ‖QᵀQ − I‖max %.3g (want ≤ 1e-12)", p, diff, orth)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func getSPDWork(n int) *spdWork {
 	nn := n * n
 	buf := make([]float64, 5*nn+n)
 	return &spdWork{n: n, l: buf[:nn:nn], a: buf[nn : 2*nn : 2*nn], b: buf[2*nn : 3*nn : 3*nn],
-		c: buf[3*nn : 4*nn : 4*nn], d: buf[4*nn : 5*nn : 5*nn], w: buf[5*nn:], eig: newSPDEigWork(n)}
+		c: buf[3*nn : 4*nn : 4*nn], d: buf[4*nn : 5*nn : 5*nn], w: buf[5*nn:]}
 }
 
 // spdLoad copies the n×n matrix bb of t (broadcast when t has batch 1) into the contiguous dst.
@@ -246,6 +246,9 @@ func spdTransportItem(w *spdWork, out []float64, s1, s2, xi *tensor.Tensor, bb i
 	}
 	spdSymmetrize(nm, n)
 	// Eigenvectors in the rows of u.
+	if w.eig == nil {
+		w.eig = newSPDEigWork(n) // the transport's only: the retraction shares the pool
+	}
 	if !spdEig(w.eig, n, nm, w.w, u) {
 		return spdFailEig, 0
 	}

@@ -546,44 +546,42 @@ func spdCheckEig(t *testing.T, name string, a0 []float64, n int) {
 // TestSPDEig checks the eigenvectors' layout (rows of zt) and the eigen-solver's ends through spdEig.
 func TestSPDEig(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
-	for _, reduce := range []struct{ name string }{{"syev"}} {
-		for _, n := range []int{1, 2, 3, 4, 7, 10, 16, 31, 50, 65, 120} {
-			scaled := func(f float64) []float64 {
-				a := spdRandSym(r, n, f)
-				return a
-			}
-			diag := make([]float64, n*n)
-			ident := make([]float64, n*n)
-			cluster := spdRandSym(r, n, 1e-13)
-			graded := spdRandSPD(r, n, 1e16, 1)
-			for i := 0; i < n; i++ {
-				diag[i*n+i] = float64(n - i)
-				ident[i*n+i] = 1
-				cluster[i*n+i] += 1
-			}
-			// A matrix with one eigenvalue repeated n−1 times: I + uuᵀ.
-			rank1 := append([]float64(nil), ident...)
-			u := spdRandSym(r, n, 1)[:n]
-			for i := 0; i < n; i++ {
-				for j := 0; j < n; j++ {
-					rank1[i*n+j] += u[i] * u[j]
-				}
-			}
-			for _, c := range []struct {
-				name string
-				a    []float64
-			}{{"random", scaled(1)}, {"tiny", scaled(1e-200)}, {"huge", scaled(1e200)}, {"diagonal", diag},
-				{"identity", ident}, {"cluster", cluster}, {"graded", graded}, {"rank-one update of I", rank1},
-				{"zero", make([]float64, n*n)}} {
-				spdCheckEig(t, reduce.name+"/"+c.name, c.a, n)
+	for _, n := range []int{1, 2, 3, 4, 7, 10, 16, 31, 50, 65, 120} {
+		scaled := func(f float64) []float64 {
+			a := spdRandSym(r, n, f)
+			return a
+		}
+		diag := make([]float64, n*n)
+		ident := make([]float64, n*n)
+		cluster := spdRandSym(r, n, 1e-13)
+		graded := spdRandSPD(r, n, 1e16, 1)
+		for i := 0; i < n; i++ {
+			diag[i*n+i] = float64(n - i)
+			ident[i*n+i] = 1
+			cluster[i*n+i] += 1
+		}
+		// A matrix with one eigenvalue repeated n−1 times: I + uuᵀ.
+		rank1 := append([]float64(nil), ident...)
+		u := spdRandSym(r, n, 1)[:n]
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				rank1[i*n+j] += u[i] * u[j]
 			}
 		}
-		// NaN: no convergence, as LAPACK, and no endless loop.
-		a := spdRandSym(r, 6, 1)
-		a[7] = math.NaN()
-		if spdEig(newSPDEigWork(6), 6, a, make([]float64, 6), make([]float64, 36)) {
-			t.Errorf("%s: NaN input reported as converged", reduce.name)
+		for _, c := range []struct {
+			name string
+			a    []float64
+		}{{"random", scaled(1)}, {"tiny", scaled(1e-200)}, {"huge", scaled(1e200)}, {"diagonal", diag},
+			{"identity", ident}, {"cluster", cluster}, {"graded", graded}, {"rank-one update of I", rank1},
+			{"zero", make([]float64, n*n)}} {
+			spdCheckEig(t, c.name, c.a, n)
 		}
+	}
+	// NaN: no convergence, as LAPACK, and no endless loop.
+	a := spdRandSym(r, 6, 1)
+	a[7] = math.NaN()
+	if spdEig(newSPDEigWork(6), 6, a, make([]float64, 6), make([]float64, 36)) {
+		t.Error("NaN input reported as converged")
 	}
 }
 

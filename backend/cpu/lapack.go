@@ -248,9 +248,9 @@ func (b *Backend) Syev(w, v, a *tensor.Tensor) error {
 }
 
 // syevPrescale scales the lower triangle of the n×n a by 2^e so that its largest magnitude lies in [½, 1), and
-// returns e (0 when a is zero or not finite). Without vectors gonum's Dsyev ends in Dsterf, which panics when it has
-// to rescale the matrix itself (entries below about 1e-146 or above 1e146); a power of two keeps the eigenvalues
-// exact up to the scaling back.
+// returns e (0 when a is zero or not finite). Without vectors gonum's Dsyev ends in Dsterf, which can panic when it
+// has to rescale the matrix itself (it does for entries below about 1e-146). Scaling by a power of two rounds
+// nothing, unless entries far smaller than the largest fall below the normal range.
 func syevPrescale(a []float64, n int) int {
 	var m float64
 	for r := 0; r < n; r++ {

@@ -110,7 +110,8 @@ func TestEmuPhiloxWords(t *testing.T) {
 }
 
 // TestEmuFillRandom runs rndFill on the emulated device over contiguous and strided views, even and odd offsets,
-// offsets just before draw number 2⁶⁴ (which wraps to draw 0), and compares with the CPU backend's fills bit for bit, uniforms and normals.
+// offsets just before draw number 2⁶⁴ (which wraps to draw 0), and compares with the CPU backend's fills bit for
+// bit, uniforms and normals.
 func TestEmuFillRandom(t *testing.T) {
 	cb, err := cpu.New()
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package gemm is a packed, register-blocked float64 Dgemm and Dsyrk for row-major matrices (gonum's blas64
-// convention), and a Dtrsm built on them. Panels of op(A) and op(B) are copied into contiguous, zero-padded buffers
+// convention), and a Dtrsm and a Dsyr2k built on them. Panels of op(A) and op(B) are copied into contiguous, zero-padded buffers
 // sized for the caches, and a micro-kernel in assembly (AVX-512 or AVX2+FMA) keeps a whole tile of C in registers
 // while it sweeps k. CPUs with neither, other architectures, small products and degenerate or invalid arguments go
 // to gonum. Calls are single-threaded and, once the buffer pools are warm, allocation-free.

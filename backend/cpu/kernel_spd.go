@@ -314,8 +314,8 @@ func spdSymmetrize(a []float64, n int) {
 // Rows are combined four at a time, so that each element of the row being updated is loaded and stored once per
 // four multiply-adds.
 
-// spdRowSub sets d_j ← d_j − Σ_{k0≤k<k1} c_k·b_{k,j}, the rows of b n apart.
-func spdRowSub(d, c, b []float64, n, k0, k1 int) {
+// spdRowAcc sets d_j ← d_j + sign·Σ_{k0≤k<k1} c_k·b_{k,j} (sign ±1), the rows of b n apart.
+func spdRowAcc(d []float64, sign float64, c, b []float64, n, k0, k1 int) {
 	k := k0
 	for ; k+4 <= k1; k += 4 {
 		c0, c1, c2, c3 := c[k], c[k+1], c[k+2], c[k+3]
@@ -324,36 +324,14 @@ func spdRowSub(d, c, b []float64, n, k0, k1 int) {
 		b2 := b[(k+2)*n : (k+2)*n+n][:len(d)]
 		b3 := b[(k+3)*n : (k+3)*n+n][:len(d)]
 		for j := range d {
-			d[j] -= c0*b0[j] + c1*b1[j] + c2*b2[j] + c3*b3[j]
+			d[j] += sign * (c0*b0[j] + c1*b1[j] + c2*b2[j] + c3*b3[j])
 		}
 	}
 	for ; k < k1; k++ {
 		c0 := c[k]
 		b0 := b[k*n : k*n+n][:len(d)]
 		for j := range d {
-			d[j] -= c0 * b0[j]
-		}
-	}
-}
-
-// spdRowAdd sets d_j ← d_j + Σ_{k0≤k<k1} c_k·b_{k,j}.
-func spdRowAdd(d, c, b []float64, n, k0, k1 int) {
-	k := k0
-	for ; k+4 <= k1; k += 4 {
-		c0, c1, c2, c3 := c[k], c[k+1], c[k+2], c[k+3]
-		b0 := b[k*n : k*n+n][:len(d)]
-		b1 := b[(k+1)*n : (k+1)*n+n][:len(d)]
-		b2 := b[(k+2)*n : (k+2)*n+n][:len(d)]
-		b3 := b[(k+3)*n : (k+3)*n+n][:len(d)]
-		for j := range d {
-			d[j] += c0*b0[j] + c1*b1[j] + c2*b2[j] + c3*b3[j]
-		}
-	}
-	for ; k < k1; k++ {
-		c0 := c[k]
-		b0 := b[k*n : k*n+n][:len(d)]
-		for j := range d {
-			d[j] += c0 * b0[j]
+			d[j] += sign * (c0 * b0[j])
 		}
 	}
 }
@@ -377,7 +355,7 @@ func spdDot(x, y []float64) float64 {
 func spdSolveL(l, b []float64, n int) {
 	for i := 0; i < n; i++ {
 		bi := b[i*n : i*n+n]
-		spdRowSub(bi, l[i*n:i*n+i], b, n, 0, i)
+		spdRowAcc(bi, -1, l[i*n:i*n+i], b, n, 0, i)
 		inv := 1 / l[i*n+i]
 		for j := range bi {
 			bi[j] *= inv
@@ -390,7 +368,7 @@ func spdSolveL(l, b []float64, n int) {
 func spdSolveLTLeft(lt, b []float64, n int) {
 	for i := n - 1; i >= 0; i-- {
 		bi := b[i*n : i*n+n]
-		spdRowSub(bi, lt[i*n:i*n+n], b, n, i+1, n)
+		spdRowAcc(bi, -1, lt[i*n:i*n+n], b, n, i+1, n)
 		inv := 1 / lt[i*n+i]
 		for j := range bi {
 			bi[j] *= inv
@@ -455,7 +433,7 @@ func spdMulNN(a []float64, as int, b, c []float64, n int) {
 	for i := 0; i < n; i++ {
 		ci := c[i*n : i*n+n]
 		clear(ci)
-		spdRowAdd(ci, a[i*as:i*as+n], b, n, 0, n)
+		spdRowAcc(ci, 1, a[i*as:i*as+n], b, n, 0, n)
 	}
 }
 

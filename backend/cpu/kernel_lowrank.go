@@ -20,9 +20,10 @@ import (
 // not oversubscribe the cores), and each worker keeps its own p×p / K×p partial sums, added in worker order at the
 // end (the result does not depend on scheduling).
 //
-// Scratch (Go heap, not counted by MemInUse): per worker at most three blocks of lrBlockRows(w) rows by w = max(p, K)
-// columns (about 400 KiB each), and per chunk one partial sum of at most p×w; nothing proportional to d. So no kernel
-// needs any d×p buffer, and a wide right-hand side (K in the tens of thousands) does not inflate the scratch.
+// Scratch (Go heap, not counted by MemInUse): per worker at most three blocks of lrBlockRows(w) or lrGemmRows(w) rows
+// by w = max(p, K) columns (about 400 KiB or 3.2 MiB each), and per chunk one partial sum of at most p×w; nothing
+// proportional to d. So no kernel needs any d×p buffer, and a wide right-hand side (K in the tens of thousands) does
+// not inflate the scratch.
 //
 // Passes over W (reads of W, the bytes that bound the bandwidth-bound kernels):
 //   - capacitance: 1 pass (SYRK of Ψ^{-1/2}W).
@@ -49,6 +50,11 @@ func init() {
 // lrBlockRows is the number of rows per block for blocks w wide: about 400 KiB, so a block and its product stay in
 // L2 (w = max(p, k), so that a wide right-hand side shrinks the blocks instead of growing the scratch).
 func lrBlockRows(p int) int { return min(max(51200/max(p, 1), 32), 2048) }
+
+// lrGemmRows is the number of rows per block of the kernels whose block work is GEMM and SYRK against the p×p
+// operand (capacitance, EM step): about 3.2 MiB, eight times lrBlockRows. Longer calls cost less per multiply-add
+// in both builds, most with OpenBLAS (docs/benchmarks.md, the EM step's row).
+func lrGemmRows(w int) int { return min(max(409600/max(w, 1), 32), 16384) }
 
 // lrGen returns the single matrix of a batch-1 host tensor.
 func lrGen(t *tensor.Tensor) blas64.General {
@@ -244,7 +250,7 @@ func lrCapacitance(be backend.Backend, l, w, psi *tensor.Tensor) error {
 	W := lrGen(w)
 	ps, pinc := lrVec(psi)
 	d, p := W.Rows, W.Cols
-	nb := lrBlockRows(p)
+	nb := lrGemmRows(p)
 	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, p) })
 	parts := make([]blas64.General, b.lrChunks(d, p))
 	b.lrSweep(d, p, func(g, c, lo, hi int) {
@@ -459,7 +465,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		kc = X.Cols
 	}
 	alpha, beta := a.Alpha, a.Beta
-	nb := lrBlockRows(max(p, kc))
+	nb := lrGemmRows(max(p, kc))
 
 	// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t (notes §2.4).
 	sdiag := func(i int) float64 {
@@ -472,8 +478,9 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		return s
 	}
 
-	// Pass 1: M − I, Y, and (later iterations) Z, E.
-	type acc struct{ m, y, z, e blas64.General }
+	// Pass 1: M − I, Yᵀ, and (later iterations) Z, E. Yᵀ = Σ SᵀXs by GEMV (K_c = 1) or lrAcc, not by a GEMM with
+	// one row, for which OpenBLAS packs the whole block.
+	type acc struct{ m, yt, z, e blas64.General }
 	type scratch1 struct{ s, xs, cb blas64.General }
 	scr1 := newLRPer(b.workers, func() scratch1 {
 		sc := scratch1{s: tmp.dense(nb, p)}
@@ -491,9 +498,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		ac := acc{m: tmp.dense(p, p)}
 		sc := scr1.get(g)
 		s, xs, cb := sc.s, sc.xs, sc.cb
-		if useX {
-			ac.y = tmp.dense(kc, p)
-		}
+		ya := lrAcc{tmp: tmp, p: p, k: kc, skinny: lrSkinny(p, kc) && kc > 1}
 		if !first {
 			ac.z, ac.e = tmp.dense(p, p), tmp.dense(p, p)
 		}
@@ -508,8 +513,12 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 				}
 			}
 			lrGram(sb, ac.m) // WᵀΨ⁻¹W
-			if useX {
-				blas64.Gemm(blas.Trans, blas.NoTrans, 1, lrBlock(xs, r1-r0), sb, 1, ac.y) // Y = XᵀΨ⁻¹W
+			// Yᵀ = WᵀΨ⁻¹X
+			if useX && kc == 1 {
+				blas64.Gemv(blas.Trans, 1, sb, blas64.Vector{N: r1 - r0, Inc: 1, Data: xs.Data}, 1,
+					blas64.Vector{N: p, Inc: 1, Data: ya.sum().Data})
+			} else if useX {
+				ya.add(sb, lrBlock(xs, r1-r0))
 			}
 			if !first {
 				cbb := lrBlock(cb, r1-r0)
@@ -525,11 +534,14 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 				lrGram(sb, ac.e) // E = CᵀΨ₀C
 			}
 		}
+		if useX {
+			ac.yt = ya.sum()
+		}
 		parts[c] = ac
 	})
 	ms, ys, zs, es := make([]blas64.General, nc), make([]blas64.General, nc), make([]blas64.General, nc), make([]blas64.General, nc)
 	for i := range nc {
-		ms[i], ys[i], zs[i], es[i] = parts[i].m, parts[i].y, parts[i].z, parts[i].e
+		ms[i], ys[i], zs[i], es[i] = parts[i].m, parts[i].yt, parts[i].z, parts[i].e
 	}
 
 	// p×p algebra.
@@ -537,7 +549,13 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	lrSym(mm)
 	var y, z blas64.General
 	if useX {
-		y = lrAddParts(ys)
+		yt := lrAddParts(ys)
+		y = tmp.dense(kc, p)
+		for i := 0; i < p; i++ {
+			for j := 0; j < kc; j++ {
+				y.Data[j*p+i] = yt.Data[i*yt.Stride+j]
+			}
+		}
 	}
 	mb := tmp.dense(p, p) // M + B
 	if first {
@@ -690,6 +708,10 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 // lrAxpyDot sets h += a·y and returns ‖h‖².
 func lrAxpyDot(a float64, y, h []float64) float64 {
 	y = y[:len(h)]
+	if vec.UseFMA { // two vector passes over a row in L1 beat one scalar pass
+		vec.Axpy(a, y, h)
+		return vec.Dot(h, h)
+	}
 	var s0, s1 float64
 	j := 0
 	for ; j+2 <= len(h); j += 2 {
@@ -709,6 +731,11 @@ func lrAxpyDot(a float64, y, h []float64) float64 {
 // lrScaleTo sets dst = f·src.
 func lrScaleTo(dst, src []float64, f float64) {
 	dst = dst[:len(src)]
+	if vec.UseFMA { // 0 + f·v is f·v rounded once, as in the loop
+		clear(dst)
+		vec.Axpy(f, src, dst)
+		return
+	}
 	for j, v := range src {
 		dst[j] = v * f
 	}

@@ -115,8 +115,11 @@ func spdRetractRef(b Backend, dst, sigma, xi *T) error {
 	if err := b.Axpby(q, 1, q, 1, sigma); err != nil {
 		return err
 	}
-	// dst is written only now, after every read of sigma and xi except the element-wise one below.
-	if err := b.Axpby(dst, 1, q, 1, xi); err != nil {
+	if err := b.Axpby(q, 1, q, 1, xi); err != nil {
+		return err
+	}
+	// dst is written only now, after every read of sigma and xi: a broadcast operand may be a matrix of dst.
+	if err := b.Copy(dst, q); err != nil {
 		return err
 	}
 	return b.Symmetrize(dst)

@@ -440,6 +440,19 @@ func testSPD(t *testing.T, b backend.Backend) {
 				t.Fatalf("transport broadcast/alias batch %d: %.3g", i, e)
 			}
 		}
+		// ξ broadcast from matrix 0 of dst: every item reads it, and item 0 overwrites it.
+		sg3 := []*mat.Dense{s1, s2, s1}
+		dsg, dd := geoUp(t, b, sg3), geoUp(t, b, xi[:3])
+		defer b.Free(dsg)
+		defer b.Free(dd)
+		if err := backend.SPDRetract(b, dd, dsg, dd.Item(0)); err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range geoDown(t, b, dd) {
+			if e := geoRelErr(g, refRetract(t, sg3[i], xi[0])); e > 1e-12 {
+				t.Fatalf("retract xi=dst[0] broadcast, batch %d: %.3g", i, e)
+			}
+		}
 		// dst aliasing Σ.
 		sig := []*mat.Dense{s1, s2}
 		ds, dxi := geoUp(t, b, sig), geoUp(t, b, xi[:2])

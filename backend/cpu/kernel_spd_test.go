@@ -348,6 +348,13 @@ func TestSPDKernelsAlias(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("retract sigma=dst[1], xi=dst[0] broadcast", dst, want)
+			// The reference too (the CUDA backend runs it).
+			rd := spdTensor(t, b, n, xi...)
+			copy(rd.Storage().Host()[n*n:2*n*n], sig[0])
+			if err := backend.SPDRetractOp.Reference()(b, rd, rd.Item(1), rd.Item(0)); err != nil {
+				t.Fatal(err)
+			}
+			check("reference retract sigma=dst[1], xi=dst[0] broadcast", rd, want)
 		}
 		{
 			dst := spdTensor(t, b, n, xi...)

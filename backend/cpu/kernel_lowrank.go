@@ -20,9 +20,9 @@ import (
 // not oversubscribe the cores), and each worker keeps its own p×p / K×p partial sums, added in worker order at the
 // end (the result does not depend on scheduling).
 //
-// Scratch (Go heap, not counted by MemInUse): per worker at most three blocks of lrBlockRows(w) or lrGemmRows(w) rows
-// by w = max(p, K) columns (about 400 KiB or 3.2 MiB each), and per chunk one partial sum of at most p×w; nothing
-// proportional to d. So no kernel needs any d×p buffer, and a wide right-hand side (K in the tens of thousands) does
+// Scratch (Go heap, not counted by MemInUse): per worker at most three blocks (five in the EM step) of
+// lrBlockRows(w) or lrGemmRows(w) rows by w = max(p, K) columns (about 400 KiB or 3.2 MiB each, never longer than a
+// chunk), and per chunk one partial sum of at most p×w; nothing proportional to d. So no kernel needs any d×p buffer, and a wide right-hand side (K in the tens of thousands) does
 // not inflate the scratch.
 //
 // Passes over W (reads of W, the bytes that bound the bandwidth-bound kernels):
@@ -55,6 +55,13 @@ func lrBlockRows(p int) int { return min(max(51200/max(p, 1), 32), 2048) }
 // operand (capacitance, EM step): about 3.2 MiB, eight times lrBlockRows. Longer calls cost less per multiply-add
 // in both builds, most with OpenBLAS (docs/benchmarks.md, the EM step's row).
 func lrGemmRows(w int) int { return min(max(409600/max(w, 1), 32), 16384) }
+
+// lrGemmBlock is lrGemmRows(w) capped by the longest chunk of a sweep over d rows, so that a small d does not get
+// scratch blocks longer than any block it will use.
+func (b *Backend) lrGemmBlock(d, w int) int {
+	nc := b.lrChunks(d, w)
+	return max(min(lrGemmRows(w), (d+nc-1)/nc), 1)
+}
 
 // lrGen returns the single matrix of a batch-1 host tensor.
 func lrGen(t *tensor.Tensor) blas64.General {
@@ -250,7 +257,7 @@ func lrCapacitance(be backend.Backend, l, w, psi *tensor.Tensor) error {
 	W := lrGen(w)
 	ps, pinc := lrVec(psi)
 	d, p := W.Rows, W.Cols
-	nb := lrGemmRows(p)
+	nb := b.lrGemmBlock(d, p)
 	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, p) })
 	parts := make([]blas64.General, b.lrChunks(d, p))
 	b.lrSweep(d, p, func(g, c, lo, hi int) {
@@ -465,7 +472,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		kc = X.Cols
 	}
 	alpha, beta := a.Alpha, a.Beta
-	nb := lrGemmRows(max(p, kc))
+	nb := b.lrGemmBlock(d, max(p, kc))
 
 	// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t (notes §2.4).
 	sdiag := func(i int) float64 {

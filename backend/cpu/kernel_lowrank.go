@@ -22,8 +22,8 @@ import (
 //
 // Scratch (Go heap, not counted by MemInUse): per worker at most three blocks (five in the EM step) of
 // lrBlockRows(w) or lrGemmRows(w) rows by w = max(p, K) columns (about 400 KiB or 3.2 MiB each, never longer than a
-// chunk), and per chunk one partial sum of at most p×w; nothing proportional to d. So no kernel needs any d×p buffer, and a wide right-hand side (K in the tens of thousands) does
-// not inflate the scratch.
+// chunk), and per chunk one partial sum of at most p×w; nothing proportional to d. So no kernel needs any d×p
+// buffer, and a wide right-hand side (K in the tens of thousands) does not inflate the scratch.
 //
 // Passes over W (reads of W, the bytes that bound the bandwidth-bound kernels):
 //   - capacitance: 1 pass (SYRK of Ψ^{-1/2}W).
@@ -715,7 +715,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 // lrAxpyDot sets h += a·y and returns ‖h‖².
 func lrAxpyDot(a float64, y, h []float64) float64 {
 	y = y[:len(h)]
-	if vec.UseFMA { // two vector passes over a row in L1 beat one scalar pass
+	if vec.UseFMA && len(h) >= 16 { // two vector passes over a row in L1 beat one scalar pass
 		vec.Axpy(a, y, h)
 		return vec.Dot(h, h)
 	}
@@ -738,7 +738,7 @@ func lrAxpyDot(a float64, y, h []float64) float64 {
 // lrScaleTo sets dst = f·src.
 func lrScaleTo(dst, src []float64, f float64) {
 	dst = dst[:len(src)]
-	if vec.UseFMA { // 0 + f·v is f·v rounded once, as in the loop
+	if vec.UseFMA && len(src) >= 16 { // 0 + f·v is f·v rounded once, as in the loop
 		clear(dst)
 		vec.Axpy(f, src, dst)
 		return

@@ -20,6 +20,9 @@ import (
 // Name is the backend's name for backend.Open.
 const Name = "cpu"
 
+// isCPU is the Applies predicate of the kernels that take every shape on this backend.
+func isCPU(b backend.Backend, _ tensor.Shape) bool { _, ok := b.(*Backend); return ok }
+
 func init() {
 	backend.RegisterFactory(Name, 0, func() (backend.Backend, error) { return New() })
 }

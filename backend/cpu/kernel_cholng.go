@@ -9,7 +9,6 @@ import (
 // reverse cumulative sum along each row (notes §3.6) and the masked outer product, parallel over the batch.
 
 func init() {
-	isCPU := func(b backend.Backend, _ tensor.Shape) bool { _, ok := b.(*Backend); return ok }
 	backend.CholNGTriOp.Register(backend.Kernel[backend.CholNGTriFunc]{
 		Name: "cpu.cholng.tri.scan", Backend: Name, Priority: 10, Applies: isCPU, Fn: cholNGTriScan})
 	backend.LowerOuterOp.Register(backend.Kernel[backend.LowerOuterFunc]{

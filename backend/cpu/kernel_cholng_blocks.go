@@ -16,7 +16,6 @@ import (
 // chunks depend on the batch size only, so results do not depend on the number of workers or on scheduling.
 
 func init() {
-	isCPU := func(b backend.Backend, _ tensor.Shape) bool { _, ok := b.(*Backend); return ok }
 	backend.BlockLowerOp.Register(backend.Kernel[backend.BlockLowerFunc]{
 		Name: "cpu.cholng.blocks.lower.loop", Backend: Name, Priority: 10, Applies: isCPU, Fn: blockLowerLoop})
 	backend.BlockUpperOp.Register(backend.Kernel[backend.BlockUpperFunc]{
@@ -34,8 +33,7 @@ func init() {
 	// Many tiny blocks (the diagonal blocks T_i H̿_i of Alg 2c, C_k H̿_k of Alg 1c): the same scans as
 	// cpu.cholng.tri.scan and cpu.cholng.lowerouter.loop without the per-item set-up.
 	smallBatch := func(b backend.Backend, s tensor.Shape) bool {
-		_, ok := b.(*Backend)
-		return ok && s.Rows <= blkSmall && s.Batch >= 64
+		return isCPU(b, s) && s.Rows <= blkSmall && s.Batch >= 64
 	}
 	backend.CholNGTriOp.Register(backend.Kernel[backend.CholNGTriFunc]{
 		Name: "cpu.cholng.tri.blocks", Backend: Name, Priority: 20, Applies: smallBatch, Fn: cholNGTriBlocks})

@@ -32,7 +32,7 @@ import (
 //     of notes §2.4 rewritten so that V, G and C are never stored (see lrEMStep).
 
 func init() {
-	applies := func(be backend.Backend, s tensor.Shape) bool { _, ok := be.(*Backend); return ok && s.Batch == 1 }
+	applies := func(be backend.Backend, s tensor.Shape) bool { return isCPU(be, s) && s.Batch == 1 }
 	backend.CapacitanceOp.Register(backend.Kernel[backend.CapacitanceFunc]{
 		Name: "cpu.lowrank.capacitance.fused", Backend: Name, Priority: 10, Applies: applies, Fn: lrCapacitance,
 	})

@@ -32,16 +32,14 @@ func init() {
 	backend.QRRetractOp.Register(backend.Kernel[backend.QRRetractFunc]{
 		Name: "cpu.qr_retract.small", Backend: Name, Priority: 10,
 		Applies: func(b backend.Backend, s tensor.Shape) bool {
-			_, ok := b.(*Backend)
-			return ok && s.Rows >= s.Cols && s.Rows*s.Cols <= qrSmallMaxElems
+			return isCPU(b, s) && s.Rows >= s.Cols && s.Rows*s.Cols <= qrSmallMaxElems
 		},
 		Fn: qrRetractSmall,
 	})
 	backend.QRRetractOp.Register(backend.Kernel[backend.QRRetractFunc]{
 		Name: "cpu.qr_retract.tall", Backend: Name, Priority: 20,
 		Applies: func(b backend.Backend, s tensor.Shape) bool {
-			_, ok := b.(*Backend)
-			return ok && s.Batch == 1 && s.Rows >= qrTallMinRows && s.Cols >= 1 && s.Cols <= qrTallMaxCols
+			return isCPU(b, s) && s.Batch == 1 && s.Rows >= qrTallMinRows && s.Cols >= 1 && s.Cols <= qrTallMaxCols
 		},
 		Fn: qrRetractTall,
 	})

@@ -25,19 +25,13 @@ import (
 func init() {
 	backend.SPDRetractOp.Register(backend.Kernel[backend.SPDRetractFunc]{
 		Name: "cpu.spd.retract.fused", Backend: Name, Priority: 10,
-		Applies: func(b backend.Backend, s tensor.Shape) bool {
-			_, ok := b.(*Backend)
-			return ok
-		},
-		Fn: spdRetractFused,
+		Applies: isCPU,
+		Fn:      spdRetractFused,
 	})
 	backend.SPDTransportOp.Register(backend.Kernel[backend.SPDTransportFunc]{
 		Name: "cpu.spd.transport.fused", Backend: Name, Priority: 10,
-		Applies: func(b backend.Backend, s tensor.Shape) bool {
-			_, ok := b.(*Backend)
-			return ok
-		},
-		Fn: spdTransportFused,
+		Applies: isCPU,
+		Fn:      spdTransportFused,
 	})
 }
 

@@ -2,6 +2,8 @@ package logistic
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -160,32 +162,65 @@ func TestExactELBOvsMC(t *testing.T) {
 	t.Logf("exact %.6f, MC %.6f ± %.6f", exact, mean, se)
 }
 
-// TestGermanOptimum reproduces the notes' exact optimum (4.1.4): ELBO* = −566.2902, log det Σ* = −98.8117,
-// ‖μ*‖ = 3.3397 for d = 25, and that the fixed point is a stationary point of ExactELBO (finite differences in μ).
+// TestGermanOptimum reproduces the notes' exact optima (4.1.4) for both layouts: d = 25 (intercept first, the paper's)
+// with ELBO* = −566.2902, log det Σ* = −98.8117, ‖μ*‖ = 3.3397, and d = 24 (no intercept, the authors' example
+// script) with −571.9542, −98.1984, 2.4081; every μ* entry against the notes' four-decimal table (1e-4), and the
+// fixed point a stationary point of ExactELBO (finite differences in μ).
 func TestGermanOptimum(t *testing.T) {
 	b := testbackend.Open(t)
-	m := german(t, b)
-	mu, sigma, elbo, err := m.Optimum()
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		intercept         bool
+		elbo, logDet, nrm float64
+		mu                string
+	}{
+		{true, -566.2902, -98.8117, 3.3397, "2.1885 0.7442 -0.4240 0.4190 -0.1267 0.3694 0.1805 0.1545 -0.0133 -0.1820 0.1121 " +
+			"0.2272 -0.1252 -0.0293 0.1385 0.2984 -0.6649 0.9989 -1.0620 -1.3830 -0.3226 0.1393 0.6421 0.0679 0.0522"},
+		{false, -571.9542, -98.1984, 2.4081, "0.7053 -0.4061 0.4171 -0.1012 0.3167 0.1682 0.1693 -0.0035 -0.0958 0.1779 " +
+			"0.2061 -0.1490 -0.0166 0.1805 0.2982 -0.5778 1.2444 0.0619 -0.2747 0.3852 0.8279 1.0931 0.5561 0.5179"},
 	}
-	var ch mat.Cholesky
-	ch.Factorize(sigma)
-	if math.Abs(elbo-(-566.2902)) > 1e-4 || math.Abs(ch.LogDet()-(-98.8117)) > 1e-4 || math.Abs(mat.Norm(mat.NewVecDense(25, mu), 2)-3.3397) > 1e-4 {
-		t.Fatalf("ELBO* %v log det %v ‖μ‖ %v", elbo, ch.LogDet(), mat.Norm(mat.NewVecDense(25, mu), 2))
-	}
-	for j := 0; j < m.D; j += 6 {
-		const e = 1e-4
-		mp := append([]float64(nil), mu...)
-		mp[j] += e
-		fp, _ := m.ExactELBO(mp, sigma)
-		mp[j] -= 2 * e
-		fm, _ := m.ExactELBO(mp, sigma)
-		if g := (fp - fm) / (2 * e); math.Abs(g) > 1e-6 {
-			t.Fatalf("∂ELBO/∂μ_%d = %v at the optimum", j, g)
+	for _, c := range cases {
+		m, err := NewGerman(b, datasets.Require(t, "german-credit", "germancredit_numeric.txt"), c.intercept)
+		if err != nil {
+			t.Fatal(err)
 		}
+		mu, sigma, elbo, err := m.Optimum()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(sigma) {
+			t.Fatalf("d = %d: Σ* not positive definite", m.D)
+		}
+		nrm := mat.Norm(mat.NewVecDense(m.D, mu), 2)
+		if math.Abs(elbo-c.elbo) > 1e-4 || math.Abs(ch.LogDet()-c.logDet) > 1e-4 || math.Abs(nrm-c.nrm) > 1e-4 {
+			t.Fatalf("d = %d: ELBO* %v log det %v ‖μ‖ %v, want %v %v %v", m.D, elbo, ch.LogDet(), nrm, c.elbo, c.logDet, c.nrm)
+		}
+		want := strings.Fields(c.mu)
+		if len(want) != m.D {
+			t.Fatalf("d = %d: %d reference entries", m.D, len(want))
+		}
+		for j, w := range want {
+			v, err := strconv.ParseFloat(w, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(mu[j]-v) > 1e-4 {
+				t.Errorf("d = %d: μ*_%d = %.6f, notes %s", m.D, j, mu[j], w)
+			}
+		}
+		for j := 0; j < m.D; j += 6 {
+			const e = 1e-4
+			mp := append([]float64(nil), mu...)
+			mp[j] += e
+			fp, _ := m.ExactELBO(mp, sigma)
+			mp[j] -= 2 * e
+			fm, _ := m.ExactELBO(mp, sigma)
+			if g := (fp - fm) / (2 * e); math.Abs(g) > 1e-6 {
+				t.Fatalf("d = %d: ∂ELBO/∂μ_%d = %v at the optimum", m.D, j, g)
+			}
+		}
+		t.Logf("d = %d: ELBO* = %.4f", m.D, elbo)
 	}
-	t.Logf("ELBO* = %.4f", elbo)
 }
 
 func TestNewErrors(t *testing.T) {

@@ -500,7 +500,13 @@ func lrTestEM(t *testing.T, b backend.Backend) {
 
 // Kernels vs the reference at d = 100000, p = 20 (tight relative tolerances).
 func lrTestKernelsLarge(t *testing.T, b backend.Backend) {
-	const d, p, kc = 100000, 20, 2
+	for _, p := range []int{20, 10} { // p = 10: the CPU backend's skinny paths (p ≤ 16)
+		t.Run(fmt.Sprintf("p=%d", p), func(t *testing.T) { lrKernelsLarge(t, b, p) })
+	}
+}
+
+func lrKernelsLarge(t *testing.T, b backend.Backend, p int) {
+	const d, kc = 100000, 2
 	shape := tensor.Shape{Batch: 1, Rows: d, Cols: p}
 	if len(backend.CapacitanceOp.Kernels(b, shape))+len(backend.SolveOp.Kernels(b, shape))+
 		len(backend.SampleOp.Kernels(b, shape))+len(backend.EMStepOp.Kernels(b, shape)) == 0 {

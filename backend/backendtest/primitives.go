@@ -683,6 +683,45 @@ func testElementwise(t *testing.T, b backend.Backend) {
 			}
 		}
 	}
+	// Matrices of several thousand elements (longer than the CPU backend's 4096-element flat pieces, not a
+	// multiple of them), contiguous, broadcast and as strided views (operand and destination).
+	{
+		const n, c = 3001, 3
+		hb, hb1, hw := randHost(r, 2, n, c), randHost(r, 1, n, c), randHost(r, 2, n, c+2)
+		db, db1, dw := upload(t, b, hb), upload(t, b, hb1), upload(t, b, hw)
+		dv := dw.Slice(0, n, 1, 1+c) // columns 1..c of an n×(c+2) matrix: row stride c+2
+		dbig, _ := b.Alloc(hb.Shape())
+		check := func(name string, got *tensor.Tensor, f func(bb, i, j int) float64) {
+			t.Helper()
+			want := tensor.NewHost(2, n, c)
+			for bb := 0; bb < 2; bb++ {
+				for i := 0; i < n; i++ {
+					for j := 0; j < c; j++ {
+						want.Set(bb, i, j, f(bb, i, j))
+					}
+				}
+			}
+			near(t, name, got, want, 1e-15, math.Max(1, maxAbs(want)))
+		}
+		must(b.Axpby(dbig, 2, db, -1, db1))
+		check("axpby long, broadcast", download(t, b, dbig), func(bb, i, j int) float64 { return 2*hb.At(bb, i, j) - hb1.At(0, i, j) })
+		must(b.Mul(dbig, dv, db))
+		check("mul long, strided operand", download(t, b, dbig), func(bb, i, j int) float64 { return hw.At(bb, i, j+1) * hb.At(bb, i, j) })
+		must(b.Copy(dbig, db1))
+		check("copy long, broadcast", download(t, b, dbig), func(bb, i, j int) float64 { return hb1.At(0, i, j) })
+		must(b.Map(dv, backend.Square, 1, db))
+		got := download(t, b, dw)
+		check("map long into a strided view", got.Slice(0, n, 1, 1+c), func(bb, i, j int) float64 { return hb.At(bb, i, j) * hb.At(bb, i, j) })
+		for bb := 0; bb < 2; bb++ {
+			for i := 0; i < n; i++ {
+				if got.At(bb, i, 0) != hw.At(bb, i, 0) || got.At(bb, i, c+1) != hw.At(bb, i, c+1) {
+					t.Fatalf("map into a strided view wrote outside it at [%d,%d]", bb, i)
+				}
+			}
+		}
+		must(b.Fill(dv, 0.5))
+		check("fill long strided", download(t, b, dv), func(bb, i, j int) float64 { return 0.5 })
+	}
 	// Bad shapes.
 	before := download(t, b, dst)
 	if err := b.Mul(dst, dx, upload(t, b, randHost(r, 3, 17, 8))); !errors.Is(err, backend.ErrShape) {

@@ -163,7 +163,7 @@ func (b *Backend) copyOp(op string, dst, src *tensor.Tensor) error {
 	if err := backend.CheckMatrix(op, "src", src, dst.Batch(), dst.Rows(), dst.Cols()); err != nil {
 		return err
 	}
-	b.eachRow(dst, 0.5, func(bb, i int) { copy(row(dst, bb, i), row(src, bb, i)) })
+	b.eachSpan(dst, 0.5, []*tensor.Tensor{src}, func(bb, lo, hi int) { copy(span(dst, bb, lo, hi), span(src, bb, lo, hi)) })
 	return nil
 }
 

@@ -22,6 +22,47 @@ func (b *Backend) eachRow(dst *tensor.Tensor, costPerElem float64, f func(bb, i 
 	})
 }
 
+// spanLen is the length of the pieces into which eachSpan cuts matrices without row gaps.
+const spanLen = 4096
+
+// eachSpan runs f(bb, lo, hi) over pieces [lo, hi) of the row-major element order of every matrix of dst, over the
+// workers when there is enough work. When dst and every non-nil x store their rows back to back, the pieces are
+// runs of up to spanLen elements across rows (a d×1 vector is then a few calls, not d); otherwise each piece is one
+// row. span maps a piece to a tensor's storage.
+func (b *Backend) eachSpan(dst *tensor.Tensor, costPerElem float64, xs []*tensor.Tensor, f func(bb, lo, hi int)) {
+	rows, cols := dst.Rows(), dst.Cols()
+	n := rows * cols
+	if dst.Batch() == 0 || n == 0 {
+		return
+	}
+	piece := cols
+	if dst.RowsContiguous() {
+		piece = spanLen
+		for _, x := range xs {
+			if x != nil && !x.RowsContiguous() {
+				piece = cols
+				break
+			}
+		}
+	}
+	per := (n + piece - 1) / piece
+	b.parallelWork(dst.Batch()*per, costPerElem*float64(min(piece, n)), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			bb, q := k/per, k%per
+			f(bb, q*piece, min((q+1)*piece, n))
+		}
+	})
+}
+
+// span returns elements [lo, hi) in row-major order of matrix bb of a host tensor; the range lies within one row
+// unless the tensor stores its rows back to back.
+func span(t *tensor.Tensor, bb, lo, hi int) []float64 {
+	h := t.Storage().Host()
+	cols := t.Cols()
+	start := t.Offset() + bi(t, bb)*t.BatchStride() + (lo/cols)*t.RowStride() + lo%cols
+	return h[start : start+hi-lo]
+}
+
 func (b *Backend) prepElementwise(op string, dst *tensor.Tensor, names []string, xs ...*tensor.Tensor) error {
 	if err := backend.CheckNotNil(op, []string{"dst"}, dst); err != nil {
 		return err
@@ -37,8 +78,8 @@ func (b *Backend) Fill(dst *tensor.Tensor, v float64) error {
 	if err := b.prepElementwise("fill", dst, nil); err != nil {
 		return err
 	}
-	b.eachRow(dst, 0.25, func(bb, i int) {
-		r := row(dst, bb, i)
+	b.eachSpan(dst, 0.25, nil, func(bb, lo, hi int) {
+		r := span(dst, bb, lo, hi)
 		for j := range r {
 			r[j] = v
 		}
@@ -54,15 +95,15 @@ func (b *Backend) Axpby(dst *tensor.Tensor, alpha float64, x *tensor.Tensor, bet
 	if err := b.prepElementwise("axpby", dst, []string{"x", "y"}, x, y); err != nil {
 		return err
 	}
-	b.eachRow(dst, 1, func(bb, i int) {
-		d, xr := row(dst, bb, i), row(x, bb, i)
+	b.eachSpan(dst, 1, []*tensor.Tensor{x, y}, func(bb, lo, hi int) {
+		d, xr := span(dst, bb, lo, hi), span(x, bb, lo, hi)
 		if y == nil {
 			for j := range d {
 				d[j] = alpha * xr[j]
 			}
 			return
 		}
-		yr := row(y, bb, i)
+		yr := span(y, bb, lo, hi)
 		for j := range d {
 			d[j] = alpha*xr[j] + beta*yr[j]
 		}
@@ -78,8 +119,8 @@ func (b *Backend) Mul(dst, x, y *tensor.Tensor) error {
 	if err := b.prepElementwise("mul", dst, []string{"x", "y"}, x, y); err != nil {
 		return err
 	}
-	b.eachRow(dst, 1, func(bb, i int) {
-		d, xr, yr := row(dst, bb, i), row(x, bb, i), row(y, bb, i)
+	b.eachSpan(dst, 1, []*tensor.Tensor{x, y}, func(bb, lo, hi int) {
+		d, xr, yr := span(dst, bb, lo, hi), span(x, bb, lo, hi), span(y, bb, lo, hi)
 		for j := range d {
 			d[j] = xr[j] * yr[j]
 		}
@@ -95,8 +136,8 @@ func (b *Backend) Div(dst, x, y *tensor.Tensor) error {
 	if err := b.prepElementwise("div", dst, []string{"x", "y"}, x, y); err != nil {
 		return err
 	}
-	b.eachRow(dst, 1, func(bb, i int) {
-		d, xr, yr := row(dst, bb, i), row(x, bb, i), row(y, bb, i)
+	b.eachSpan(dst, 1, []*tensor.Tensor{x, y}, func(bb, lo, hi int) {
+		d, xr, yr := span(dst, bb, lo, hi), span(x, bb, lo, hi), span(y, bb, lo, hi)
 		for j := range d {
 			d[j] = xr[j] / yr[j]
 		}
@@ -161,8 +202,8 @@ func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *t
 		return err
 	}
 	scalar := func(v float64) float64 { return Unary(f, v) }
-	b.eachRow(dst, 20, func(bb, i int) {
-		d, xr := row(dst, bb, i), row(x, bb, i)
+	b.eachSpan(dst, 20, []*tensor.Tensor{x}, func(bb, lo, hi int) {
+		d, xr := span(dst, bb, lo, hi), span(x, bb, lo, hi)
 		switch {
 		case f == backend.Softplus && vec.UseFMA:
 			vec.Softplus(d, xr, alpha, scalar) // the likelihoods of the logistic models spend their time here

@@ -230,6 +230,23 @@ func (o lrThinOp) mul(tb, wb blas64.General) {
 	vec.DotRows(tb.Data, tb.Stride, wb.Data, wb.Stride, o.vt.Data, o.vt.Stride, wb.Rows, wb.Cols, o.vt.Rows)
 }
 
+// lrStack stacks matrices of equal column count vertically into a scratch matrix.
+func lrStack(tmp *scratch, parts []blas64.General) blas64.General {
+	rows := 0
+	for _, m := range parts {
+		rows += m.Rows
+	}
+	st := tmp.dense(rows, parts[0].Cols)
+	r := 0
+	for _, m := range parts {
+		for i := 0; i < m.Rows; i++ {
+			copy(st.Data[(r+i)*st.Stride:(r+i)*st.Stride+st.Cols], m.Data[i*m.Stride:i*m.Stride+m.Cols])
+		}
+		r += m.Rows
+	}
+	return st
+}
+
 // lrCopyL copies the host tensor l (p×p) into a scratch matrix.
 func lrCopyL(tmp *scratch, l *tensor.Tensor) blas64.General {
 	src := lrGen(l)
@@ -243,6 +260,22 @@ func lrCopyL(tmp *scratch, l *tensor.Tensor) blas64.General {
 // lrGram accumulates c += aᵀa (lower triangle) for a block a.
 func lrGram(a blas64.General, c blas64.General) {
 	blas64.Syrk(blas.Trans, 1, a, 1, lrSymL(c))
+}
+
+// lrGramAcc accumulates Σ SᵀS over the blocks of a chunk: the lower triangle by SYRK, or the whole matrix by the
+// skinny loops when p ≤ 16 (the SYRK's packing is then another pass over the block for little arithmetic).
+type lrGramAcc struct{ lrAcc }
+
+func newLRGram(tmp *scratch, p int) *lrGramAcc {
+	return &lrGramAcc{lrAcc{tmp: tmp, p: p, k: p, skinny: lrSkinny(p, p)}}
+}
+
+func (g *lrGramAcc) add(s blas64.General) {
+	if g.skinny {
+		g.lrAcc.add(s, s)
+		return
+	}
+	lrGram(s, g.sum())
 }
 
 // lrCapacitance: one pass, L = chol(I + Σ_blocks SᵀS), S = Ψ^{-1/2} W_blk.
@@ -261,7 +294,7 @@ func lrCapacitance(be backend.Backend, l, w, psi *tensor.Tensor) error {
 	scr := newLRPer(b.workers, func() blas64.General { return tmp.dense(nb, p) })
 	parts := make([]blas64.General, b.lrChunks(d, p))
 	b.lrSweep(d, p, func(g, c, lo, hi int) {
-		acc := tmp.dense(p, p)
+		acc := newLRGram(tmp, p)
 		s := scr.get(g)
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
@@ -274,9 +307,9 @@ func lrCapacitance(be backend.Backend, l, w, psi *tensor.Tensor) error {
 					sr[j] = v * f
 				}
 			}
-			lrGram(sb, acc)
+			acc.add(sb)
 		}
-		parts[c] = acc
+		parts[c] = acc.sum()
 	})
 	m := lrAddParts(parts)
 	for i := 0; i < p; i++ {
@@ -502,13 +535,12 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	nc := b.lrChunks(d, max(p, kc))
 	parts := make([]acc, nc)
 	b.lrSweep(d, max(p, kc), func(g, c, lo, hi int) {
-		ac := acc{m: tmp.dense(p, p)}
+		var ac acc
 		sc := scr1.get(g)
 		s, xs, cb := sc.s, sc.xs, sc.cb
 		ya := lrAcc{tmp: tmp, p: p, k: kc, skinny: lrSkinny(p, kc) && kc > 1}
-		if !first {
-			ac.z, ac.e = tmp.dense(p, p), tmp.dense(p, p)
-		}
+		gm, ge := newLRGram(tmp, p), newLRGram(tmp, p)
+		za := lrAcc{tmp: tmp, p: p, k: p, skinny: lrSkinny(p, p)}
 		for r0 := lo; r0 < hi; r0 += nb {
 			r1 := min(r0+nb, hi)
 			sb := lrBlock(s, r1-r0)
@@ -519,7 +551,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 					lrScaleTo(xs.Data[(i-r0)*kc:(i-r0+1)*kc], X.Data[i*X.Stride:i*X.Stride+kc], f)
 				}
 			}
-			lrGram(sb, ac.m) // WᵀΨ⁻¹W
+			gm.add(sb) // WᵀΨ⁻¹W
 			// Yᵀ = WᵀΨ⁻¹X
 			if useX && kc == 1 {
 				blas64.Gemv(blas.Trans, 1, sb, blas64.Vector{N: r1 - r0, Inc: 1, Data: xs.Data}, 1,
@@ -533,16 +565,20 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 					f := 1 / ps[i*pinc]
 					lrScaleTo(cbb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], f)
 				}
-				blas64.Gemm(blas.Trans, blas.NoTrans, 1, lrRows(W0, r0, r1), cbb, 1, ac.z) // Z = W₀ᵀC
+				za.add(lrRows(W0, r0, r1), cbb) // Z = W₀ᵀC
 				for i := r0; i < r1; i++ {
 					f := math.Sqrt(ps0[i*p0inc]) / ps[i*pinc]
 					lrScaleTo(sb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], f)
 				}
-				lrGram(sb, ac.e) // E = CᵀΨ₀C
+				ge.add(sb) // E = CᵀΨ₀C
 			}
 		}
+		ac.m = gm.sum()
 		if useX {
 			ac.yt = ya.sum()
+		}
+		if !first {
+			ac.z, ac.e = za.sum(), ge.sum()
 		}
 		parts[c] = ac
 	})
@@ -633,12 +669,36 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 
 	// Pass 2: H, ψ_new = s − ‖h_i‖², W_new. ψ_new does not feed W_new, so the floor (which needs max s) is applied
 	// after the pass, and only when some ψ_new is below the largest floor it could be.
+	//
+	// For p ≤ 16 the products with p inner terms go to the skinny loops, H's terms as one product: the left blocks
+	// side by side in a row block A (the scaled W or W itself, W₀, and X when K_c ≤ 16) against the stacked right
+	// factors.
+	skinny := lrSkinny(p, p)
+	xIn := skinny && useX && kc > 1 && lrSkinny(p, kc) // X Y₁ folded into H's product
+	var hOp, k2Op lrThinOp
+	aw := 0 // width of A; 0: A is W's block itself
+	if skinny {
+		parts := []blas64.General{k1} // first: H = W K₁ (+ X Y₁)
+		if !first {
+			parts = []blas64.General{rinvT, k1} // H = T R⁻ᵀ + W₀ K₁ (+ X Y₁)
+		}
+		if xIn {
+			parts = append(parts, y1)
+		}
+		v := lrStack(tmp, parts)
+		if len(parts) > 1 {
+			aw = v.Rows
+		}
+		hOp, k2Op = lrThin(tmp, v, true), lrThin(tmp, k2, true)
+	}
 	type stat struct{ smax, pmin float64 }
 	stats := make([]stat, nc)
 	type scratch2 struct{ h, t blas64.General }
 	scr2 := newLRPer(b.workers, func() scratch2 {
 		sc := scratch2{h: tmp.dense(nb, p)}
-		if !first {
+		if aw > 0 {
+			sc.t = tmp.dense(nb, aw)
+		} else if !first && !skinny {
 			sc.t = tmp.dense(nb, p)
 		}
 		return sc
@@ -651,7 +711,28 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 			r1 := min(r0+nb, hi)
 			hb := lrBlock(h, r1-r0)
 			wb := lrRows(W, r0, r1)
-			if first {
+			if skinny {
+				ab := wb
+				if aw > 0 {
+					ab = lrBlock(t, r1-r0)
+					for i := r0; i < r1; i++ {
+						ar := ab.Data[(i-r0)*aw : (i-r0+1)*aw]
+						wr := W.Data[i*W.Stride : i*W.Stride+p]
+						j := p
+						if first {
+							copy(ar, wr)
+						} else {
+							lrScaleTo(ar[:p], wr, alpha*ps0[i*p0inc]/ps[i*pinc])
+							copy(ar[p:2*p], W0.Data[i*W0.Stride:i*W0.Stride+p])
+							j = 2 * p
+						}
+						if xIn {
+							copy(ar[j:j+kc], X.Data[i*X.Stride:i*X.Stride+kc])
+						}
+					}
+				}
+				hOp.mul(hb, ab)
+			} else if first {
 				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, wb, k1, 0, hb)
 			} else {
 				tb := lrBlock(t, r1-r0)
@@ -662,7 +743,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, tb, rinvT, 0, hb)
 				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, lrRows(W0, r0, r1), k1, 1, hb)
 			}
-			if useX && kc > 1 {
+			if useX && kc > 1 && !xIn {
 				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, lrRows(X, r0, r1), y1, 1, hb)
 			}
 			for i := r0; i < r1; i++ {
@@ -679,7 +760,11 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 				st.pmin = min(st.pmin, v)
 				ps[i*pinc] = v
 			}
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, hb, k2, 0, wb) // (20)
+			if skinny {
+				k2Op.mul(wb, hb) // (20)
+			} else {
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, hb, k2, 0, wb) // (20)
+			}
 		}
 		stats[c] = st
 	})

@@ -77,6 +77,8 @@ func TestNAGVACBadInput(t *testing.T) {
 		{"window < 0", func(c *NAGVACConfig) { c.Window = -1 }, mu, b0, "window -1"},
 		{"max-iter < 0", func(c *NAGVACConfig) { c.MaxIter = -1 }, mu, b0, "max-iter -1"},
 		{"b₀ = 0", nil, mu, make([]float64, 3), "b₀ = 0"},
+		{"damping < 0", func(c *NAGVACConfig) { c.Damping = -1 }, mu, b0, "damping -1"},
+		{"unknown Fisher", func(c *NAGVACConfig) { c.Fisher = "full" }, mu, b0, `unknown Fisher form "full"`},
 		{"μ₀ NaN", nil, []float64{0, math.NaN(), 0}, b0, "μ₀[1] = NaN"},
 	} {
 		cfg := NAGVACDefault()

@@ -3,6 +3,8 @@ package mgvb
 import (
 	"math"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/rng"
@@ -20,11 +22,28 @@ type NAGVACConfig struct {
 	Window, Patience, BurnIn int
 	MaxIter                  int
 	Seed                     uint64
+	// Fisher picks the natural gradient: FisherDeepGLM ("" or "deepglm", the default) or FisherExact.
+	Fisher string
+	// Damping λ adds λ·tr(F)/2d to the diagonal of the exact Fisher block before the solve (FisherExact only).
+	// Undamped, the exact natural gradient on German credit drives b onto one coordinate within 500 iterations,
+	// where (b_i, c_i) enter Σ only through b_i² + c_i² and the Fisher is singular; λ = 0.01 avoids it.
+	Damping float64
 }
 
-// NAGVACDefault returns the notes' comparator settings (window 11 as MGVB's, patience 0: fixed iterations).
+// The Fisher forms of NAGVAC's natural gradient (notes 6.1).
+const (
+	// FisherDeepGLM is deepGLM's block-diagonal approximation (F_bc dropped, F_bb⁻¹ ≈ Σ/(2(1 − α))), most likely
+	// what paper 000 compared against.
+	FisherDeepGLM = "deepglm"
+	// FisherExact solves with the exact 2d×2d Fisher block of (b, c) (Cholesky, O(d³) per iteration); it needs
+	// d ≥ 3, below which the block is singular.
+	FisherExact = "exact"
+)
+
+// NAGVACDefault returns the notes' comparator settings (window 11 as MGVB's, patience 0: fixed iterations),
+// deepGLM's Fisher form, and damping 0.01 for when the exact form is chosen.
 func NAGVACDefault() NAGVACConfig {
-	return NAGVACConfig{S: 100, Step: 0.01, Tau: 1000, Momentum: 0.4, Clip: 100, Window: 11, MaxIter: 2000}
+	return NAGVACConfig{S: 100, Step: 0.01, Tau: 1000, Momentum: 0.4, Clip: 100, Window: 11, MaxIter: 2000, Damping: 0.01}
 }
 
 // NAGVACResult is the best iterate (by smoothed LB) of a NAGVAC fit: Σ = bbᵀ + diag(c²).
@@ -52,7 +71,7 @@ func (r *NAGVACResult) Sigma() []float64 {
 // Nott & Kohn (2019, deepGLM), the comparator of paper 000's Fig. 5 (notes 6.1): reparameterisation gradient
 // θ = μ + bε₁ + c∘ε₂, g = ∇log p(θ, y) − ∇log q(θ) with Σ⁻¹ applied by Woodbury, and deepGLM's block-diagonal
 // approximate natural gradient (the F_bc block dropped; F_bb⁻¹ ≈ Σ/(2(1 − α)); F_cc = 2(diag(y) + xxᵀ) inverted by
-// Sherman–Morrison) — the Fisher form we use, not the exact 3d×3d solve. The natural gradient is clipped to Clip,
+// Sherman–Morrison) by default, or the exact Fisher solve with cfg.Fisher = FisherExact. The natural gradient is clipped to Clip,
 // mixed with momentum and added with the schedule ε₀, ε₀τ/t. The O(d) algebra runs on the host; the model runs on
 // the backend. b₀ ~ N(0, 0.01²) (it must be non-zero) and c₀ are given by the caller.
 func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACConfig, ctl run.Control) (*NAGVACResult, error) {
@@ -71,8 +90,15 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 	case cfg.Window < 0 || cfg.Patience < 0 || cfg.BurnIn < 0 || cfg.MaxIter < 0:
 		// A negative MaxIter would otherwise mean no cap at all.
 		return nil, domainErr("Window", "window %d, patience %d, burn-in %d, max-iter %d must be ≥ 0", cfg.Window, cfg.Patience, cfg.BurnIn, cfg.MaxIter)
+	case !(cfg.Damping >= 0) || math.IsInf(cfg.Damping, 0):
+		return nil, domainErr("Damping", "damping %v must be ≥ 0 and finite", cfg.Damping)
+	case cfg.Fisher != "" && cfg.Fisher != FisherDeepGLM && cfg.Fisher != FisherExact:
+		return nil, domainErr("Fisher", "unknown Fisher form %q (want %q or %q)", cfg.Fisher, FisherDeepGLM, FisherExact)
 	case len(mu0) != d || len(b0) != d || len(c0) != d:
 		return nil, backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀, b₀, c₀ need %d values", d)
+	case cfg.Fisher == FisherExact && d < 3:
+		// 2d parameters against d(d+1)/2 covariance entries: the one-factor model is identified only from d = 3.
+		return nil, domainErr("Fisher", "the exact Fisher needs d ≥ 3 (d = %d: bbᵀ + diag(c²) is not identified and its Fisher is singular)", d)
 	}
 	zero := true
 	for i := 0; i < d; i++ {
@@ -164,27 +190,9 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 			logdet += math.Log(cv[i] * cv[i])
 		}
 		lb += 0.5*float64(d)*(1+math.Log(2*math.Pi)) + 0.5*logdet
-		// deepGLM's natural gradient (notes 6.1).
-		nat := make([]float64, 3*d)
-		bgm, bgb := 0.0, 0.0
-		for i := 0; i < d; i++ {
-			bgm += bv[i] * g[i]
-			bgb += bv[i] * g[d+i]
-		}
-		fb := 0.5 + 0.5/kappa
-		xs, yv := make([]float64, d), make([]float64, d)
-		sx, xg := 0.0, 0.0
-		for i := 0; i < d; i++ {
-			c2 := cv[i] * cv[i]
-			nat[i] = bgm*bv[i] + c2*g[i]
-			nat[d+i] = fb * (bgb*bv[i] + c2*g[d+i])
-			xs[i] = alpha * bv[i] * bv[i] / (c2 * cv[i])
-			yv[i] = 1/c2 - 2*alpha*bv[i]*bv[i]/(c2*c2)
-			sx += xs[i] * xs[i] / yv[i]
-			xg += xs[i] / yv[i] * g[2*d+i]
-		}
-		for i := 0; i < d; i++ {
-			nat[2*d+i] = 0.5 * (g[2*d+i]/yv[i] - xg/(1+sx)*xs[i]/yv[i])
+		nat, err := nagvacNatural(cfg.Fisher, cfg.Damping, bv, cv, g, kappa)
+		if err != nil {
+			return nil, 0, err
 		}
 		if cfg.Clip > 0 {
 			n := 0.0
@@ -252,4 +260,95 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 		return res, ErrNotFinite
 	}
 	return res, res.Run.Err
+}
+
+// nagvacNatural returns the natural gradient F⁻¹g of the one-factor Gaussian N(μ, bbᵀ + diag(c²)) in the form
+// chosen by fisher; g holds (g_μ, g_b, g_c) and κ = Σ bᵢ²/cᵢ². The μ block of the Fisher is Σ⁻¹ and decouples from
+// (b, c), so nat_μ = Σg_μ = (bᵀg_μ)b + c²∘g_μ in both forms (notes 6.1).
+func nagvacNatural(fisher string, damping float64, bv, cv, g []float64, kappa float64) ([]float64, error) {
+	d := len(bv)
+	nat := make([]float64, 3*d)
+	bgm := 0.0
+	for i := 0; i < d; i++ {
+		bgm += bv[i] * g[i]
+	}
+	for i := 0; i < d; i++ {
+		nat[i] = bgm*bv[i] + cv[i]*cv[i]*g[i]
+	}
+	if fisher == FisherExact {
+		return nat, exactBC(bv, cv, g, nat, damping)
+	}
+	// deepGLM: F_bc dropped, F_bb⁻¹ ≈ Σ/(2(1 − α)) = (1/2 + 1/(2κ))Σ, F_cc = 2(diag(y) + xxᵀ) by Sherman–Morrison.
+	alpha := 1 / (1 + kappa)
+	bgb := 0.0
+	for i := 0; i < d; i++ {
+		bgb += bv[i] * g[d+i]
+	}
+	fb := 0.5 + 0.5/kappa
+	xs, yv := make([]float64, d), make([]float64, d)
+	sx, xg := 0.0, 0.0
+	for i := 0; i < d; i++ {
+		c2 := cv[i] * cv[i]
+		nat[d+i] = fb * (bgb*bv[i] + c2*g[d+i])
+		xs[i] = alpha * bv[i] * bv[i] / (c2 * cv[i])
+		yv[i] = 1/c2 - 2*alpha*bv[i]*bv[i]/(c2*c2)
+		sx += xs[i] * xs[i] / yv[i]
+		xg += xs[i] / yv[i] * g[2*d+i]
+	}
+	for i := 0; i < d; i++ {
+		nat[2*d+i] = 0.5 * (g[2*d+i]/yv[i] - xg/(1+sx)*xs[i]/yv[i])
+	}
+	return nat, nil
+}
+
+// exactBC writes the (b, c) part of F⁻¹g into nat[d:] by a Cholesky solve of the exact 2d×2d Fisher block. With
+// A = Σ⁻¹ and u = Ab, the entries ½tr(A ∂ᵢΣ A ∂ⱼΣ) for ∂Σ/∂b_k = e_kbᵀ + be_kᵀ and ∂Σ/∂c_k = 2c_k e_ke_kᵀ are
+// F_bb = (1 − α)A + uuᵀ (bᵀAb = 1 − α), F_bc[k, l] = 2c_l A_kl u_l, F_cc[k, l] = 2c_k c_l A_kl² (notes 6.1).
+func exactBC(bv, cv, g, nat []float64, damping float64) error {
+	d := len(bv)
+	n := 2 * d
+	// A = diag(1/c²) − wwᵀ/(1 + κ), w = b/c² (Woodbury); u = Ab = w/(1 + κ).
+	w := make([]float64, d)
+	kappa := 0.0
+	for i := range w {
+		w[i] = bv[i] / (cv[i] * cv[i])
+		kappa += bv[i] * w[i]
+	}
+	alpha := 1 / (1 + kappa)
+	a := func(k, l int) float64 {
+		v := -alpha * w[k] * w[l]
+		if k == l {
+			v += 1 / (cv[k] * cv[k])
+		}
+		return v
+	}
+	f := make([]float64, n*n)
+	for k := 0; k < d; k++ {
+		uk := alpha * w[k]
+		for l := 0; l < d; l++ {
+			akl, ul := a(k, l), alpha*w[l]
+			f[k*n+l] = (1-alpha)*akl + uk*ul
+			f[k*n+d+l] = 2 * cv[l] * akl * ul
+			f[(d+l)*n+k] = f[k*n+d+l]
+			f[(d+k)*n+d+l] = 2 * cv[k] * cv[l] * akl * akl
+		}
+	}
+	if damping > 0 {
+		tr := 0.0
+		for i := 0; i < n; i++ {
+			tr += f[i*n+i]
+		}
+		for i := 0; i < n; i++ {
+			f[i*n+i] += damping * tr / float64(n)
+		}
+	}
+	// A singular Fisher means b has collapsed onto fewer than three coordinates (see Damping).
+	var ch mat.Cholesky
+	if !ch.Factorize(mat.NewSymDense(n, f)) {
+		return domainErr("Fisher", "the exact Fisher of (b, c) is not positive definite; raise Damping")
+	}
+	if err := ch.SolveVecTo(mat.NewVecDense(n, nat[d:]), mat.NewVecDense(n, g[d:])); err != nil {
+		return domainErr("Fisher", "the exact Fisher of (b, c) is singular (condition number %.3g); raise Damping", ch.Cond())
+	}
+	return nil
 }

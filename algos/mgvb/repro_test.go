@@ -52,7 +52,7 @@ func TestReproGermanC2(t *testing.T) {
 }
 
 // TestReproGermanC5 is acceptance test C5 (notes §7): on German credit the exact ELBO of MGVB's output exceeds that
-// of NAGVAC's (one-factor covariance, structurally below ELBO*), and over 20 replications (the count; the
+// of NAGVAC's (one-factor covariance, structurally below ELBO*; with deepGLM's Fisher form and with the exact one), and over 20 replications (the count; the
 // MGVB fits run as one batched fit) with the same initialisation the SD of μ̂ averaged over the 25 coordinates is
 // smaller for MGVB (a ratio test; paper 0.01 vs 0.03). Settings of notes 4.1.5: MGVB ε₀ = 0.05, τ = 400, 800 iterations; NAGVAC ε₀ = 0.01, ω = 0.4, 800 iterations.
 func TestReproGermanC5(t *testing.T) {
@@ -79,22 +79,32 @@ func TestReproGermanC5(t *testing.T) {
 	c0 := make([]float64, d)
 	mus := make([][]float64, R)
 	worstNag, bestNag := math.Inf(1), math.Inf(-1)
-	for k := 0; k < R; k++ {
+	bestExact := math.Inf(-1)
+	for k := 0; k < 2*R; k++ {
+		// The first R fits use deepGLM's Fisher form, the next R the exact one (damping 0.01): MGVB must beat both.
+		nc.Fisher = FisherDeepGLM
+		if k >= R {
+			nc.Fisher = FisherExact
+		}
 		rng.Counter{Seed: 500, Stream: 3}.FillNormal(b0)
 		for i := range b0 {
 			b0[i] *= 0.01
 			c0[i] = 0.2
 		}
-		nc.Seed = uint64(1000 + k)
+		nc.Seed = uint64(1000 + k%R)
 		r, err := NAGVAC(b, m, make([]float64, d), b0, c0, nc, run.Control{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mus[k] = r.Mu
 		e, err := m.ExactELBO(r.Mu, symFrom(d, r.Sigma()))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if k >= R {
+			bestExact = math.Max(bestExact, e)
+			continue
+		}
+		mus[k] = r.Mu
 		worstNag, bestNag = math.Min(worstNag, e), math.Max(bestNag, e)
 	}
 	worstMG := math.Inf(1)
@@ -108,9 +118,9 @@ func TestReproGermanC5(t *testing.T) {
 		worstMG = math.Min(worstMG, e)
 	}
 	sdMG, sdNag := meanSD(mgMus), meanSD(mus)
-	t.Logf("exact ELBO: MGVB worst %.4f; NAGVAC %.4f..%.4f; SD(μ̂) MGVB %.5f NAGVAC %.5f", worstMG, worstNag, bestNag, sdMG, sdNag)
-	if !(worstMG > bestNag) || bestNag > elboStar+1e-6 {
-		t.Fatalf("MGVB worst exact ELBO %.4f not above NAGVAC best %.4f (ELBO* %.4f)", worstMG, bestNag, elboStar)
+	t.Logf("exact ELBO: MGVB worst %.4f; NAGVAC %.4f..%.4f, with the exact Fisher best %.4f; SD(μ̂) MGVB %.5f NAGVAC %.5f", worstMG, worstNag, bestNag, bestExact, sdMG, sdNag)
+	if best := math.Max(bestNag, bestExact); !(worstMG > best) || best > elboStar+1e-6 {
+		t.Fatalf("MGVB worst exact ELBO %.4f not above NAGVAC best %.4f (exact Fisher %.4f; ELBO* %.4f)", worstMG, bestNag, bestExact, elboStar)
 	}
 	if !(sdMG < sdNag) {
 		t.Fatalf("SD(μ̂) MGVB %.5f not below NAGVAC %.5f", sdMG, sdNag)

@@ -4,7 +4,8 @@
 //   - MGVB with the natural gradient (S = -s draws, ε₀ = -step);
 //   - MGVB without it ("plain", notes 6.2: Euclidean gradient, same retraction and transport; S = -plain-s,
 //     ε₀ = -plain-step, much smaller because the clipped plain step moves Σ by ε₀·100, notes 6.2);
-//   - NAGVAC (one-factor covariance bbᵀ + diag(c²), deepGLM's approximate natural gradient, notes 6.1).
+//   - NAGVAC (one-factor covariance bbᵀ + diag(c²), deepGLM's approximate natural gradient, notes 6.1; or the
+//     exact Fisher solve, -nagvac-fisher exact, or both side by side).
 //
 // Every method runs -iters iterations with the initial gradient clipped (notes 5.4 item 18), or stops earlier under
 // the smoothed lower-bound rule when -patience is set (the paper's runs stopped so: MGVB after 921 iterations,
@@ -54,6 +55,8 @@ func main() {
 	plainS := flag.Int("plain-s", 10000, "draws per iteration of plain MGVB (paper: 10,000); 0 skips it")
 	plainStep := flag.Float64("plain-step", 1e-4, "ε₀ of plain MGVB")
 	nagStep := flag.Float64("nagvac-step", 0.01, "ε₀ of NAGVAC; 0 skips it")
+	nagDamp := flag.Float64("nagvac-damping", 0.01, "damping λ of the exact Fisher (λ·tr F/2d added to its diagonal)")
+	nagFisher := flag.String("nagvac-fisher", mgvb.FisherDeepGLM, "NAGVAC's natural gradient: deepglm (the approximation), exact (the 2d×2d Fisher solve), or both")
 	tau := flag.Int("tau", 0, "τ of the schedule ε₀τ/t (0: constant step)")
 	patience := flag.Int("patience", 0, "stop after this many iterations without a new best smoothed lower bound (0: run -iters)")
 	burnIn := flag.Int("burnin", 0, "iterations before -patience starts counting")
@@ -68,6 +71,15 @@ func main() {
 	// 0 skips a comparator; a negative value is a mistake, not a skip.
 	if *plainS < 0 || *nagStep < 0 || math.IsNaN(*nagStep) {
 		log.Fatalf("-plain-s %d, -nagvac-step %v: want values ≥ 0 (0 skips the method)", *plainS, *nagStep)
+	}
+	var fishers []string
+	switch *nagFisher {
+	case mgvb.FisherDeepGLM, mgvb.FisherExact:
+		fishers = []string{*nagFisher}
+	case "both":
+		fishers = []string{mgvb.FisherDeepGLM, mgvb.FisherExact}
+	default:
+		log.Fatalf("-nagvac-fisher %q: want deepglm, exact or both", *nagFisher)
 	}
 	if *patience < 0 || *burnIn < 0 {
 		log.Fatalf("-patience %d, -burnin %d: want values ≥ 0", *patience, *burnIn)
@@ -120,14 +132,21 @@ func main() {
 	if *plainS > 0 {
 		runMGVB("MGVB-plain", true, *plainS, *plainStep)
 	}
-	if *nagStep > 0 {
+	for _, fisher := range fishers {
+		if *nagStep == 0 {
+			break
+		}
 		nc := mgvb.NAGVACDefault()
 		nc.S, nc.Step, nc.Tau, nc.MaxIter, nc.Seed = *S, *nagStep, *tau, *iters, *seed
-		nc.Patience, nc.BurnIn = *patience, *burnIn
+		nc.Patience, nc.BurnIn, nc.Fisher, nc.Damping = *patience, *burnIn, fisher, *nagDamp
 		if nc.Tau == 0 {
 			nc.Tau = *iters
 		}
-		r := &result{Method: "NAGVAC", S: *S, Step: *nagStep, OptimumELBO: star, Backend: b.Info().Name}
+		method := "NAGVAC"
+		if fisher == mgvb.FisherExact {
+			method = "NAGVAC-exact"
+		}
+		r := &result{Method: method, S: *S, Step: *nagStep, OptimumELBO: star, Backend: b.Info().Name}
 		rec := run.Func(func(x run.Record) { r.lb, r.smoothed = append(r.lb, x.Objective), append(r.smoothed, x.Smoothed) })
 		b0, c0 := make([]float64, d), make([]float64, d)
 		rng.Counter{Seed: *seed, Stream: 3}.FillNormal(b0)

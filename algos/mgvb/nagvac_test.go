@@ -1,0 +1,173 @@
+package mgvb
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/rng"
+)
+
+// fisherByTrace builds the Fisher of (b, c) for N(μ, bbᵀ + diag(c²)) entry by entry from its definition
+// ½tr(Σ⁻¹ ∂ᵢΣ Σ⁻¹ ∂ⱼΣ), with Σ⁻¹ from a dense inverse: the reference for both natural-gradient forms.
+func fisherByTrace(t *testing.T, bv, cv []float64) *mat.Dense {
+	t.Helper()
+	d := len(bv)
+	sigma := mat.NewDense(d, d, nil)
+	for i := 0; i < d; i++ {
+		for j := 0; j < d; j++ {
+			sigma.Set(i, j, bv[i]*bv[j])
+		}
+		sigma.Set(i, i, sigma.At(i, i)+cv[i]*cv[i])
+	}
+	var inv mat.Dense
+	if err := inv.Inverse(sigma); err != nil {
+		t.Fatal(err)
+	}
+	deriv := make([]*mat.Dense, 2*d)
+	for k := 0; k < d; k++ {
+		db := mat.NewDense(d, d, nil)
+		for j := 0; j < d; j++ {
+			db.Set(k, j, db.At(k, j)+bv[j])
+			db.Set(j, k, db.At(j, k)+bv[j])
+		}
+		dc := mat.NewDense(d, d, nil)
+		dc.Set(k, k, 2*cv[k])
+		deriv[k], deriv[d+k] = db, dc
+	}
+	f := mat.NewDense(2*d, 2*d, nil)
+	for i := range deriv {
+		var l mat.Dense
+		l.Mul(&inv, deriv[i])
+		for j := range deriv {
+			var r, p mat.Dense
+			r.Mul(&inv, deriv[j])
+			p.Mul(&l, &r)
+			f.Set(i, j, 0.5*mat.Trace(&p))
+		}
+	}
+	return f
+}
+
+func relDiff(got, want []float64) float64 {
+	num, den := 0.0, 0.0
+	for i := range got {
+		num += (got[i] - want[i]) * (got[i] - want[i])
+		den += want[i] * want[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+// TestNAGVACFisherForms checks both natural-gradient forms against the Fisher built from its trace definition:
+// the exact form is F⁻¹g for the whole (b, c) block; deepGLM's form applies the exact F_cc block alone to g_c and
+// Σ/(2(1 − α)) to g_b; both give Σg_μ for μ. Tolerance 1e-10 relative (dense inverse of a well-conditioned Σ).
+func TestNAGVACFisherForms(t *testing.T) {
+	for _, d := range []int{3, 5, 9} {
+		c := rng.Counter{Seed: uint64(d), Stream: 11}
+		bv, cv, g := make([]float64, d), make([]float64, d), make([]float64, 3*d)
+		c.FillNormal(bv)
+		c.Advance(d).FillNormal(g)
+		c.Advance(4 * d).FillUniform(cv)
+		kappa := 0.0
+		for i := range cv {
+			cv[i] = 0.3 + cv[i]
+			kappa += bv[i] * bv[i] / (cv[i] * cv[i])
+		}
+		f := fisherByTrace(t, bv, cv)
+		var want mat.VecDense
+		if err := want.SolveVec(f, mat.NewVecDense(2*d, append([]float64(nil), g[d:]...))); err != nil {
+			t.Fatal(err)
+		}
+		exact, err := nagvacNatural(FisherExact, 0, bv, cv, g, kappa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := relDiff(exact[d:], want.RawVector().Data); e > 1e-10 {
+			t.Errorf("d = %d: exact (b, c) natural gradient off F⁻¹g by %.2e", d, e)
+		}
+		approx, err := nagvacNatural(FisherDeepGLM, 0, bv, cv, g, kappa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// μ: Σg_μ; b: Σg_b/(2(1 − α)) with 1 − α = κ/(1 + κ); c: F_cc⁻¹g_c with the trace-built block.
+		alpha := 1 / (1 + kappa)
+		sgm, sgb := make([]float64, d), make([]float64, d)
+		for i := 0; i < d; i++ {
+			for j := 0; j < d; j++ {
+				s := bv[i] * bv[j]
+				if i == j {
+					s += cv[i] * cv[i]
+				}
+				sgm[i] += s * g[j]
+				sgb[i] += s * g[d+j] / (2 * (1 - alpha))
+			}
+		}
+		var fcc mat.VecDense
+		if err := fcc.SolveVec(f.Slice(d, 2*d, d, 2*d), mat.NewVecDense(d, append([]float64(nil), g[2*d:]...))); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name      string
+			got, want []float64
+		}{
+			{"exact μ", exact[:d], sgm}, {"deepGLM μ", approx[:d], sgm},
+			{"deepGLM b", approx[d : 2*d], sgb}, {"deepGLM c", approx[2*d:], fcc.RawVector().Data},
+		} {
+			if e := relDiff(c.got, c.want); e > 1e-10 {
+				t.Errorf("d = %d: %s off its reference by %.2e", d, c.name, e)
+			}
+		}
+		{
+			t.Logf("d = %d: deepGLM (b, c) differs from the exact natural gradient by %.1f%%", d, 100*relDiff(approx[d:], want.RawVector().Data))
+		}
+	}
+}
+
+// TestNAGVACExactNeedsThree: at d = 2 the one-factor covariance is not identified (four parameters, three
+// covariance entries) and the exact Fisher is singular, so the exact form is refused before iterating.
+func TestNAGVACExactNeedsThree(t *testing.T) {
+	b := testbackend.Open(t)
+	m := newLin(t, b, 20, 2, 1)
+	cfg := NAGVACDefault()
+	cfg.Fisher = FisherExact
+	_, err := NAGVAC(b, m, make([]float64, 2), []float64{0.01, 0.02}, []float64{0.2, 0.2}, cfg, run.Control{MaxIter: 3})
+	if !errors.Is(err, backend.ErrDomain) || !strings.Contains(err.Error(), "d ≥ 3") {
+		t.Fatalf("error %v, want ErrDomain naming d ≥ 3", err)
+	}
+	cfg.Fisher = FisherDeepGLM
+	if _, err := NAGVAC(b, m, make([]float64, 2), []float64{0.01, 0.02}, []float64{0.2, 0.2}, cfg, run.Control{MaxIter: 3}); err != nil {
+		t.Fatalf("deepGLM form at d = 2 rejected: %v", err)
+	}
+}
+
+// TestNAGVACExactUndamped: undamped, the exact natural gradient on German credit (seed 1, the example's start)
+// collapses b onto one coordinate, where the Fisher is singular; the run must stop with an error that says so, not
+// go on with a meaningless solve. With the default damping the same run completes.
+func TestNAGVACExactUndamped(t *testing.T) {
+	b := testbackend.Open(t)
+	m := germanModel(t, b, true)
+	d := m.Dim()
+	b0, c0 := make([]float64, d), make([]float64, d)
+	rng.Counter{Seed: 1, Stream: 3}.FillNormal(b0)
+	for i := range b0 {
+		b0[i] *= 0.01
+		c0[i] = 0.2
+	}
+	cfg := NAGVACDefault()
+	cfg.Fisher, cfg.Seed, cfg.MaxIter, cfg.Tau = FisherExact, 1, 500, 500
+	cfg.Damping = 0
+	_, err := NAGVAC(b, m, make([]float64, d), b0, c0, cfg, run.Control{})
+	if !errors.Is(err, backend.ErrDomain) || !strings.Contains(err.Error(), "raise Damping") {
+		t.Fatalf("undamped exact Fisher: error %v, want ErrDomain asking for damping", err)
+	}
+	cfg.Damping = NAGVACDefault().Damping
+	if _, err := NAGVAC(b, m, make([]float64, d), b0, c0, cfg, run.Control{}); err != nil {
+		t.Fatalf("damped exact Fisher: %v", err)
+	}
+}

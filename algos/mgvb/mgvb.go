@@ -56,6 +56,18 @@ const (
 	Reparameterisation
 )
 
+// Draws picks the source of the Monte Carlo draws.
+type Draws int
+
+const (
+	// PseudoRandom draws Philox normals (the default).
+	PseudoRandom Draws = iota
+	// RQMC draws randomised quasi-Monte Carlo normals, as the authors' code: the first S points of a Sobol' sequence
+	// in d dimensions, scrambled afresh for every fit and iteration (package rng/qmc, notes 2.1.1). The draws are
+	// made on the host and uploaded.
+	RQMC
+)
+
 // Config holds the settings of a fit. DefaultConfig gives the values of the authors' code (notes 2.1.4–2.1.6) with
 // the initial gradient clipped (notes 5.4 item 18).
 type Config struct {
@@ -67,6 +79,7 @@ type Config struct {
 	ClipInit bool    // also clip the gradient of iteration 0 (the authors' code does not; notes 5.4 item 18)
 
 	Gradient         Gradient
+	Draws            Draws
 	NoControlVariate bool // score function with c = 0 (for variance comparisons, B2)
 	// Plain drops the natural-gradient preconditioning: m_μ from g_μ and m_Σ from sym(G_Σ) (the "without natural
 	// gradient" variant of Fig. 4, notes 6.2). The retraction and transport stay unless IdentityTransport is set.
@@ -131,6 +144,8 @@ func (c *Config) check(m Model) error {
 		return domainErr("Window", "window %d, patience %d, burn-in %d, max-iter %d must be ≥ 0", c.Window, c.Patience, c.BurnIn, c.MaxIter)
 	case c.Gradient != ScoreFunction && c.Gradient != Reparameterisation:
 		return domainErr("Gradient", "unknown estimator %d", c.Gradient)
+	case c.Draws != PseudoRandom && c.Draws != RQMC:
+		return domainErr("Draws", "unknown source of draws %d", c.Draws)
 	}
 	if c.Gradient == Reparameterisation {
 		if _, ok := m.(GradModel); !ok {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/rng/qmc"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -41,6 +42,7 @@ type work struct {
 	sc                 *T // B×d×1 per-fit scalars for ScaleRows
 	lgrad              *T // samp, ∇log p (reparameterisation)
 	temps              []*T
+	hostEps            *T // B×d×S host draws (RQMC only)
 
 	hbarPrev  []float64 // mean of h of the previous batch (the control variate is h̄_prev + cc, see grad)
 	lb        []float64 // lower-bound estimates of the last gradient evaluation
@@ -90,6 +92,9 @@ func newWork(b backend.Backend, m Model, cfg Config, B int) (*work, error) {
 	if err != nil {
 		w.free()
 		return nil, err
+	}
+	if cfg.Draws == RQMC {
+		w.hostEps = tensor.NewHost(B, d, S)
 	}
 	he := tensor.NewHost(1, d, d)
 	ho := tensor.NewHost(1, d, d)
@@ -171,13 +176,32 @@ func (w *work) logDet() error {
 	return b.Reduce(w.ld, backend.ReduceSum, backend.AxisAll, w.t1)
 }
 
+// fillDraws writes the standard normal draws of the next gradient evaluation into eps: Philox normals from stream 0,
+// or for RQMC a freshly scrambled Sobol' set per fit from stream 1 (fit k of evaluation t takes the scramble words
+// of set tB + k). Either way the draws depend only on the seed and the evaluation count, so a resumed fit redraws
+// the same samples.
+func (w *work) fillDraws() error {
+	t := w.draws
+	w.draws++
+	if w.cfg.Draws != RQMC {
+		return w.b.FillNormal(w.eps, rng.Counter{Seed: w.cfg.Seed, Stream: 0, Offset: t * uint64(w.B*w.d*w.S)})
+	}
+	n := w.d * w.S
+	data := w.hostEps.Storage().Host()
+	for k := 0; k < w.B; k++ {
+		c := rng.Counter{Seed: w.cfg.Seed, Stream: 1, Offset: (t*uint64(w.B) + uint64(k)) * qmc.WordsPerDim * uint64(w.d)}
+		if err := qmc.Normal(data[k*n:(k+1)*n], w.d, w.S, c); err != nil {
+			return err
+		}
+	}
+	return w.b.Upload(w.eps, w.hostEps)
+}
+
 // grad draws S samples at (μ, Σ = LLᵀ) and writes the Euclidean ELBO gradient into gMu, gS, the lower-bound
 // estimates mean_s h_s into lb and the gradient norms into gnorm (notes 2.1.7 SF_GRAD).
 func (w *work) grad() error {
 	b, d, S := w.b, w.d, float64(w.S)
-	c := rng.Counter{Seed: w.cfg.Seed, Stream: 0, Offset: w.draws * uint64(w.B*w.d*w.S)}
-	w.draws++
-	if err := b.FillNormal(w.eps, c); err != nil {
+	if err := w.fillDraws(); err != nil {
 		return err
 	}
 	// Θ = μ1ᵀ + L E (TRMM), A = L⁻ᵀE so that a_s = Σ⁻¹(θ_s − μ) (TRSM).

@@ -47,6 +47,7 @@ func main() {
 	data := flag.String("data", "", "returns file (default ../shared/data/sp500/SP500_weekly_y.csv)")
 	trace := flag.String("trace", "", "CSV output of MGVB's lower-bound trace")
 	svg := flag.String("svg", "mgvb-garch.svg", "SVG plot of the smoothed lower bound (empty: none)")
+	drawsName := flag.String("draws", "prng", mgvbcli.DrawsUsage)
 	patience := flag.Int("patience", 0, "stop MGVB after this many iterations without a new best smoothed lower bound (0: run -iters)")
 	burnIn := flag.Int("burnin", 0, "iterations before -patience starts counting")
 	flag.Parse()
@@ -59,6 +60,10 @@ func main() {
 	// 0 skips (or, for -n, takes every return); a negative value is a mistake, not a skip.
 	if *n < 0 || *mcmc < 0 || *particles < 0 {
 		log.Fatalf("-n %d, -mcmc %d, -smc %d: want values ≥ 0", *n, *mcmc, *particles)
+	}
+	draws, err := mgvbcli.Draws(*drawsName)
+	if err != nil {
+		log.Fatal(err)
 	}
 	if err := mgvbcli.CheckOutputs(*svg, *trace); err != nil {
 		log.Fatal(err)
@@ -79,6 +84,7 @@ func main() {
 	enc := json.NewEncoder(os.Stdout)
 	cfg := mgvb.DefaultConfig()
 	cfg.S, cfg.Step, cfg.Patience, cfg.BurnIn, cfg.Seed = *S, *step, *patience, *burnIn, *seed
+	cfg.Draws = draws
 	var lb, sm []float64
 	rec := run.Func(func(r run.Record) { lb, sm = append(lb, r.Objective), append(sm, r.Smoothed) })
 	t0 := time.Now()

@@ -55,6 +55,7 @@ func main() {
 	plainS := flag.Int("plain-s", 10000, "draws per iteration of plain MGVB (paper: 10,000); 0 skips it")
 	plainStep := flag.Float64("plain-step", 1e-4, "ε₀ of plain MGVB")
 	nagStep := flag.Float64("nagvac-step", 0.01, "ε₀ of NAGVAC; 0 skips it")
+	drawsName := flag.String("draws", "prng", mgvbcli.DrawsUsage)
 	nagDamp := flag.Float64("nagvac-damping", 0.01, "damping λ of the exact Fisher (λ·tr F/2d added to its diagonal)")
 	nagFisher := flag.String("nagvac-fisher", mgvb.FisherDeepGLM, "NAGVAC's natural gradient: deepglm (the approximation), exact (the 2d×2d Fisher solve), or both")
 	tau := flag.Int("tau", 0, "τ of the schedule ε₀τ/t (0: constant step)")
@@ -84,6 +85,10 @@ func main() {
 	if *patience < 0 || *burnIn < 0 {
 		log.Fatalf("-patience %d, -burnin %d: want values ≥ 0", *patience, *burnIn)
 	}
+	draws, err := mgvbcli.Draws(*drawsName)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if err := mgvbcli.CheckOutputs(*svg, *trace); err != nil {
 		log.Fatal(err)
 	}
@@ -102,6 +107,7 @@ func main() {
 	runMGVB := func(name string, plain bool, s int, eps float64) {
 		cfg := mgvb.DefaultConfig()
 		cfg.S, cfg.Step, cfg.Tau, cfg.Plain, cfg.Patience, cfg.BurnIn, cfg.Seed = s, eps, *tau, plain, *patience, *burnIn, *seed
+		cfg.Draws = draws
 		r := &result{Method: name, S: s, Step: eps, OptimumELBO: star, Backend: b.Info().Name}
 		rec := run.Func(func(x run.Record) { r.lb, r.smoothed = append(r.lb, x.Objective), append(r.smoothed, x.Smoothed) })
 		sigma0 := make([]float64, d*d)

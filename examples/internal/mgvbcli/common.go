@@ -4,10 +4,12 @@ package mgvbcli
 
 import (
 	"encoding/csv"
+	"fmt"
 	"io"
 	"log"
 	"strconv"
 
+	"github.com/geovb/geovb/algos/mgvb"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all" // every compiled-in backend for backend.Open
 	"github.com/geovb/geovb/datasets"
@@ -23,6 +25,20 @@ func Open(name string) backend.Backend {
 	}
 	log.Printf("backend %s", b.Info().Name)
 	return b
+}
+
+// DrawsUsage is the help text of the -draws flag.
+const DrawsUsage = "MGVB's Monte Carlo draws: prng (Philox normals) or rqmc (scrambled Sobol', as the authors' code)"
+
+// Draws parses the -draws flag.
+func Draws(name string) (mgvb.Draws, error) {
+	switch name {
+	case "prng":
+		return mgvb.PseudoRandom, nil
+	case "rqmc":
+		return mgvb.RQMC, nil
+	}
+	return 0, fmt.Errorf("-draws %q: want prng or rqmc", name)
 }
 
 // DataPath returns path, or when it is empty the shared data file elem (datasets.Path); it exits on failure.

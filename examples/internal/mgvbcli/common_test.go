@@ -5,7 +5,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/algos/mgvb"
 )
+
+func TestDraws(t *testing.T) {
+	for name, want := range map[string]mgvb.Draws{"prng": mgvb.PseudoRandom, "rqmc": mgvb.RQMC} {
+		if got, err := Draws(name); err != nil || got != want {
+			t.Errorf("Draws(%q) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	if _, err := Draws("sobol"); err == nil || !strings.Contains(err.Error(), `"sobol"`) {
+		t.Errorf("unknown draws: error %v, want one naming the value", err)
+	}
+}
 
 // An output path in a missing folder is reported before the run, naming the path; a writable one leaves no file.
 func TestCheckOutputs(t *testing.T) {

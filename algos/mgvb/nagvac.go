@@ -71,9 +71,9 @@ func (r *NAGVACResult) Sigma() []float64 {
 // Nott & Kohn (2019, deepGLM), the comparator of paper 000's Fig. 5 (notes 6.1): reparameterisation gradient
 // θ = μ + bε₁ + c∘ε₂, g = ∇log p(θ, y) − ∇log q(θ) with Σ⁻¹ applied by Woodbury, and deepGLM's block-diagonal
 // approximate natural gradient (the F_bc block dropped; F_bb⁻¹ ≈ Σ/(2(1 − α)); F_cc = 2(diag(y) + xxᵀ) inverted by
-// Sherman–Morrison) by default, or the exact Fisher solve with cfg.Fisher = FisherExact. The natural gradient is clipped to Clip,
-// mixed with momentum and added with the schedule ε₀, ε₀τ/t. The O(d) algebra runs on the host; the model runs on
-// the backend. b₀ ~ N(0, 0.01²) (it must be non-zero) and c₀ are given by the caller.
+// Sherman–Morrison) by default, or the exact Fisher solve with cfg.Fisher = FisherExact. The natural gradient is
+// clipped to Clip, mixed with momentum and added with the schedule ε₀, ε₀τ/t. The O(d) algebra (O(d³) with the
+// exact Fisher) runs on the host; the model runs on the backend. b₀ ~ N(0, 0.01²) (it must be non-zero) and c₀ are given by the caller.
 func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACConfig, ctl run.Control) (*NAGVACResult, error) {
 	d, S := m.Dim(), cfg.S
 	switch {

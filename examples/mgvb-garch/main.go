@@ -33,6 +33,7 @@ type summary struct {
 	Steps   int        `json:"tempering_steps,omitempty"`
 	Iters   int        `json:"iters,omitempty"` // MGVB: iterations run
 	Reason  string     `json:"stop_reason,omitempty"`
+	Draws   string     `json:"draws,omitempty"` // MGVB: prng or rqmc
 }
 
 func main() {
@@ -107,7 +108,7 @@ func main() {
 	if th == nil {
 		log.Fatal("MGVB Σ not positive definite")
 	}
-	s := summary{Method: "MGVB", Seconds: secs, Extra: res.BestSmoothed[0], Iters: res.Run.Iters, Reason: res.Run.Reason.String()}
+	s := summary{Method: "MGVB", Seconds: secs, Extra: res.BestSmoothed[0], Iters: res.Run.Iters, Reason: res.Run.Reason.String(), Draws: *drawsName}
 	s.Mean, s.SD = garch.NaturalMoments(th, nq)
 	s.ELBO, _ = m.GaussianELBO(mu[:], sg[:], 20000, *seed)
 	if err := enc.Encode(s); err != nil {

@@ -33,6 +33,7 @@ import (
 
 type result struct {
 	Method       string  `json:"method"`
+	Draws        string  `json:"draws,omitempty"` // MGVB: prng or rqmc
 	S            int     `json:"S"`
 	Step         float64 `json:"eps0"`
 	Iters        int     `json:"iters"`
@@ -108,7 +109,7 @@ func main() {
 		cfg := mgvb.DefaultConfig()
 		cfg.S, cfg.Step, cfg.Tau, cfg.Plain, cfg.Patience, cfg.BurnIn, cfg.Seed = s, eps, *tau, plain, *patience, *burnIn, *seed
 		cfg.Draws = draws
-		r := &result{Method: name, S: s, Step: eps, OptimumELBO: star, Backend: b.Info().Name}
+		r := &result{Method: name, Draws: *drawsName, S: s, Step: eps, OptimumELBO: star, Backend: b.Info().Name}
 		rec := run.Func(func(x run.Record) { r.lb, r.smoothed = append(r.lb, x.Objective), append(r.smoothed, x.Smoothed) })
 		sigma0 := make([]float64, d*d)
 		for i := 0; i < d; i++ {

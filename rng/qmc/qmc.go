@@ -138,7 +138,7 @@ func check(dst []float64, dims, n int) error {
 	switch {
 	case dims < 1:
 		return fmt.Errorf("qmc: %d dimensions, need at least 1", dims)
-	case n < 0 || n > MaxPoints:
+	case n < 0 || uint64(n) > MaxPoints:
 		return fmt.Errorf("qmc: %d points, want 0 … 2^%d", n, maxBits)
 	case len(dst) != dims*n:
 		return fmt.Errorf("qmc: destination holds %d values, want dims·n = %d·%d", len(dst), dims, n)

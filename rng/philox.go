@@ -69,11 +69,32 @@ func (c Counter) Block(blk uint64) [4]uint32 {
 // belowOne is the largest float64 below 1.
 const belowOne = 1 - 0x1p-53
 
-// toUnit maps two 32-bit words to a uniform in the open interval (0, 1) with 53 random bits: (x + ½)·2⁻⁵³. For x =
-// 2⁵³ − 1 the sum rounds to 2⁵³ (ties to even), so the result is capped at belowOne to keep 1 out.
-func toUnit(hi, lo uint32) float64 {
-	x := (uint64(hi)<<32 | uint64(lo)) >> 11
-	return min((float64(x)+0.5)*(1.0/(1<<53)), belowOne)
+// toUnit maps two 32-bit words to a uniform in the open interval (0, 1): Unit of the 64-bit word hi·2³² + lo.
+func toUnit(hi, lo uint32) float64 { return Unit(uint64(hi)<<32 | uint64(lo)) }
+
+// Unit maps a 64-bit word to a uniform in the open interval (0, 1) from its 53 leading bits x: (x + ½)·2⁻⁵³. For
+// x = 2⁵³ − 1 the sum rounds to 2⁵³ (ties to even), so the result is capped at belowOne to keep 1 out. Uniform
+// draw n of a stream is Unit of its word n (FillWords).
+func Unit(w uint64) float64 {
+	return min((float64(w>>11)+0.5)*(1.0/(1<<53)), belowOne)
+}
+
+// FillWords fills dst with the raw 64-bit words Offset, Offset+1, … of the stream: word n is the high (n even) or
+// low half of Philox block n/2, the bits that uniform and normal draw n are made from.
+func (c Counter) FillWords(dst []uint64) {
+	k := c.Offset
+	for i := 0; i < len(dst); {
+		w := c.Block(k >> 1)
+		if k&1 == 0 {
+			dst[i] = uint64(w[0])<<32 | uint64(w[1])
+			i, k = i+1, k+1
+			if i == len(dst) {
+				break
+			}
+		}
+		dst[i] = uint64(w[2])<<32 | uint64(w[3])
+		i, k = i+1, k+1
+	}
 }
 
 // Uniform returns uniform draw Offset+n of the stream, in (0, 1).

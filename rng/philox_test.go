@@ -182,3 +182,20 @@ func TestToUnitOpenInterval(t *testing.T) {
 		t.Errorf("toUnit(all ones − 1) = %v, want %v", u, want)
 	}
 }
+
+// FillWords gives the words that the draws are made from: Unit of word n is uniform draw n, for every alignment of
+// the start (even and odd offsets) and lengths that end on either half of a block.
+func TestFillWordsMatchUniform(t *testing.T) {
+	for _, off := range []uint64{0, 1, 6, 7, 1 << 40} {
+		for _, n := range []int{1, 2, 5, 8} {
+			c := Counter{Seed: 12, Stream: 3, Offset: off}
+			w := make([]uint64, n)
+			c.FillWords(w)
+			for i, x := range w {
+				if got, want := Unit(x), c.Uniform(uint64(i)); got != want {
+					t.Fatalf("offset %d, word %d of %d: Unit %v, Uniform %v", off, i, n, got, want)
+				}
+			}
+		}
+	}
+}

@@ -83,31 +83,13 @@ const scrambleBits = digits * (digits - 1) / 2
 // sets can take disjoint parts of one stream.
 const WordsPerDim = (scrambleBits+63)/64 + 1
 
-// words fills dst with the 64-bit words first, first+1, … of the stream at c, two per Philox block: word n is the
-// same 64 bits that rng.Counter.Uniform(n) rounds to 53.
-func words(dst []uint64, c rng.Counter, first uint64) {
-	k := c.Offset + first
-	for i := 0; i < len(dst); {
-		w := c.Block(k >> 1)
-		if k&1 == 0 {
-			dst[i] = uint64(w[0])<<32 | uint64(w[1])
-			i, k = i+1, k+1
-			if i == len(dst) {
-				break
-			}
-		}
-		dst[i] = uint64(w[2])<<32 | uint64(w[3])
-		i, k = i+1, k+1
-	}
-}
-
 // scramble returns Matoušek's linear scramble of the direction numbers v — y = Lv over GF(2) with L lower
 // triangular with a unit diagonal and random bits below it, digit 1 (bit 63) first — and the random digital shift.
 // Digit r of y depends on digits 1 … r of v only, which is why the stratification survives. Only the first used
 // direction numbers are scrambled (n points need ⌈log₂ n⌉), and only the digits a float64 keeps.
-func scramble(v *[maxBits]uint64, used int, c rng.Counter, first uint64) (out [maxBits]uint64, shift uint64) {
+func scramble(v *[maxBits]uint64, used int, c rng.Counter) (out [maxBits]uint64, shift uint64) {
 	var buf [WordsPerDim]uint64
-	words(buf[:], c, first)
+	c.FillWords(buf[:])
 	// Row r (digit r + 1) takes the next r bits of the packed words as its entries for digits 1 … r.
 	var rows [digits]uint64
 	pos := 0
@@ -129,9 +111,6 @@ func scramble(v *[maxBits]uint64, used int, c rng.Counter, first uint64) (out [m
 	}
 	return out, buf[WordsPerDim-1]
 }
-
-// belowOne is the largest float64 below 1.
-const belowOne = 1 - 0x1p-53
 
 // check validates a request for n points in dims dimensions into dst.
 func check(dst []float64, dims, n int) error {
@@ -176,18 +155,15 @@ func gray(dst []float64, v *[maxBits]uint64, shift uint64, conv func(uint64) flo
 
 // Uniform writes the first n points of a Sobol' sequence in dims dimensions, scrambled afresh from c, into dst
 // (dims rows of n values, as Sobol). Every value lies in the open interval (0, 1): the 53 leading digits plus half a
-// unit of the last, as rng's uniforms. Dimension i takes words WordsPerDim·i … WordsPerDim·(i+1) − 1 of c.
+// unit of the last (rng.Unit), as rng's uniforms. Dimension i takes words WordsPerDim·i … WordsPerDim·(i+1) − 1 of c.
 func Uniform(dst []float64, dims, n int, c rng.Counter) error {
-	return fill(dst, dims, n, c, func(x uint64) float64 { return min((float64(x>>11)+0.5)*0x1p-53, belowOne) })
+	return fill(dst, dims, n, c, rng.Unit)
 }
 
 // Normal is Uniform mapped through Φ⁻¹(u) = −√2 erfc⁻¹(2u): randomised QMC standard normals. The extreme values are
 // ±8.29 (u = 2⁻⁵⁴ and its mirror).
 func Normal(dst []float64, dims, n int, c rng.Counter) error {
-	return fill(dst, dims, n, c, func(x uint64) float64 {
-		u := min((float64(x>>11)+0.5)*0x1p-53, belowOne)
-		return -math.Sqrt2 * math.Erfcinv(2*u)
-	})
+	return fill(dst, dims, n, c, func(x uint64) float64 { return -math.Sqrt2 * math.Erfcinv(2*rng.Unit(x)) })
 }
 
 func fill(dst []float64, dims, n int, c rng.Counter, conv func(uint64) float64) error {
@@ -197,7 +173,9 @@ func fill(dst []float64, dims, n int, c rng.Counter, conv func(uint64) float64) 
 	d := directions()
 	used := bits.Len(uint(max(n, 1) - 1))
 	for i := 0; i < dims; i++ {
-		v, shift := scramble(&d[i%MaxDim], used, c, WordsPerDim*uint64(i))
+		ci := c
+		ci.Offset += WordsPerDim * uint64(i)
+		v, shift := scramble(&d[i%MaxDim], used, ci)
 		gray(dst[i*n:(i+1)*n], &v, shift, conv)
 	}
 	return nil

@@ -161,12 +161,7 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 			return nil, 0, err
 		}
 		// Woodbury: Σ⁻¹x = x/c² − (uᵀx/(1 + uᵀb)) u, u = b/c²; κ = Σ b²/c², α = 1/(1 + κ).
-		u := make([]float64, d)
-		kappa := 0.0
-		for i := range u {
-			u[i] = bv[i] / (cv[i] * cv[i])
-			kappa += bv[i] * u[i]
-		}
+		u, kappa := factorWeights(bv, cv)
 		alpha := 1 / (1 + kappa)
 		g := make([]float64, 3*d)
 		x := make([]float64, d)
@@ -190,7 +185,7 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 			logdet += math.Log(cv[i] * cv[i])
 		}
 		lb += 0.5*float64(d)*(1+math.Log(2*math.Pi)) + 0.5*logdet
-		nat, err := nagvacNatural(cfg.Fisher, cfg.Damping, bv, cv, g, kappa)
+		nat, err := nagvacNatural(cfg.Fisher, cfg.Damping, bv, cv, u, kappa, g)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -262,10 +257,20 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 	return res, res.Run.Err
 }
 
+// factorWeights returns u = b/c² and κ = bᵀu = Σ bᵢ²/cᵢ², the terms of Σ⁻¹ = diag(1/c²) − uuᵀ/(1 + κ) (Woodbury).
+func factorWeights(bv, cv []float64) (u []float64, kappa float64) {
+	u = make([]float64, len(bv))
+	for i := range u {
+		u[i] = bv[i] / (cv[i] * cv[i])
+		kappa += bv[i] * u[i]
+	}
+	return u, kappa
+}
+
 // nagvacNatural returns the natural gradient F⁻¹g of the one-factor Gaussian N(μ, bbᵀ + diag(c²)) in the form
-// chosen by fisher; g holds (g_μ, g_b, g_c) and κ = Σ bᵢ²/cᵢ². The μ block of the Fisher is Σ⁻¹ and decouples from
+// chosen by fisher; g holds (g_μ, g_b, g_c), and w, κ are factorWeights(b, c). The μ block of the Fisher is Σ⁻¹ and decouples from
 // (b, c), so nat_μ = Σg_μ = (bᵀg_μ)b + c²∘g_μ in both forms (notes 6.1).
-func nagvacNatural(fisher string, damping float64, bv, cv, g []float64, kappa float64) ([]float64, error) {
+func nagvacNatural(fisher string, damping float64, bv, cv, w []float64, kappa float64, g []float64) ([]float64, error) {
 	d := len(bv)
 	nat := make([]float64, 3*d)
 	bgm := 0.0
@@ -276,7 +281,7 @@ func nagvacNatural(fisher string, damping float64, bv, cv, g []float64, kappa fl
 		nat[i] = bgm*bv[i] + cv[i]*cv[i]*g[i]
 	}
 	if fisher == FisherExact {
-		return nat, exactBC(bv, cv, g, nat, damping)
+		return nat, exactBC(bv, cv, w, kappa, g, nat, damping)
 	}
 	// deepGLM: F_bc dropped, F_bb⁻¹ ≈ Σ/(2(1 − α)) = (1/2 + 1/(2κ))Σ, F_cc = 2(diag(y) + xxᵀ) by Sherman–Morrison.
 	alpha := 1 / (1 + kappa)
@@ -304,16 +309,10 @@ func nagvacNatural(fisher string, damping float64, bv, cv, g []float64, kappa fl
 // exactBC writes the (b, c) part of F⁻¹g into nat[d:] by a Cholesky solve of the exact 2d×2d Fisher block. With
 // A = Σ⁻¹ and u = Ab, the entries ½tr(A ∂ᵢΣ A ∂ⱼΣ) for ∂Σ/∂b_k = e_kbᵀ + be_kᵀ and ∂Σ/∂c_k = 2c_k e_ke_kᵀ are
 // F_bb = (1 − α)A + uuᵀ (bᵀAb = 1 − α), F_bc[k, l] = 2c_l A_kl u_l, F_cc[k, l] = 2c_k c_l A_kl² (notes 6.1).
-func exactBC(bv, cv, g, nat []float64, damping float64) error {
+func exactBC(bv, cv, w []float64, kappa float64, g, nat []float64, damping float64) error {
 	d := len(bv)
 	n := 2 * d
-	// A = diag(1/c²) − wwᵀ/(1 + κ), w = b/c² (Woodbury); u = Ab = w/(1 + κ).
-	w := make([]float64, d)
-	kappa := 0.0
-	for i := range w {
-		w[i] = bv[i] / (cv[i] * cv[i])
-		kappa += bv[i] * w[i]
-	}
+	// A = diag(1/c²) − wwᵀ/(1 + κ) with w = b/c² (Woodbury); u = Ab = w/(1 + κ).
 	alpha := 1 / (1 + kappa)
 	a := func(k, l int) float64 {
 		v := -alpha * w[k] * w[l]

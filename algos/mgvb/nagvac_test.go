@@ -74,24 +74,23 @@ func TestNAGVACFisherForms(t *testing.T) {
 		c.FillNormal(bv)
 		c.Advance(d).FillNormal(g)
 		c.Advance(4 * d).FillUniform(cv)
-		kappa := 0.0
 		for i := range cv {
 			cv[i] = 0.3 + cv[i]
-			kappa += bv[i] * bv[i] / (cv[i] * cv[i])
 		}
+		w, kappa := factorWeights(bv, cv)
 		f := fisherByTrace(t, bv, cv)
 		var want mat.VecDense
 		if err := want.SolveVec(f, mat.NewVecDense(2*d, append([]float64(nil), g[d:]...))); err != nil {
 			t.Fatal(err)
 		}
-		exact, err := nagvacNatural(FisherExact, 0, bv, cv, g, kappa)
+		exact, err := nagvacNatural(FisherExact, 0, bv, cv, w, kappa, g)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if e := relDiff(exact[d:], want.RawVector().Data); e > 1e-10 {
 			t.Errorf("d = %d: exact (b, c) natural gradient off F⁻¹g by %.2e", d, e)
 		}
-		approx, err := nagvacNatural(FisherDeepGLM, 0, bv, cv, g, kappa)
+		approx, err := nagvacNatural(FisherDeepGLM, 0, bv, cv, w, kappa, g)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,8 +3,11 @@ package rcg
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/geovb/geovb/models/nfa"
 )
 
 // FollowRCG reruns exactly RCG's misses, and a rerun retraces its first run bit for bit before going on: the runs
@@ -49,5 +52,40 @@ func TestSweepFollowRCG(t *testing.T) {
 	s.CapFactor = 0
 	if _, err := SweepNFA(s); !errors.Is(err, ErrBadInput) {
 		t.Errorf("following without the others' cap: %v, want ErrBadInput", err)
+	}
+}
+
+// TestNFAHierarchicalFit fits NFA-SYN (T = 200, d = 3, H = 10, Gauss–Hermite) with the ARD and hierarchical priors
+// of notes §4.2.2 by RCG to convergence. The data's 21 channels share the noise std 0.1 (nfa.Observe); the noise
+// group's mean node learns it (e^{m̄_vn} within 10 % of 0.1) and its log-std node finds the channels alike
+// (e^{v̄_vn} < 0.1, a spread of the log-stds below 10 %). F falls from its initial value.
+func TestNFAHierarchicalFit(t *testing.T) {
+	const T = 200
+	m, err := nfa.New(nfa.SyntheticNFA(T, 1), T, 21, nfa.Config{D: 3, H: 10, Moments: nfa.GaussHermite, ARD: true,
+		Hierarchical: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x0, err := m.Init(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	F0 := m.Value(x0)
+	tr, err := RunNFA(m, 1, "RCG", 1e-5*T/80, 5, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := slices.Index(m.GroupNames(), "v_n")
+	if k < 0 {
+		t.Fatalf("no noise group in %v", m.GroupNames())
+	}
+	noise, spread := math.Exp(m.TopMean[2*k]), math.Exp(m.TopMean[2*k+1])
+	t.Logf("%d iterations (%s), F %.4f → %.4f; noise std %.4f, log-std spread %.4f", tr.Iters, tr.Reason, F0, tr.Final,
+		noise, spread)
+	if tr.Reason != "converged" || !(tr.Final < F0) {
+		t.Errorf("run %s, F %v → %v", tr.Reason, F0, tr.Final)
+	}
+	if math.Abs(noise-0.1) > 0.01 || spread >= 0.1 {
+		t.Errorf("noise group: std e^{m̄} = %v (want 0.1 ± 0.01), spread e^{v̄} = %v (want < 0.1)", noise, spread)
 	}
 }

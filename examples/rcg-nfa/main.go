@@ -25,9 +25,12 @@ func main() {
 	eps := flag.Float64("eps", 0, "convergence threshold on |ΔF| over 5 iterations (0: 1e-5·T/80)")
 	follow := flag.Bool("follow", false,
 		"rerun RCG's runs that missed the target within -rcgcap, with the others' budget (-cap), for a third p-value")
+	ard := flag.Bool("ard", false, "ARD priors on the weight-matrix columns (notes §4.2.2)")
+	hier := flag.Bool("hier", false, "hierarchical priors of the biases and log-stds (notes §4.2.2)")
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,
-		RCGCap: *rcgCap, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow, SVG: *svg}); err != nil {
+		RCGCap: *rcgCap, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
+		ARD: *ard, Hierarchical: *hier, SVG: *svg}); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -6,8 +6,8 @@
 // hyperparameters is hand-written reverse mode. The model is an rcg.Objective (Dim, Value, Grad, NatGrad, Update,
 // State, SetState; it does not import algos/rcg, which adapts it) over the means (sources/states and
 // weights); variances follow the fixed point (13) and the noise hyperparameters a VB-EM-type Newton update
-// between steps (notes §4.2.6), and so do the ARD weight log-stds when Config.ARD is set. See docs/rcg.md for the
-// deviations (no hierarchical priors of the bias means, variances and ARD log-stds).
+// between steps (notes §4.2.6), and so do the ARD weight log-stds when Config.ARD is set and the top-level nodes of
+// the hierarchical priors when Config.Hierarchical is (hierarchy.go). See docs/rcg.md for the deviations.
 package nfa
 
 import (
@@ -26,9 +26,14 @@ type Config struct {
 	GHOrder int     // quadrature nodes for GaussHermite; 0 means 10
 	// ARD gives the weights Φ ∈ {B, C, D} the priors Φ_ij ~ N(0, e^{2v_Φj}), one latent log-std per column j
 	// (notes §4.2.2, eqs. 92–96): the columns of B for f (its hidden units), of C (state components) and D (hidden
-	// units) for g. Each v_Φj has q = N(v̄, ṽ) under the vague N(0, 100²) prior [I: no hierarchical m_vΦ, v_vΦ]
-	// and is updated between steps like the noise log-stds. Without ARD every weight has the N(0, 1) prior.
+	// units) for g. Each v_Φj has q = N(v̄, ṽ) under the vague N(0, 100²) prior (or, with Hierarchical, under
+	// N(m_vΦ, e^{2v_vΦ}) shared by the columns of Φ) and is updated between steps like the noise log-stds. Without
+	// ARD every weight has the N(0, 1) prior.
 	ARD bool
+	// Hierarchical gives the biases, the noise log-stds and (with ARD) the ARD log-stds the hierarchical priors of
+	// notes §4.2.2: the members of each group share a latent mean and log-std, whose posteriors are updated between
+	// steps (hierarchy.go). Without it those priors are fixed: N(0, 1) for the biases, N(0, 100²) for the log-stds.
+	Hierarchical bool
 }
 
 const (
@@ -58,6 +63,13 @@ type Model struct {
 	VmMean, VmVar []float64 // q of the process noise log-stds v_m (d; NSSM)
 	// q of the ARD log-stds v_Φ (Config.ARD): the columns of B, then (NSSM) of C and of D.
 	VPhiMean, VPhiVar []float64
+	// q of the hierarchy's nodes (Config.Hierarchical): group k (GroupNames) has its mean node at index 2k and its
+	// log-std node at 2k+1.
+	TopMean, TopVar []float64
+
+	groups                []hgroup
+	hier                  [nsrc][]int // group of each child per source, −1 for none; nil without the hierarchy
+	topCnt, topDiff, topE []float64   // per group: children, and Σ(γ̄ − m̄), ΣE of the last evaluation
 
 	ardF, ardG []int     // ARD group of each f and g weight, −1 for the fixed N(0, 1) prior
 	phiE, phiM []float64 // per ARD group: Σ(Φ̄² + Φ̃) of the last evaluation, and the number of weights
@@ -82,6 +94,8 @@ type Grad struct {
 	VmMean, VmVar []float64
 	VPhiMean      []float64 // Config.ARD
 	VPhiVar       []float64
+	TopMean       []float64 // Config.Hierarchical
+	TopVar        []float64
 }
 
 // New returns a model of the T×p data X with cfg. Errors: d, H < 1, T < 2, non-finite data.
@@ -137,6 +151,10 @@ func New(X []float64, T, P int, cfg Config) (*Model, error) {
 			}
 		}
 	}
+	if cfg.Hierarchical {
+		m.buildHierarchy()
+		m.initTop()
+	}
 	m.newChunks()
 	m.grad = m.NewGrad()
 	return m, nil
@@ -187,6 +205,9 @@ func (m *Model) NewGrad() *Grad {
 	if m.VPhiMean != nil {
 		gr.VPhiMean, gr.VPhiVar = make([]float64, len(m.VPhiMean)), make([]float64, len(m.VPhiVar))
 	}
+	if m.TopMean != nil {
+		gr.TopMean, gr.TopVar = make([]float64, len(m.TopMean)), make([]float64, len(m.TopVar))
+	}
 	return gr
 }
 
@@ -233,7 +254,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 	d, T := m.Cfg.D, m.T
 	dyn := m.Cfg.Dynamic
 	sm, wf, wg := m.split(x)
-	if !allPositive(m.WVarF, m.VnVar, m.VPhiVar) || dyn && !allPositive(m.Ring, m.WVarG, m.VmVar) || !dyn && !allPositive(m.SVar) {
+	if !allPositive(m.WVarF, m.VnVar, m.VPhiVar, m.TopVar) || dyn && !allPositive(m.Ring, m.WVarG, m.VmVar) || !dyn && !allPositive(m.SVar) {
 		m.last.ok = false
 		return math.NaN()
 	}
@@ -253,7 +274,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 	var gsm, gwf, gwg, gwvf, gwvg, gsTil []float64
 	if gr != nil {
 		for _, v := range [][]float64{gr.Mean, gr.SVar, gr.Ring, gr.Breve, gr.WVarF, gr.WVarG, gr.VnMean, gr.VnVar,
-			gr.VmMean, gr.VmVar, gr.VPhiMean, gr.VPhiVar} {
+			gr.VmMean, gr.VmVar, gr.VPhiMean, gr.VPhiVar, gr.TopMean, gr.TopVar} {
 			clear(v)
 		}
 		gsm, gwf, gwg = m.split(gr.Mean)
@@ -290,12 +311,25 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 		prior0(0)
 	}
 	// Weight priors and their entropies: N(0, 1), or with ARD N(0, e^{2v_Φj}) by eq. (101) with a zero mean,
-	// E{−log p(Φ_ij)} = ½log 2π + v̄_j + ½(Φ̄² + Φ̃)e^{2ṽ_j−2v̄_j}.
+	// E{−log p(Φ_ij)} = ½log 2π + v̄_j + ½(Φ̄² + Φ̃)e^{2ṽ_j−2v̄_j}; with the hierarchy the biases' group priors.
 	psiPhi := psi(m.VPhiMean, m.VPhiVar)
 	clear(m.phiE)
-	weights := func(w, wv, gw, gwv []float64, grp []int) {
+	clear(m.topDiff)
+	clear(m.topE)
+	weights := func(w, wv, gw, gwv []float64, grp []int, src hsrc) {
 		var ft float64
 		for i := range w {
+			if pr, k := m.childPrior(src, i, prior{}); k >= 0 {
+				c, e := pr.cost(w[i], wv[i])
+				ft += c - 0.5*math.Log(2*math.Pi*math.E*wv[i])
+				m.topDiff[k] += w[i] - pr.m
+				m.topE[k] += e
+				if gr != nil {
+					gw[i] += (w[i] - pr.m) * pr.psi
+					gwv[i] += 0.5*pr.psi - 0.5/wv[i]
+				}
+				continue
+			}
 			e, vm, psi := w[i]*w[i]+wv[i], 0.0, 1.0
 			if grp != nil && grp[i] >= 0 {
 				k := grp[i]
@@ -310,28 +344,36 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 		}
 		F.add(ft)
 	}
-	weights(wf, m.WVarF, gwf, gwvf, m.ardF)
+	weights(wf, m.WVarF, gwf, gwvf, m.ardF, srcF)
 	if dyn {
-		weights(wg, m.WVarG, gwg, gwvg, m.ardG)
+		weights(wg, m.WVarG, gwg, gwvg, m.ardG, srcG)
 	}
-	// Noise log-stds with the vague prior N(0, 100²), eq. (100)–(101) at the top level.
-	hyper := func(vm, vv, sumE []float64, cnt func(int) float64, psi []float64, gm, gv []float64) {
+	// Noise log-stds with the vague prior N(0, 100²) (with the hierarchy their group's prior), eqs. (100)–(101).
+	hyper := func(src hsrc, vm, vv, sumE []float64, cnt func(int) float64, psi []float64, gm, gv []float64) {
 		var ft float64
 		for i := range vm {
-			ft += 0.5*(log2pi-math.Log(hyperPrec)) + 0.5*hyperPrec*(vm[i]*vm[i]+vv[i]) - 0.5*math.Log(2*math.Pi*math.E*vv[i])
+			pr, k := m.childPrior(src, i, vague)
+			c, e := pr.cost(vm[i], vv[i])
+			ft += c - 0.5*math.Log(2*math.Pi*math.E*vv[i])
+			if k >= 0 {
+				m.topDiff[k] += vm[i] - pr.m
+				m.topE[k] += e
+			}
 			if gr != nil {
-				gm[i] = cnt(i) - sumE[i]*psi[i] + hyperPrec*vm[i]
-				gv[i] = sumE[i]*psi[i] + 0.5*hyperPrec - 0.5/vv[i]
+				gm[i] = cnt(i) - sumE[i]*psi[i] + pr.psi*(vm[i]-pr.m)
+				gv[i] = sumE[i]*psi[i] + 0.5*pr.psi - 0.5/vv[i]
 			}
 		}
 		F.add(ft)
 	}
-	hyper(m.VnMean, m.VnVar, m.obsE, func(int) float64 { return float64(T) }, psiN, gr.vnMean(), gr.vnVar())
+	hyper(srcVn, m.VnMean, m.VnVar, m.obsE, func(int) float64 { return float64(T) }, psiN, gr.vnMean(), gr.vnVar())
 	if dyn {
-		hyper(m.VmMean, m.VmVar, m.stE, func(int) float64 { return float64(T - 1) }, psiM, gr.vmMean(), gr.vmVar())
+		hyper(srcVm, m.VmMean, m.VmVar, m.stE, func(int) float64 { return float64(T - 1) }, psiM, gr.vmMean(), gr.vmVar())
 	}
-	// ARD log-stds v_Φ with the same vague prior; their children are the weights of each column.
-	hyper(m.VPhiMean, m.VPhiVar, m.phiE, func(k int) float64 { return m.phiM[k] }, psiPhi, gr.vPhiMean(), gr.vPhiVar())
+	// ARD log-stds v_Φ with the same prior; their children are the weights of each column.
+	hyper(srcPhi, m.VPhiMean, m.VPhiVar, m.phiE, func(k int) float64 { return m.phiM[k] }, psiPhi, gr.vPhiMean(), gr.vPhiVar())
+	// The hierarchy's top-level nodes.
+	F.add(m.topTerms(gr))
 	// Source entropies, eq. (98).
 	var ent float64
 	if dyn {

@@ -24,13 +24,19 @@ func smallModelARD(t *testing.T, dyn bool, mo Moments, ard bool, seed uint64) (*
 // smallModelT is smallModelARD with T time steps.
 func smallModelT(t *testing.T, T int, dyn bool, mo Moments, ard bool, seed uint64) (*Model, []float64) {
 	t.Helper()
+	return smallModelCfg(t, T, Config{Dynamic: dyn, D: 2, H: 3, HG: 3, Moments: mo, GHOrder: 8, ARD: ard}, seed)
+}
+
+// smallModelCfg is smallModelT with any configuration (p = 4).
+func smallModelCfg(t *testing.T, T int, cfg Config, seed uint64) (*Model, []float64) {
+	t.Helper()
 	const P = 4
 	r := rand.New(rng.NewSource(seed, 1))
 	X := make([]float64, T*P)
 	for i := range X {
 		X[i] = r.NormFloat64()
 	}
-	m, err := New(X, T, P, Config{Dynamic: dyn, D: 2, H: 3, HG: 3, Moments: mo, GHOrder: 8, ARD: ard})
+	m, err := New(X, T, P, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +44,7 @@ func smallModelT(t *testing.T, T int, dyn bool, mo Moments, ard bool, seed uint6
 	for i := range x {
 		x[i] = 0.7 * r.NormFloat64()
 	}
-	for _, v := range [][]float64{m.SVar, m.Ring, m.WVarF, m.WVarG, m.VnVar, m.VmVar, m.VPhiVar} {
+	for _, v := range [][]float64{m.SVar, m.Ring, m.WVarF, m.WVarG, m.VnVar, m.VmVar, m.VPhiVar, m.TopVar} {
 		for i := range v {
 			v[i] = 0.05 + 0.3*r.Float64()
 		}
@@ -46,7 +52,7 @@ func smallModelT(t *testing.T, T int, dyn bool, mo Moments, ard bool, seed uint6
 	for i := range m.Breve {
 		m.Breve[i] = 1.6*r.Float64() - 0.8
 	}
-	for _, v := range [][]float64{m.VnMean, m.VmMean, m.VPhiMean} {
+	for _, v := range [][]float64{m.VnMean, m.VmMean, m.VPhiMean, m.TopMean} {
 		for i := range v {
 			v[i] = 0.3 * r.NormFloat64()
 		}
@@ -56,20 +62,23 @@ func smallModelT(t *testing.T, T int, dyn bool, mo Moments, ard bool, seed uint6
 
 // TestGradientsFiniteDifferences is acceptance test 6 for NFA and NSSM: central differences (h = 1e-6, relative
 // for variances) of F against the analytic gradient with respect to every mean, variance, chain parameter and
-// hyperparameter (the ARD log-stds included, with ARD on), with the Taylor and the Gauss–Hermite moments, at T = 7
+// hyperparameter (the ARD log-stds and the hierarchy's nodes included, when on), with the Taylor and the Gauss–Hermite moments, at T = 7
 // (one block of eval's time steps) and at T = 2·chunkLen + 3 (three blocks, so the transitions across block
 // boundaries are checked). Error measure |a − fd| / max(|fd|, 1); gate 1e-5.
 func TestGradientsFiniteDifferences(t *testing.T) {
 	for _, c := range []struct {
-		T        int
-		dyn, ard bool
-		mo       Moments
-	}{{7, false, false, Taylor}, {7, false, false, GaussHermite}, {7, true, false, Taylor}, {7, true, false, GaussHermite},
-		{7, false, true, GaussHermite}, {7, true, true, Taylor}, {7, true, true, GaussHermite},
-		{2*chunkLen + 3, false, false, GaussHermite}, {2*chunkLen + 3, true, false, GaussHermite},
-		{2*chunkLen + 3, true, true, Taylor}} {
+		T              int
+		dyn, ard, hier bool
+		mo             Moments
+	}{{7, false, false, false, Taylor}, {7, false, false, false, GaussHermite}, {7, true, false, false, Taylor},
+		{7, true, false, false, GaussHermite}, {7, false, true, false, GaussHermite}, {7, true, true, false, Taylor},
+		{7, true, true, false, GaussHermite}, {7, false, false, true, GaussHermite}, {7, false, true, true, Taylor},
+		{7, true, false, true, Taylor}, {7, true, true, true, GaussHermite},
+		{2*chunkLen + 3, false, false, false, GaussHermite}, {2*chunkLen + 3, true, false, false, GaussHermite},
+		{2*chunkLen + 3, true, true, false, Taylor}, {2*chunkLen + 3, true, true, true, GaussHermite}} {
 		dyn, mo := c.dyn, c.mo
-		m, x := smallModelT(t, c.T, dyn, mo, c.ard, 3)
+		m, x := smallModelCfg(t, c.T, Config{Dynamic: dyn, D: 2, H: 3, HG: 3, Moments: mo, GHOrder: 8, ARD: c.ard,
+			Hierarchical: c.hier}, 3)
 		if n := len(m.chunks); n != (c.T+chunkLen-1)/chunkLen {
 			t.Fatalf("T = %d: %d blocks", c.T, n)
 		}
@@ -109,11 +118,30 @@ func TestGradientsFiniteDifferences(t *testing.T) {
 		check("VmVar", m.VmVar, gr.VmVar, true)
 		check("VPhiMean", m.VPhiMean, gr.VPhiMean, false)
 		check("VPhiVar", m.VPhiVar, gr.VPhiVar, true)
-		t.Logf("T=%d dynamic=%v ARD=%v %v: worst relative error %.2g (%s)", c.T, dyn, c.ard, mo, worst, where)
+		check("TopMean", m.TopMean, gr.TopMean, false)
+		check("TopVar", m.TopVar, gr.TopVar, true)
+		if c.hier != (len(m.TopMean) > 0) {
+			t.Fatalf("hierarchical=%v: %d top-level nodes", c.hier, len(m.TopMean))
+		}
+		t.Logf("T=%d dynamic=%v ARD=%v hierarchical=%v %v: worst relative error %.2g (%s)", c.T, dyn, c.ard, c.hier, mo,
+			worst, where)
 		if worst > 1e-5 {
-			t.Errorf("T=%d dynamic=%v ARD=%v %v: gradient error %.3g in %s", c.T, dyn, c.ard, mo, worst, where)
+			t.Errorf("T=%d dynamic=%v ARD=%v hierarchical=%v %v: gradient error %.3g in %s", c.T, dyn, c.ard, c.hier, mo,
+				worst, where)
 		}
 	}
+}
+
+// centralDiff returns the central difference (F(p + h) − F(p − h))/2h of m's free energy at means x in the parameter
+// *p, which it leaves as it found it.
+func centralDiff(m *Model, x []float64, p *float64, h float64) float64 {
+	old := *p
+	*p = old + h
+	fp := m.FreeEnergy(x)
+	*p = old - h
+	fm := m.FreeEnergy(x)
+	*p = old
+	return (fp - fm) / (2 * h)
 }
 
 // TestGHNodes checks the quadrature against the Gaussian moments E z^k = (k−1)!! (exact up to degree 2n−1).
@@ -247,7 +275,7 @@ func TestHyperNewton(t *testing.T) {
 		m, x := smallModel(t, dyn, GaussHermite, 7)
 		F0 := m.FreeEnergy(x)
 		m.eval(x, nil)
-		m.updateHyper()
+		m.updateHyper(x)
 		F1 := m.FreeEnergy(x)
 		gr := m.NewGrad()
 		m.Gradient(gr, x)
@@ -289,7 +317,7 @@ func TestARDHyperUpdate(t *testing.T) {
 	for _, dyn := range []bool{false, true} {
 		m, x := smallModelARD(t, dyn, GaussHermite, true, 11)
 		F0 := m.FreeEnergy(x)
-		m.updateHyper() // uses the sums of the last evaluation (FreeEnergy above)
+		m.updateHyper(x) // uses the sums of the last evaluation (FreeEnergy above)
 		F1 := m.FreeEnergy(x)
 		if F1 > F0 {
 			t.Errorf("dynamic=%v: ARD update raised F %v → %v", dyn, F0, F1)
@@ -328,15 +356,7 @@ func TestARDHyperUpdate(t *testing.T) {
 			if r := w*(2*e+hyperPrec) - 1; math.Abs(r) > 1e-9 {
 				t.Errorf("dynamic=%v column %d: ṽ(2Sψ + 10⁻⁴) − 1 = %v", dyn, j, r)
 			}
-			fd := func(p *float64, h float64) float64 {
-				old := *p
-				*p = old + h
-				fp := m.FreeEnergy(x)
-				*p = old - h
-				fm := m.FreeEnergy(x)
-				*p = old
-				return (fp - fm) / (2 * h)
-			}
+			fd := func(p *float64, h float64) float64 { return centralDiff(m, x, p, h) }
 			if g := fd(&m.VPhiMean[j], 1e-5); math.Abs(g) > 1e-6*M[j] {
 				t.Errorf("dynamic=%v column %d: FD ∂F/∂v̄ = %v", dyn, j, g)
 			}

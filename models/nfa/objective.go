@@ -56,7 +56,7 @@ func (m *Model) Update(x []float64) error {
 	if !m.last.at(x, m.keyParts()) {
 		F0 = m.eval(x, nil)
 	}
-	m.updateHyper()
+	m.updateHyper(x)
 	F1 := m.eval(x, m.grad)
 	if !(F1 <= F0+1e-12*math.Abs(F0)) || math.IsNaN(F1) {
 		m.SetState(saved)
@@ -133,23 +133,31 @@ func (m *Model) fixedPoint(gr *Grad) {
 }
 
 // updateHyper sets q(v) of every noise log-std (and ARD log-std) from the squared-error sums of the last evaluation
-// (notes §4.2.6): C(v̄, ṽ) = M v̄ + ½ S e^{2ṽ−2v̄} + ½·10⁻⁴(v̄² + ṽ) − ½ log ṽ, convex in v̄ (Newton) and with the
-// fixed point ṽ = 1/(2S e^{2ṽ−2v̄} + 10⁻⁴).
-func (m *Model) updateHyper() {
+// (notes §4.2.6), then (Config.Hierarchical) the hierarchy's nodes from their children at means x.
+func (m *Model) updateHyper(x []float64) {
 	for i := range m.VnMean {
-		newtonLogStd(m.obsE[i], float64(m.T), &m.VnMean[i], &m.VnVar[i])
+		pr, _ := m.childPrior(srcVn, i, vague)
+		newtonLogStd(m.obsE[i], float64(m.T), pr, &m.VnMean[i], &m.VnVar[i])
 	}
 	if m.Cfg.Dynamic {
 		for i := range m.VmMean {
-			newtonLogStd(m.stE[i], float64(m.T-1), &m.VmMean[i], &m.VmVar[i])
+			pr, _ := m.childPrior(srcVm, i, vague)
+			newtonLogStd(m.stE[i], float64(m.T-1), pr, &m.VmMean[i], &m.VmVar[i])
 		}
 	}
 	for k := range m.VPhiMean { // ARD: the children of v_Φk are the weights of column k (notes §4.2.6)
-		newtonLogStd(m.phiE[k], m.phiM[k], &m.VPhiMean[k], &m.VPhiVar[k])
+		pr, _ := m.childPrior(srcPhi, k, vague)
+		newtonLogStd(m.phiE[k], m.phiM[k], pr, &m.VPhiMean[k], &m.VPhiVar[k])
+	}
+	if m.groups != nil {
+		m.updateTop(x)
 	}
 }
 
-func newtonLogStd(S, M float64, vm, vv *float64) {
+// newtonLogStd minimises over q(v) = N(v̄, ṽ) the cost of a log-std node with prior pr and M children whose squared
+// errors sum to S (notes §4.2.6): C(v̄, ṽ) = M v̄ + ½ S e^{2ṽ−2v̄} + ½[(v̄ − m)² + ṽ]ψ − ½ log ṽ, convex in v̄ (Newton)
+// and with the fixed point ṽ = 1/(2S e^{2ṽ−2v̄} + ψ); jointly convex, so the stationary point is the minimum.
+func newtonLogStd(S, M float64, pr prior, vm, vv *float64) {
 	if !(S > 0) || math.IsInf(S, 0) {
 		return
 	}
@@ -157,14 +165,18 @@ func newtonLogStd(S, M float64, vm, vv *float64) {
 	for range 50 { // alternate v̄ (Newton) and ṽ (fixed point) to joint stationarity
 		vOld := v
 		a := S * math.Exp(2*w)
-		v = 0.5 * math.Log(a/M) // minimiser without the vague prior, then Newton with it
-		for range 4 {
+		v = 0.5 * math.Log(a/M) // minimiser without the prior, then Newton with it
+		for i := range 100 {
 			e := a * math.Exp(-2*v)
-			v -= (M - e + hyperPrec*v) / (2*e + hyperPrec)
+			step := (M - e + pr.psi*(v-pr.m)) / (2*e + pr.psi)
+			if i >= 4 && math.Abs(step) <= 1e-15*math.Max(1, math.Abs(v)) {
+				break // converged: four steps suffice under the vague prior; a tight prior far away takes more
+			}
+			v -= step
 		}
 		v = math.Max(v, -20) // notes §7.6
 		for range 4 {
-			w = 1 / (2*S*math.Exp(2*w-2*v) + hyperPrec)
+			w = 1 / (2*S*math.Exp(2*w-2*v) + pr.psi)
 		}
 		if math.Abs(v-vOld) < 1e-15*math.Max(1, math.Abs(v)) {
 			break
@@ -204,6 +216,6 @@ func (m *Model) keyParts() [][]float64 { return append(m.stateParts(), m.X) }
 
 func (m *Model) stateParts() [][]float64 {
 	return slices.DeleteFunc([][]float64{m.SVar, m.Ring, m.Breve, m.WVarF, m.WVarG, m.VnMean, m.VnVar, m.VmMean, m.VmVar,
-		m.VPhiMean, m.VPhiVar},
+		m.VPhiMean, m.VPhiVar, m.TopMean, m.TopVar},
 		func(v []float64) bool { return v == nil })
 }

@@ -27,6 +27,8 @@ type Options struct {
 	D, H          int           // state dimension and hidden units (0: 5 and 20)
 	Eps           float64       // convergence threshold (0: 1e-5·T/80)
 	Follow        bool          // rerun RCG's capped misses with the others' budget (rcg.Sweep.FollowRCG)
+	ARD           bool          // ARD priors of the weight-matrix columns (nfa.Config.ARD)
+	Hierarchical  bool          // hierarchical priors (nfa.Config.Hierarchical)
 	SVG           string        // figure path
 }
 
@@ -55,7 +57,8 @@ func Main(o Options) error {
 			return fmt.Errorf("data size %q: %w", f, err)
 		}
 		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, D: o.D, H: o.H, Moments: mo, Eps: o.Eps,
-			Methods: methods, RCGCap: o.RCGCap, CapFactor: o.Cap, FollowRCG: o.Follow}
+			Methods: methods, RCGCap: o.RCGCap, CapFactor: o.Cap, FollowRCG: o.Follow,
+			ARD: o.ARD, Hierarchical: o.Hierarchical}
 		runs, err := rcg.SweepNFA(sw)
 		if err != nil {
 			return err

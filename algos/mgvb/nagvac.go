@@ -8,6 +8,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/rng/qmc"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -28,6 +29,9 @@ type NAGVACConfig struct {
 	// Undamped, the exact natural gradient on German credit drives b onto one coordinate within 500 iterations,
 	// where (b_i, c_i) enter Σ only through b_i² + c_i² and the Fisher is singular; λ = 0.01 avoids it.
 	Damping float64
+	// Draws picks the source of the draws (ε₁, ε₂) of θ = μ + bε₁ + c ⊙ ε₂: PseudoRandom (the default) or RQMC,
+	// S points of a Sobol' set in d + 1 dimensions scrambled afresh every iteration.
+	Draws Draws
 }
 
 // The Fisher forms of NAGVAC's natural gradient (notes 6.1).
@@ -92,6 +96,8 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 		return nil, domainErr("Window", "window %d, patience %d, burn-in %d, max-iter %d must be ≥ 0", cfg.Window, cfg.Patience, cfg.BurnIn, cfg.MaxIter)
 	case !(cfg.Damping >= 0) || math.IsInf(cfg.Damping, 0):
 		return nil, domainErr("Damping", "damping %v must be ≥ 0 and finite", cfg.Damping)
+	case cfg.Draws != PseudoRandom && cfg.Draws != RQMC:
+		return nil, domainErr("Draws", "unknown source of draws %d", cfg.Draws)
 	case cfg.Fisher != "" && cfg.Fisher != FisherDeepGLM && cfg.Fisher != FisherExact:
 		return nil, domainErr("Fisher", "unknown Fisher form %q (want %q or %q)", cfg.Fisher, FisherDeepGLM, FisherExact)
 	case len(mu0) != d || len(b0) != d || len(c0) != d:
@@ -134,15 +140,22 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 	}
 	defer be.Free(lp)
 	hth, hgr, hlp := tensor.NewHost(1, d, S), tensor.NewHost(1, d, S), tensor.NewHost(1, 1, S)
-	e1 := make([]float64, S)
-	e2 := make([]float64, d*S)
+	eps := make([]float64, (d+1)*S) // ε₁ (S), then ε₂ (d rows of S): the rows of a (d+1)-dimensional RQMC set
+	e1, e2 := eps[:S], eps[S:]
 	var draws uint64
 	// grad returns the natural gradient (3d) and the LB estimate at (μ, b, c).
 	grad := func() ([]float64, float64, error) {
-		c := rng.Counter{Seed: cfg.Seed, Stream: 1, Offset: draws * uint64((d+1)*S)}
+		if cfg.Draws == RQMC {
+			c := rng.Counter{Seed: cfg.Seed, Stream: 1, Offset: draws * qmc.WordsPerDim * uint64(d+1)}
+			if err := qmc.Normal(eps, d+1, S, c); err != nil {
+				return nil, 0, err
+			}
+		} else {
+			c := rng.Counter{Seed: cfg.Seed, Stream: 1, Offset: draws * uint64((d+1)*S)}
+			c.FillNormal(e1)
+			c.Advance(S).FillNormal(e2)
+		}
 		draws++
-		c.FillNormal(e1)
-		c.Advance(S).FillNormal(e2)
 		for i := 0; i < d; i++ {
 			for s := 0; s < S; s++ {
 				hth.Set(0, i, s, mu[i]+bv[i]*e1[s]+cv[i]*e2[i*S+s])

@@ -28,7 +28,7 @@ func Open(name string) backend.Backend {
 }
 
 // DrawsUsage is the help text of the -draws flag.
-const DrawsUsage = "MGVB's Monte Carlo draws: prng (Philox normals) or rqmc (scrambled Sobol', as the authors' code)"
+const DrawsUsage = "Monte Carlo draws: prng (Philox normals) or rqmc (scrambled Sobol', as the authors' code)"
 
 // Draws parses the -draws flag.
 func Draws(name string) (mgvb.Draws, error) {

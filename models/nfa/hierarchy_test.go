@@ -164,3 +164,34 @@ func TestNewtonLogStdPrior(t *testing.T) {
 		}
 	}
 }
+
+// TestInitResetsHierarchy: Init puts the hierarchy's nodes back at their start, so runs of one model from Init are
+// independent: the state after Init(3) is the same bit for bit on a fresh model and on one whose nodes have moved.
+func TestInitResetsHierarchy(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		m, _ := smallModelCfg(t, 9, Config{Dynamic: dyn, D: 2, H: 3, HG: 3, Moments: GaussHermite, ARD: true,
+			Hierarchical: true}, 17)
+		fresh, err := m.Init(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := m.State()
+		for i := range m.TopMean {
+			m.TopMean[i] += 0.5
+			m.TopVar[i] *= 3
+		}
+		again, err := m.Init(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := m.State()
+		if len(got) != len(want) || len(again) != len(fresh) {
+			t.Fatalf("dynamic=%v: state lengths %d, %d", dyn, len(got), len(want))
+		}
+		for i := range got {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("dynamic=%v: state[%d] = %v after the nodes moved, %v before", dyn, i, got[i], want[i])
+			}
+		}
+	}
+}

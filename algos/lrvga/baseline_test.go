@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/internal/repro"
@@ -139,14 +140,7 @@ func TestLogisticExtragradVsDense(t *testing.T) {
 }
 
 // relDiff returns ‖a − b‖/‖b‖.
-func relDiff(a, b []float64) float64 {
-	num, den := 0.0, 0.0
-	for i := range a {
-		num += (a[i] - b[i]) * (a[i] - b[i])
-		den += b[i] * b[i]
-	}
-	return math.Sqrt(num / den)
-}
+func relDiff(a, b []float64) float64 { return floats.Distance(a, b, 2) / floats.Norm(b, 2) }
 
 // median returns the median of v (the mean of the two middle values for even length).
 func median(v []float64) float64 {

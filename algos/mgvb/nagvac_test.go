@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
@@ -55,13 +56,9 @@ func fisherByTrace(t *testing.T, bv, cv []float64) *mat.Dense {
 	return f
 }
 
+// relDiff returns ‖got − want‖/‖want‖.
 func relDiff(got, want []float64) float64 {
-	num, den := 0.0, 0.0
-	for i := range got {
-		num += (got[i] - want[i]) * (got[i] - want[i])
-		den += want[i] * want[i]
-	}
-	return math.Sqrt(num / den)
+	return floats.Distance(got, want, 2) / floats.Norm(want, 2)
 }
 
 // TestNAGVACFisherForms checks both natural-gradient forms against the Fisher built from its trace definition:

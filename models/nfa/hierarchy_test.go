@@ -166,7 +166,8 @@ func TestNewtonLogStdPrior(t *testing.T) {
 }
 
 // TestInitResetsHierarchy: Init puts the hierarchy's nodes back at their start, so runs of one model from Init are
-// independent: the state after Init(3) is the same bit for bit on a fresh model and on one whose nodes have moved.
+// independent: the state and the means after Init(3) are the same bit for bit on a fresh model and on one whose
+// nodes have moved.
 func TestInitResetsHierarchy(t *testing.T) {
 	for _, dyn := range []bool{false, true} {
 		m, _ := smallModelCfg(t, 9, Config{Dynamic: dyn, D: 2, H: 3, HG: 3, Moments: GaussHermite, ARD: true,
@@ -185,12 +186,17 @@ func TestInitResetsHierarchy(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := m.State()
-		if len(got) != len(want) || len(again) != len(fresh) {
-			t.Fatalf("dynamic=%v: state lengths %d, %d", dyn, len(got), len(want))
-		}
-		for i := range got {
-			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-				t.Fatalf("dynamic=%v: state[%d] = %v after the nodes moved, %v before", dyn, i, got[i], want[i])
+		for _, c := range []struct {
+			name      string
+			got, want []float64
+		}{{"state", got, want}, {"means", again, fresh}} {
+			if len(c.got) != len(c.want) {
+				t.Fatalf("dynamic=%v: %s of %d values, want %d", dyn, c.name, len(c.got), len(c.want))
+			}
+			for i := range c.got {
+				if math.Float64bits(c.got[i]) != math.Float64bits(c.want[i]) {
+					t.Fatalf("dynamic=%v: %s[%d] = %v after the nodes moved, %v before", dyn, c.name, i, c.got[i], c.want[i])
+				}
 			}
 		}
 	}

@@ -77,8 +77,10 @@ type Sweep struct {
 	// first run and goes on where the cap stopped it, or stops where it stopped on its own, now a miss under the
 	// others' budget. The results go under FollowedRCG, the other runs' traces shared with "RCG".
 	FollowRCG bool
-	// ARD and Hierarchical switch on the model's ARD and hierarchical priors (nfa.Config).
+	// ARD and Hierarchical switch on the model's ARD and hierarchical priors, held fixed for the first HyperDelay
+	// iterations (nfa.Config).
 	ARD, Hierarchical bool
+	HyperDelay        int
 }
 
 // FollowedRCG is the key of SweepNFA's result under which Sweep.FollowRCG puts RCG's runs, the capped misses rerun.
@@ -126,7 +128,7 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 		X = nfa.SyntheticNSSM(s.T, 1)
 	}
 	m, err := nfa.New(X, s.T, 21, nfa.Config{Dynamic: s.Dynamic, D: d, H: h, Moments: s.Moments, ARD: s.ARD,
-		Hierarchical: s.Hierarchical})
+		Hierarchical: s.Hierarchical, HyperDelay: s.HyperDelay})
 	if err != nil {
 		return nil, err
 	}

@@ -118,8 +118,8 @@ func SyntheticNFA(T int, seed uint64) []float64 {
 // PCA of the data (the d leading components, unit variance) plus N(0, 0.1²) noise, f weights N(0, 1/fan-in)
 // (biases 0), g weights near zero (dynamics ≈ identity), variances 0.01 (sources, states) and 1e-4 (weights),
 // breve 0, noise log-stds at log 0.5 with variance 1e-4, ARD log-stds (Config.ARD) at 0 with variance 1e-4, and the
-// hierarchy's nodes (Config.Hierarchical) at the priors of the model without it (initTop), so that every run from
-// Init starts afresh.
+// hierarchy's nodes (Config.Hierarchical) at the priors of the model without it (initTop), and no updates counted
+// (Config.HyperDelay), so that every run from Init starts afresh.
 func (m *Model) Init(seed uint64) ([]float64, error) {
 	d, T, P := m.Cfg.D, m.T, m.P
 	if d > P {
@@ -179,6 +179,7 @@ func (m *Model) Init(seed uint64) ([]float64, error) {
 	fill(m.VnVar, 1e-4)
 	fill(m.VPhiMean, 0) // ARD: start at the unit prior
 	fill(m.VPhiVar, 1e-4)
+	m.updates = 0
 	if m.groups != nil {
 		m.initTop()
 	}

@@ -3,6 +3,7 @@ package nfa
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/geovb/geovb/rng"
@@ -73,7 +74,7 @@ func TestHierarchyUpdate(t *testing.T) {
 		for k := range kids {
 			psi0[k] = math.Exp(2*m.TopVar[2*k+1] - 2*m.TopMean[2*k+1])
 		}
-		m.updateHyper(x)
+		m.updateHyper(x, true)
 		F1 := m.FreeEnergy(x)
 		if F1 > F0 {
 			t.Errorf("dynamic=%v: hyperparameter stage raised F %v → %v", dyn, F0, F1)
@@ -102,7 +103,7 @@ func TestHierarchyUpdate(t *testing.T) {
 		prev := F1
 		for i := range 300 {
 			m.FreeEnergy(x) // the squared-error sums the stage reads
-			m.updateHyper(x)
+			m.updateHyper(x, true)
 			F := m.FreeEnergy(x)
 			if F > prev+1e-12*math.Abs(prev) {
 				t.Fatalf("dynamic=%v: stage %d raised F %v → %v", dyn, i, prev, F)
@@ -198,6 +199,68 @@ func TestInitResetsHierarchy(t *testing.T) {
 					t.Fatalf("dynamic=%v: %s[%d] = %v after the nodes moved, %v before", dyn, c.name, i, c.got[i], c.want[i])
 				}
 			}
+		}
+	}
+}
+
+// TestHyperDelay checks Config.HyperDelay on NFA and NSSM with ARD and the hierarchy, from Init:
+//   - with a delay of 3, the first 3 calls of Update leave the ARD log-stds and the hierarchy's nodes at their
+//     initial bits while the noise log-stds move; the 4th call moves both;
+//   - with a negative delay the first call moves them, and the zero value waits DefaultHyperDelay calls;
+//   - the count travels with State: a model resumed by SetState after 2 calls and one run through without a break
+//     hold the same state bit for bit after 6 calls.
+func TestHyperDelay(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		model := func(delay int) (*Model, []float64) {
+			m, _ := smallModelCfg(t, 9, Config{Dynamic: dyn, D: 2, H: 3, HG: 3, Moments: GaussHermite, GHOrder: 8,
+				ARD: true, Hierarchical: true, HyperDelay: delay}, 23)
+			x, err := m.Init(5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m, x
+		}
+		held := func(m *Model) []float64 { return slices.Concat(m.VPhiMean, m.VPhiVar, m.TopMean, m.TopVar) }
+		update := func(m *Model, x []float64, n int) {
+			for range n {
+				if err := m.Update(x); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// movedAfter returns the first Update call (1-based) after which the held parameters differ from their
+		// initial bits, looking at most limit calls ahead; 0 if they never moved.
+		movedAfter := func(delay, limit int) int {
+			m, x := model(delay)
+			start, noise := held(m), slices.Clone(m.VnMean)
+			for k := 1; k <= limit; k++ {
+				update(m, x, 1)
+				if !sameBits(held(m), start) {
+					return k
+				}
+				if k == 1 && sameBits(m.VnMean, noise) {
+					t.Errorf("dynamic=%v delay=%d: the noise log-stds did not move in the first update", dyn, delay)
+				}
+			}
+			return 0
+		}
+		for _, c := range []struct{ delay, limit, want int }{{3, 6, 4}, {-1, 3, 1}, {0, DefaultHyperDelay + 1,
+			DefaultHyperDelay + 1}} {
+			if got := movedAfter(c.delay, c.limit); got != c.want {
+				t.Errorf("dynamic=%v delay=%d: priors first moved in update %d, want %d", dyn, c.delay, got, c.want)
+			}
+		}
+		whole, x := model(3)
+		update(whole, x, 6)
+		first, x1 := model(3)
+		update(first, x1, 2)
+		resumed, x2 := model(3)
+		if err := resumed.SetState(first.State()); err != nil {
+			t.Fatal(err)
+		}
+		update(resumed, x2, 4)
+		if !sameBits(resumed.State(), whole.State()) {
+			t.Errorf("dynamic=%v: state after 2 + 4 updates across SetState differs from 6 in one run", dyn)
 		}
 	}
 }

@@ -34,7 +34,17 @@ type Config struct {
 	// notes §4.2.2: the members of each group share a latent mean and log-std, whose posteriors are updated between
 	// steps (hierarchy.go). Without it those priors are fixed: N(0, 1) for the biases, N(0, 100²) for the log-stds.
 	Hierarchical bool
+	// HyperDelay is the number of between-step updates (Update calls after Init, one per iteration of every rcg
+	// method) during which the ARD log-stds and the hierarchy's nodes stay at their initial values; the noise
+	// log-stds adapt from the start. [I] Without it RCG's fast first steps prune the dynamics early: q(v_Φ) follows
+	// weights still fitted to the initial states and switches off every hidden unit of g, a poor local optimum
+	// (docs/rcg.md, "ARD pruning"); the NLFA tradition holds hyperparameters fixed for the first 100 sweeps. 0 takes
+	// DefaultHyperDelay, a negative value none. Only ARD and Hierarchical models are affected.
+	HyperDelay int
 }
+
+// DefaultHyperDelay is the HyperDelay a zero Config field takes.
+const DefaultHyperDelay = 100
 
 const (
 	log2pi    = 1.8378770664093453 // log 2π
@@ -82,6 +92,7 @@ type Model struct {
 	last            lastEval // the last evaluation's point and F (steps.go)
 	evals           int      // evaluations of F so far
 	fpRejected      int
+	updates         int // Update calls since Init (Config.HyperDelay)
 }
 
 // Grad is the gradient of F with respect to every posterior parameter (entropy terms included).

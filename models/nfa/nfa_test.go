@@ -275,7 +275,7 @@ func TestHyperNewton(t *testing.T) {
 		m, x := smallModel(t, dyn, GaussHermite, 7)
 		F0 := m.FreeEnergy(x)
 		m.eval(x, nil)
-		m.updateHyper(x)
+		m.updateHyper(x, true)
 		F1 := m.FreeEnergy(x)
 		gr := m.NewGrad()
 		m.Gradient(gr, x)
@@ -317,7 +317,7 @@ func TestARDHyperUpdate(t *testing.T) {
 	for _, dyn := range []bool{false, true} {
 		m, x := smallModelARD(t, dyn, GaussHermite, true, 11)
 		F0 := m.FreeEnergy(x)
-		m.updateHyper(x) // uses the sums of the last evaluation (FreeEnergy above)
+		m.updateHyper(x, true) // uses the sums of the last evaluation (FreeEnergy above)
 		F1 := m.FreeEnergy(x)
 		if F1 > F0 {
 			t.Errorf("dynamic=%v: ARD update raised F %v → %v", dyn, F0, F1)

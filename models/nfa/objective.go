@@ -1,6 +1,7 @@
 package nfa
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -51,12 +52,17 @@ func (m *Model) NatGrad(dst, g, x []float64) {
 // F(θ̃_old + λ(θ̃_fp − θ̃_old)) ≤ F(θ̃_old) is kept, else the old variances (FixedPointRejected counts those).
 func (m *Model) Update(x []float64) error {
 	saved := m.State()
+	defer func() { m.updates++ }() // after every SetState below, which restore the count with the rest
 	// F0 and the squared-error sums obsE, stE, phiE of the last evaluation, repeated only if that was elsewhere.
 	F0 := m.last.F
 	if !m.last.at(x, m.keyParts()) {
 		F0 = m.eval(x, nil)
 	}
-	m.updateHyper(x)
+	delay := m.Cfg.HyperDelay
+	if delay == 0 {
+		delay = DefaultHyperDelay
+	}
+	m.updateHyper(x, m.updates >= delay)
 	F1 := m.eval(x, m.grad)
 	if !(F1 <= F0+1e-12*math.Abs(F0)) || math.IsNaN(F1) {
 		m.SetState(saved)
@@ -132,9 +138,10 @@ func (m *Model) fixedPoint(gr *Grad) {
 	}
 }
 
-// updateHyper sets q(v) of every noise log-std (and ARD log-std) from the squared-error sums of the last evaluation
-// (notes §4.2.6), then (Config.Hierarchical) the hierarchy's nodes from their children at means x.
-func (m *Model) updateHyper(x []float64) {
+// updateHyper sets q(v) of every noise log-std from the squared-error sums of the last evaluation (notes §4.2.6),
+// and when all is set those of the ARD log-stds, then (Config.Hierarchical) the hierarchy's nodes from their
+// children at means x.
+func (m *Model) updateHyper(x []float64, all bool) {
 	for i := range m.VnMean {
 		pr, _ := m.childPrior(srcVn, i, vague)
 		newtonLogStd(m.obsE[i], float64(m.T), pr, &m.VnMean[i], &m.VnVar[i])
@@ -144,6 +151,9 @@ func (m *Model) updateHyper(x []float64) {
 			pr, _ := m.childPrior(srcVm, i, vague)
 			newtonLogStd(m.stE[i], float64(m.T-1), pr, &m.VmMean[i], &m.VmVar[i])
 		}
+	}
+	if !all {
+		return
 	}
 	for k := range m.VPhiMean { // ARD: the children of v_Φk are the weights of column k (notes §4.2.6)
 		pr, _ := m.childPrior(srcPhi, k, vague)
@@ -185,13 +195,14 @@ func newtonLogStd(S, M float64, pr prior, vm, vv *float64) {
 	*vm, *vv = v, w
 }
 
-// State returns a copy of every posterior parameter except the means (rcg.Stateful).
+// State returns a copy of every posterior parameter except the means, and last the number of Update calls since
+// Init (Config.HyperDelay) (rcg.Stateful).
 func (m *Model) State() []float64 {
 	var s []float64
 	for _, v := range m.stateParts() {
 		s = append(s, v...)
 	}
-	return s
+	return append(s, float64(m.updates))
 }
 
 // SetState restores what State returned (rcg.Stateful).
@@ -200,9 +211,10 @@ func (m *Model) SetState(s []float64) error {
 	for _, v := range m.stateParts() {
 		n += len(v)
 	}
-	if len(s) != n {
-		return ErrBadInput
+	if len(s) != n+1 || !(s[n] >= 0 && s[n] == math.Trunc(s[n]) && s[n] <= math.MaxInt32) {
+		return fmt.Errorf("%w: state of %d values, want %d ending in a count of updates", ErrBadInput, len(s), n+1)
 	}
+	m.updates = int(s[n])
 	for _, v := range m.stateParts() {
 		copy(v, s)
 		s = s[len(v):]

@@ -29,6 +29,7 @@ type Options struct {
 	Follow        bool          // rerun RCG's capped misses with the others' budget (rcg.Sweep.FollowRCG)
 	ARD           bool          // ARD priors of the weight-matrix columns (nfa.Config.ARD)
 	Hierarchical  bool          // hierarchical priors (nfa.Config.Hierarchical)
+	HyperDelay    int           // iterations before the ARD and hierarchical priors adapt (nfa.Config.HyperDelay)
 	SVG           string        // figure path
 }
 
@@ -58,7 +59,7 @@ func Main(o Options) error {
 		}
 		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, D: o.D, H: o.H, Moments: mo, Eps: o.Eps,
 			Methods: methods, RCGCap: o.RCGCap, CapFactor: o.Cap, FollowRCG: o.Follow,
-			ARD: o.ARD, Hierarchical: o.Hierarchical}
+			ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay}
 		runs, err := rcg.SweepNFA(sw)
 		if err != nil {
 			return err

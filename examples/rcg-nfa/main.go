@@ -27,7 +27,7 @@ func main() {
 		"rerun RCG's runs that missed the target within -rcgcap, with the others' budget (-cap), for a third p-value")
 	ard := flag.Bool("ard", false, "ARD priors on the weight-matrix columns (notes §4.2.2)")
 	hier := flag.Bool("hier", false, "hierarchical priors of the biases and log-stds (notes §4.2.2)")
-	delay := flag.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt (0: 100, negative: none)")
+	delay := flag.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt (0 or negative: none)")
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,
 		RCGCap: *rcgCap, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,

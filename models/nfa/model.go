@@ -36,14 +36,15 @@ type Config struct {
 	Hierarchical bool
 	// HyperDelay is the number of between-step updates (Update calls after Init, one per iteration of every rcg
 	// method) during which the ARD log-stds and the hierarchy's nodes stay at their initial values; the noise
-	// log-stds adapt from the start. [I] Without it RCG's fast first steps prune the dynamics early: q(v_Φ) follows
-	// weights still fitted to the initial states and switches off every hidden unit of g, a poor local optimum
-	// (docs/rcg.md, "ARD pruning"); the NLFA tradition holds hyperparameters fixed for the first 100 sweeps. 0 takes
-	// DefaultHyperDelay, a negative value none. Only ARD and Hierarchical models are affected.
+	// log-stds adapt from the start. [I] Without it RCG's fast first steps can prune the NSSM's dynamics early:
+	// q(v_Φ) follows weights still fitted to the initial states and switches hidden units of g off, a poor local
+	// optimum (docs/rcg.md, "ARD pruning"); the NLFA tradition holds hyperparameters fixed for the first 100 sweeps.
+	// 0 takes DefaultHyperDelay for the NSSM and none for NFA (where, in the one comparison run, the delay left
+	// RCG's F higher), a negative value none. Only ARD and Hierarchical models are affected.
 	HyperDelay int
 }
 
-// DefaultHyperDelay is the HyperDelay a zero Config field takes.
+// DefaultHyperDelay is the HyperDelay a zero Config field takes for the NSSM.
 const DefaultHyperDelay = 100
 
 const (

@@ -59,7 +59,7 @@ func (m *Model) Update(x []float64) error {
 		F0 = m.eval(x, nil)
 	}
 	delay := m.Cfg.HyperDelay
-	if delay == 0 {
+	if delay == 0 && m.Cfg.Dynamic {
 		delay = DefaultHyperDelay
 	}
 	m.updateHyper(x, m.updates >= delay)

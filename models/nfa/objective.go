@@ -46,8 +46,8 @@ func (m *Model) NatGrad(dst, g, x []float64) {
 }
 
 // Update runs the between-step updates of notes §4.2.6 in the order hyperparameters → fixed-point variances
-// (rcg.Updater): the noise log-stds by the VB-EM-type Newton scheme, then the variances by the fixed point (13)
-// (all at once from one gradient). The fixed point is exact only where C_p is linear in the variances; through the
+// (rcg.Updater): the noise log-stds by the VB-EM-type Newton scheme (after Config.HyperDelay calls also the ARD
+// log-stds and the hierarchy's nodes), then the variances by the fixed point (13) (all at once from one gradient). The fixed point is exact only where C_p is linear in the variances; through the
 // Taylor/GH moments it is not, so [I] the update is damped: the first of λ = 1, ½, ¼, ⅛ with
 // F(θ̃_old + λ(θ̃_fp − θ̃_old)) ≤ F(θ̃_old) is kept, else the old variances (FixedPointRejected counts those).
 func (m *Model) Update(x []float64) error {

@@ -16,6 +16,31 @@ import (
 // (notes §3.1) at the rate measured for the d×p Gram GEMM Wᵀ W just before. The paper's laptop: 6 s at d = 1e6,
 // p = 100. Run with: go test -tags netlib -run X -bench LinearStep -benchtime 2x ./algos/lrvga/
 func BenchmarkLinearStep(bb *testing.B) {
+	benchLinearStep(bb, func(b backend.Backend, c Config) (linearStepper, error) { return New(b, c) })
+}
+
+// BenchmarkLinear32Step is BenchmarkLinearStep for the float32 state of Linear32 (half the memory), with the same
+// GEMM floor (float64: Linear32 computes in float64).
+func BenchmarkLinear32Step(bb *testing.B) {
+	benchLinearStep(bb, func(_ backend.Backend, c Config) (linearStepper, error) {
+		f, err := NewLinear32(c)
+		return closer32{f}, err
+	})
+}
+
+// linearStepper is what the step benchmarks need of a filter.
+type linearStepper interface {
+	Update(x []float64, y float64) error
+	StateBytes() int64
+	Close()
+}
+
+// closer32 gives Linear32 (whose memory is the Go heap's) the Close of linearStepper.
+type closer32 struct{ *Linear32 }
+
+func (closer32) Close() {}
+
+func benchLinearStep(bb *testing.B, open func(backend.Backend, Config) (linearStepper, error)) {
 	for _, c := range []struct{ d, p int }{{100000, 10}, {1000000, 10}, {1000000, 100}} {
 		bb.Run(fmt.Sprintf("d=%d/p=%d/inner=3", c.d, c.p), func(bb *testing.B) {
 			b, err := backend.Open("cpu")
@@ -24,7 +49,7 @@ func BenchmarkLinearStep(bb *testing.B) {
 			}
 			defer b.Close()
 			rate := gemmRate(bb, b, c.d, c.p)
-			f, err := New(b, Config{D: c.d, P: c.p, Inner: 3, Seed: 1})
+			f, err := open(b, Config{D: c.d, P: c.p, Inner: 3, Seed: 1})
 			if err != nil {
 				bb.Fatal(err)
 			}

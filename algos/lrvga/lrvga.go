@@ -389,20 +389,23 @@ func (f *Filter) dot(a, b *tensor.Tensor) (float64, error) {
 }
 
 // checkObs checks one observation before anything is changed.
-func (f *Filter) checkObs(x []float64, y float64) error {
-	if len(x) != f.cfg.D {
-		return fmt.Errorf("%w: observation %d: x has length %d, want d = %d (dimension mismatch)", ErrConfig, f.t, len(x), f.cfg.D)
+func (f *Filter) checkObs(x []float64, y float64) error { return checkObservation(f.cfg, f.t, x, y) }
+
+// checkObservation checks observation t (x, y) of a filter configured by cfg.
+func checkObservation(cfg Config, t int, x []float64, y float64) error {
+	if len(x) != cfg.D {
+		return fmt.Errorf("%w: observation %d: x has length %d, want d = %d (dimension mismatch)", ErrConfig, t, len(x), cfg.D)
 	}
 	if math.IsNaN(y) || math.IsInf(y, 0) {
-		return fmt.Errorf("%w: observation %d: y = %v is not finite", ErrConfig, f.t, y)
+		return fmt.Errorf("%w: observation %d: y = %v is not finite", ErrConfig, t, y)
 	}
 	for i, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", ErrConfig, f.t, i, v)
+			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", ErrConfig, t, i, v)
 		}
 	}
-	if (f.cfg.Scheme == SchemeLogistic || f.cfg.Scheme == SchemeLogisticExtragrad) && y != 0 && y != 1 {
-		return fmt.Errorf("%w: observation %d: logistic label y = %v, want 0 or 1", ErrConfig, f.t, y)
+	if (cfg.Scheme == SchemeLogistic || cfg.Scheme == SchemeLogisticExtragrad) && y != 0 && y != 1 {
+		return fmt.Errorf("%w: observation %d: logistic label y = %v, want 0 or 1", ErrConfig, t, y)
 	}
 	return nil
 }

@@ -41,10 +41,16 @@ func (s *SliceSource) Next() ([]float64, float64, error) {
 // count in Iter and "clamped" in Extra; ctl.CheckpointEvery saves a checkpoint (SaveCheckpoint) every so many
 // observations. Progress is reported through ctl.Recorder (a run.Func is a callback).
 func (f *Filter) Run(ctl run.Control, src Source) (run.Result, error) {
+	return runStream(ctl, src, f.t, f.Update, func() int { return f.clamped }, f.SaveCheckpoint)
+}
+
+// runStream is the loop of Run for a filter at step t0 with the given update, clamp count and checkpoint writer.
+func runStream(ctl run.Control, src Source, t0 int, update func(x []float64, y float64) error, clamped func() int,
+	save func(path string) error) (run.Result, error) {
 	if err := ctl.Validate(); err != nil {
 		return run.Result{Reason: run.Failed, Err: err}, err
 	}
-	loop := ctl.Start(0, f.t) // the loop counts observations from the filter's step: MaxIter is a total
+	loop := ctl.Start(0, t0) // the loop counts observations from the filter's step: MaxIter is a total
 	for loop.Next() {
 		x, y, err := src.Next()
 		if errors.Is(err, io.EOF) {
@@ -55,14 +61,14 @@ func (f *Filter) Run(ctl run.Control, src Source) (run.Result, error) {
 			loop.Fail(err)
 			break
 		}
-		if err := f.Update(x, y); err != nil {
+		if err := update(x, y); err != nil {
 			loop.Fail(err)
 			break
 		}
 		loop.Report(run.Record{Objective: math.NaN(), Smoothed: math.NaN(), GradNorm: math.NaN(), Step: math.NaN(),
-			Extra: map[string]float64{"clamped": float64(f.clamped)}})
+			Extra: map[string]float64{"clamped": float64(clamped())}})
 		if loop.CheckpointDue() {
-			if err := f.SaveCheckpoint(ctl.CheckpointPath); err != nil {
+			if err := save(ctl.CheckpointPath); err != nil {
 				loop.Fail(err)
 				break
 			}

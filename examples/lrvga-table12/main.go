@@ -10,6 +10,8 @@
 //     floor 2dp² (the M-step W = S2ᵀS3⁻¹ and the capacitance of the next E-step).
 //   - lrvga-linear: one L-RVGA linear-regression step with -inner iterations (Table 2, eq. (25)–(27)); state μ,
 //     W, ψ = 8d(p+2) bytes; floor (6 n_in + 1)dp².
+//   - lrvga-linear32: the same step with the state stored in float32 (lrvga.Linear32, on the host whatever
+//     -backend says; the products in float64); state 4d(p+2) bytes; the same floor.
 //   - lrvga-logistic: one implicit logistic-regression step with 1 inner iteration (Sec. 5.3, the README's fit;
 //     "identical costs" to the linear case per inner iteration); state 8d(p+2) bytes; floor 7dp².
 //
@@ -41,7 +43,7 @@ import (
 
 func main() {
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 1000000, N: 2, P: 100, Inner: 3, Seed: 1})
-	methods := flag.String("methods", "recursive-em,online-em,lrvga-linear", "comma list: recursive-em, online-em, lrvga-linear, lrvga-logistic")
+	methods := flag.String("methods", "recursive-em,online-em,lrvga-linear", "comma list: recursive-em, online-em, lrvga-linear, lrvga-linear32, lrvga-logistic")
 	flag.Parse()
 	if err := fl.Check(); err != nil {
 		lrvgacli.Usage("%v", err)
@@ -89,6 +91,13 @@ func main() {
 				m.step(name, fl.Inner, t, float64(6*fl.Inner+1), f.StateBytes(), func() error { return f.Update(x, 1) })
 			}
 			f.Close()
+		case "lrvga-linear32":
+			m.start()
+			f, err := lrvga.NewLinear32(lrvga.Config{D: d, P: p, Inner: fl.Inner, Seed: fl.Seed})
+			check(err)
+			for t := 0; t < fl.N; t++ {
+				m.step(name, fl.Inner, t, float64(6*fl.Inner+1), f.StateBytes(), func() error { return f.Update(x, 1) })
+			}
 		case "lrvga-logistic":
 			m.start()
 			f, err := lrvga.New(b, lrvga.Config{D: d, P: p, Scheme: lrvga.SchemeLogistic, Inner: 1, Sigma0: 4,
@@ -100,13 +109,13 @@ func main() {
 			}
 			f.Close()
 		default:
-			lrvgacli.Usage("unknown method %q (want recursive-em, online-em, lrvga-linear or lrvga-logistic)", name)
+			lrvgacli.Usage("unknown method %q (want %s)", name, strings.Join(tableMethods, ", "))
 		}
 	}
 }
 
 // tableMethods are the methods -methods may name.
-var tableMethods = []string{"recursive-em", "online-em", "lrvga-linear", "lrvga-logistic"}
+var tableMethods = []string{"recursive-em", "online-em", "lrvga-linear", "lrvga-linear32", "lrvga-logistic"}
 
 func check(err error) {
 	if err != nil {

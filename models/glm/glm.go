@@ -27,9 +27,9 @@ type Data struct {
 // Row returns x_n.
 func (d *Data) Row(n int) []float64 { return d.X[n*d.D : (n+1)*d.D] }
 
-// Design generates inputs x ~ N(0, C), C = Qᵀ Diag(v) Q with Q a Haar rotation and v_i = i^{−c}/Σ_j j^{−2c}
-// (the code's normalisation by the squared norm of the eigenvalue vector, notes §2.14 item 9; condition number
-// d^c). It holds the square root Qᵀ Diag(√v) (d×d) to draw from.
+// Design generates inputs x ~ N(0, C), C = Qᵀ Diag(v) Q with Q a Haar rotation and v_i = i^{−c}/Σ_j j^{−2c} (the
+// code's normalisation by the squared norm of the eigenvalue vector, notes §2.14 item 9; condition number d^c). It
+// holds Q (nil: the identity) and √v to draw from.
 type Design struct {
 	D     int
 	Cond  float64 // c
@@ -59,6 +59,11 @@ func NewDesign(d int, c float64, seed uint64) *Design {
 			}
 		}
 	}
+	return &Design{D: d, Cond: c, Q: &q, Sqrtv: sqrtSpectrum(d, c)}
+}
+
+// sqrtSpectrum returns √v_i with v_i = i^{−c}/Σ_j j^{−2c}.
+func sqrtSpectrum(d int, c float64) []float64 {
 	v := make([]float64, d)
 	s := 0.0
 	for i := range v {
@@ -68,13 +73,25 @@ func NewDesign(d int, c float64, seed uint64) *Design {
 	for i := range v {
 		v[i] = math.Sqrt(v[i] / s)
 	}
-	return &Design{D: d, Cond: c, Q: &q, Sqrtv: v}
+	return v
+}
+
+// NewDiagonalDesign is the design with the same spectrum and no rotation (Q = I, C = Diag(v)), for dimensions
+// where a d×d rotation cannot be stored (d = 1e5 and up).
+func NewDiagonalDesign(d int, c float64) *Design {
+	return &Design{D: d, Cond: c, Sqrtv: sqrtSpectrum(d, c)}
 }
 
 // Cov returns C (d×d), for references at small d.
 func (ds *Design) Cov() *mat.SymDense {
 	d := ds.D
 	c := mat.NewSymDense(d, nil)
+	if ds.Q == nil {
+		for i, v := range ds.Sqrtv {
+			c.SetSym(i, i, v*v)
+		}
+		return c
+	}
 	for i := 0; i < d; i++ {
 		for j := i; j < d; j++ {
 			s := 0.0
@@ -93,9 +110,11 @@ func (ds *Design) draw(dst []float64, r *rand.Rand, shift []float64) {
 	for k := range z {
 		z[k] = r.NormFloat64() * ds.Sqrtv[k]
 	}
-	zv := mat.NewVecDense(ds.D, z)
-	out := mat.NewVecDense(ds.D, dst)
-	out.MulVec(ds.Q.T(), zv)
+	if ds.Q == nil {
+		copy(dst, z)
+	} else {
+		mat.NewVecDense(ds.D, dst).MulVec(ds.Q.T(), mat.NewVecDense(ds.D, z))
+	}
 	if shift != nil {
 		for i := range dst {
 			dst[i] += shift[i]

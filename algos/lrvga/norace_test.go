@@ -1,0 +1,5 @@
+//go:build !race
+
+package lrvga
+
+const raceEnabled = false

@@ -109,3 +109,25 @@ func TestRankSumsAllReached(t *testing.T) {
 		t.Errorf("p %v, worst %v; want 0.35 for both", p, w)
 	}
 }
+
+// TestComparePair checks the CG–RG line on hand-made runs: CG ends at F = 1 at 1, 2 and 3 s, RG at F = 3 at 4, 5 and
+// 6 s (each run at F = 9 halfway). With ε = 0.5 the pair's target is the worse of the two, 3 + 0.5, which every run
+// reaches at its end; CG's times all precede RG's, so p = 1/C(6, 3) = 1/20.
+func TestComparePair(t *testing.T) {
+	end := func(t, f float64) *rcg.Trace {
+		return &rcg.Trace{T: []float64{t / 2, t}, F: []float64{9, f}, Evals: []int{2, 4}, Final: f, Time: t, Limit: 10}
+	}
+	runs := map[string][]*rcg.Trace{
+		"CG": {end(1, 1), end(2, 1), end(3, 1)},
+		"RG": {end(4, 3), end(5, 3), end(6, 3)},
+	}
+	pl := comparePair("CG", "RG", runs, rcg.Sweep{T: 100, Eps: 0.5})
+	if pl.Pair != "CG-RG" || pl.Target != 3.5 || pl.First.Reached != 3 || pl.Second.Reached != 3 ||
+		pl.First.MedianTTT != 2 || pl.Second.MedianTTT != 5 || math.Abs(pl.PFaster-1.0/20) > 1e-12 {
+		t.Errorf("pair line %+v", pl)
+	}
+	// Swapped, the first method is the slower: p = 1.
+	if pl := comparePair("RG", "CG", runs, rcg.Sweep{T: 100, Eps: 0.5}); math.Abs(pl.PFaster-1) > 1e-12 {
+		t.Errorf("swapped: p %v, want 1", pl.PFaster)
+	}
+}

@@ -146,6 +146,9 @@ func TestLinear32BadInput(t *testing.T) {
 		{Config{D: 10, P: 2, Scheme: SchemeLogistic}, `runs the "linear" scheme only`},
 		{Config{D: 10, P: 2, Model: glm.Logistic{}}, "takes no Model"},
 		{Config{D: 10, P: 2, Mu0: []float64{1}}, "prior mean of length 1"},
+		{Config{D: 10, P: 2, Sigma0: 1e-30}, "not a positive float32"},
+		{Config{D: 10, P: 2, Sigma0: 1e30}, "not a positive float32"},
+		{Config{D: 10, P: 2, Mu0: []float64{0, 0, 0, 1e300, 0, 0, 0, 0, 0, 0}}, "prior mean beyond float32"},
 	} {
 		_, err := NewLinear32(c.cfg)
 		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {

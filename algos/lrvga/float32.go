@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/lapack/lapack64"
 
 	"github.com/geovb/geovb/algos/run"
@@ -38,6 +39,13 @@ type Linear32 struct {
 	scr      []*blocks32 // per-goroutine scratch of the sweeps
 	parts    []emPart    // per-chunk partial sums of a sweep
 	stats    []stat32    // per-chunk statistics of a sweep
+	alg      algebra32   // the p×p algebra between the sweeps
+}
+
+// algebra32 holds the p×p and p-long operands of emStep's and mean's small algebra, made once.
+type algebra32 struct {
+	mm, z, e, mb, k1, k2 []float64 // p×p
+	y, y1                []float64 // p
 }
 
 // state32 is one set of the stored state: μ (d), W (d×p, row-major) and ψ (d).
@@ -89,6 +97,11 @@ func newLinear32(c Config) *Linear32 {
 	for _, s := range []*state32{&f.cur, &f.nxt} {
 		s.mu, s.w, s.psi = make([]float32, d), make([]float32, d*p), make([]float32, d)
 	}
+	a := &f.alg
+	for _, m := range []*[]float64{&a.mm, &a.z, &a.e, &a.mb, &a.k1, &a.k2} {
+		*m = make([]float64, p*p)
+	}
+	a.y, a.y1 = make([]float64, p), make([]float64, p)
 	return f
 }
 
@@ -342,26 +355,30 @@ func (f *Linear32) emStep(first bool) (int, error) {
 			blas64.Syrk(blas.Trans, 1, sb, 1, symLower(pt.e, p))
 		}
 	})
-	mm, y, z, e := make([]float64, p*p), make([]float64, p), make([]float64, p*p), make([]float64, p*p)
+	al := &f.alg
+	mm, y, z, e := al.mm, al.y, al.z, al.e
+	for _, v := range [][]float64{mm, y, z, e} {
+		clear(v)
+	}
 	for _, pt := range f.parts {
-		addTo(mm, pt.m)
-		addTo(y, pt.y)
+		floats.Add(mm, pt.m)
+		floats.Add(y, pt.y)
 		if !first {
-			addTo(z, pt.z)
-			addTo(e, pt.e)
+			floats.Add(z, pt.z)
+			floats.Add(e, pt.e)
 		}
 	}
 	fillUpper(mm, p)
 	fillUpper(e, p)
 
 	// p×p algebra: R⁻¹ (lower), K₁ = M R⁻ᵀ or Z R⁻ᵀ, K₂ = R⁻¹ M, y₁ = y R⁻ᵀ.
-	mb := make([]float64, p*p) // M + B
+	mb := al.mb // M + B
 	if first {
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, square(mm, p), square(mm, p), 0, square(mb, p))
-		addTo(mb, mm)
+		floats.Add(mb, mm)
 	} else {
 		blas64.Gemm(blas.Trans, blas.NoTrans, 1, square(z, p), square(z, p), 0, square(mb, p))
-		addTo(mb, e)
+		floats.Add(mb, e)
 	}
 	for i := 0; i < p; i++ {
 		mm[i*p+i]++ // mm = M
@@ -373,14 +390,15 @@ func (f *Linear32) emStep(first bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	k2, k1 := make([]float64, p*p), make([]float64, p*p)
+	k2, k1 := al.k2, al.k1
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, square(rinv, p), square(mm, p), 0, square(k2, p))
 	left := mm
 	if !first {
 		left = z
 	}
 	blas64.Gemm(blas.NoTrans, blas.Trans, 1, square(left, p), square(rinv, p), 0, square(k1, p))
-	y1 := make([]float64, p)
+	y1 := al.y1
+	clear(y1)
 	for i := 0; i < p; i++ {
 		for j := 0; j <= i; j++ {
 			y1[i] += rinv[i*p+j] * y[j]
@@ -402,7 +420,7 @@ func (f *Linear32) emStep(first bool) (int, error) {
 		sdiag := sc.b[3][:r] // diag S_t = ‖w₀_i‖² + ψ₀_i + X_i²
 		for i := 0; i < r; i++ {
 			w0r := w0b.Data[i*p : (i+1)*p]
-			sdiag[i] = dot(w0r, w0r) + float64(ps0[lo+i]) + xs[lo+i]*xs[lo+i]
+			sdiag[i] = floats.Dot(w0r, w0r) + float64(ps0[lo+i]) + xs[lo+i]*xs[lo+i]
 		}
 		if !first {
 			for i := 0; i < r; i++ { // Ψ₀Ψ⁻¹W, before ψ_new overwrites the iterate's ψ
@@ -419,7 +437,7 @@ func (f *Linear32) emStep(first bool) (int, error) {
 			for k := range h {
 				h[k] += xs[lo+i] * y1[k]
 			}
-			v := float32(sdiag[i] - dot(h, h))
+			v := float32(sdiag[i] - floats.Dot(h, h))
 			st.smax, st.pmin = max(st.smax, sdiag[i]), min(st.pmin, float64(v))
 			nf += v - v
 			out.psi[lo+i] = v
@@ -473,10 +491,12 @@ func (f *Linear32) mean(x []float64, e float64) error {
 		}
 		blas64.Syrk(blas.Trans, 1, sb, 1, symLower(pt.m, p))
 	})
-	m, u := make([]float64, p*p), make([]float64, p)
+	m, u := f.alg.mm, f.alg.y
+	clear(m)
+	clear(u)
 	for _, pt := range f.parts {
-		addTo(m, pt.m)
-		addTo(u, pt.y)
+		floats.Add(m, pt.m)
+		floats.Add(u, pt.y)
 	}
 	for i := 0; i < p; i++ {
 		m[i*p+i]++
@@ -546,20 +566,6 @@ func fillUpper(a []float64, p int) {
 			a[j*p+i] = a[i*p+j]
 		}
 	}
-}
-
-func addTo(dst, src []float64) {
-	for i, v := range src {
-		dst[i] += v
-	}
-}
-
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i, v := range a {
-		s += v * b[i]
-	}
-	return s
 }
 
 func finite32(v float32) bool { return v-v == 0 }

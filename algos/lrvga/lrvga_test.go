@@ -110,15 +110,9 @@ func TestLinearVsKalman(t *testing.T) {
 
 // denseCov returns the filter's covariance (W Wᵀ + Ψ)⁻¹ as a dense matrix (test reference, small d).
 func denseCov(f *Filter) *mat.SymDense {
-	d, p := f.cfg.D, f.cfg.P
 	w, psi, _ := f.Factors()
-	prec := mat.NewSymDense(d, nil)
-	prec.SymOuterK(1, mat.NewDense(d, p, w))
-	for i := 0; i < d; i++ {
-		prec.SetSym(i, i, prec.At(i, i)+psi[i])
-	}
 	var ch mat.Cholesky
-	ch.Factorize(prec)
+	ch.Factorize(densePrec(w, psi, f.cfg.D, f.cfg.P))
 	var cov mat.SymDense
 	_ = ch.InverseTo(&cov)
 	return &cov

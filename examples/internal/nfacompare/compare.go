@@ -184,14 +184,7 @@ type pairLine struct {
 // comparePair builds the pairLine of methods a and b.
 func comparePair(a, b string, runs map[string][]*rcg.Trace, sw rcg.Sweep) pairLine {
 	target := max(sw.Target(runs[a]), sw.Target(runs[b]))
-	times := func(m string) []float64 {
-		var v []float64
-		for _, tr := range runs[m] {
-			t, _, _ := tr.TimeOrBound(target)
-			v = append(v, t)
-		}
-		return v
-	}
+	p, _ := rankSums(runs[a], runs[b], target) // misses at their budget
 	return pairLine{Pair: a + "-" + b, Target: target, First: rcgplot.Summarise(a, runs[a], target),
-		Second: rcgplot.Summarise(b, runs[b], target), PFaster: rcg.RankSumLess(times(a), times(b))}
+		Second: rcgplot.Summarise(b, runs[b], target), PFaster: p}
 }

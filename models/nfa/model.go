@@ -423,7 +423,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 			}
 		}
 	}
-	m.last.remember(x, m.keyParts(), F.sum())
+	m.last.remember(x, m.keyParts(), F.sum(), gr != nil && gr == m.grad)
 	return m.last.F
 }
 

@@ -176,20 +176,20 @@ func psi(vm, vv []float64) []float64 {
 
 // lastEval is the point (means, every other posterior parameter and the data) of the last evaluation and its F, so that
 // Update can take F and the squared-error sums from the evaluation the line search made at the accepted point
-// instead of repeating it.
+// instead of repeating it, and Grad can take the gradient of Update's last evaluation (grad: it wrote Model.grad).
 type lastEval struct {
 	x, state []float64
 	F        float64
-	ok       bool
+	ok, grad bool
 }
 
-func (l *lastEval) remember(x []float64, parts [][]float64, F float64) {
+func (l *lastEval) remember(x []float64, parts [][]float64, F float64, grad bool) {
 	l.x = append(l.x[:0], x...)
 	l.state = l.state[:0]
 	for _, v := range parts {
 		l.state = append(l.state, v...)
 	}
-	l.F, l.ok = F, true
+	l.F, l.ok, l.grad = F, true, grad
 }
 
 // at reports whether the last evaluation was at x with the state parts.

@@ -97,3 +97,48 @@ func TestUpdateReusesLastEvaluation(t *testing.T) {
 		}
 	}
 }
+
+// TestGradAfterUpdate checks that Grad at the point of the last Update takes the gradient Update's last evaluation
+// left, with no evaluation of its own, and that it is the gradient a fresh evaluation gives, bit for bit; at another
+// point, or after a state change, Grad evaluates again.
+func TestGradAfterUpdate(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		m, x := smallModelT(t, 20, dyn, GaussHermite, true, 9)
+		if err := m.Update(x); err != nil {
+			t.Fatal(err)
+		}
+		g, want := make([]float64, len(x)), make([]float64, len(x))
+		n := m.evals
+		F := m.Grad(g, x)
+		if m.evals != n {
+			t.Errorf("dynamic=%v: Grad after Update evaluated %d times, want 0", dyn, m.evals-n)
+		}
+		Fw := m.eval(x, m.grad)
+		copy(want, m.grad.Mean)
+		if math.Float64bits(F) != math.Float64bits(Fw) || !sameBits(g, want) {
+			t.Errorf("dynamic=%v: Grad after Update differs from a fresh evaluation (F %v vs %v)", dyn, F, Fw)
+		}
+
+		// After a Value elsewhere, and after a change of a variance, Grad must evaluate.
+		if err := m.Update(x); err != nil {
+			t.Fatal(err)
+		}
+		y := append([]float64(nil), x...)
+		y[0] += 0.1
+		m.Value(y)
+		n = m.evals
+		m.Grad(g, x)
+		if m.evals != n+1 {
+			t.Errorf("dynamic=%v: Grad after a Value elsewhere made %d evaluations, want 1", dyn, m.evals-n)
+		}
+		if err := m.Update(x); err != nil {
+			t.Fatal(err)
+		}
+		m.WVarF[0] *= 2
+		n = m.evals
+		m.Grad(g, x)
+		if m.evals != n+1 {
+			t.Errorf("dynamic=%v: Grad after a variance change made %d evaluations, want 1", dyn, m.evals-n)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/geovb/geovb/algos/rcg"
@@ -129,5 +130,33 @@ func TestComparePair(t *testing.T) {
 	// Swapped, the first method is the slower: p = 1.
 	if pl := comparePair("RG", "CG", runs, rcg.Sweep{T: 100, Eps: 0.5}); math.Abs(pl.PFaster-1) > 1e-12 {
 		t.Errorf("swapped: p %v, want 1", pl.PFaster)
+	}
+}
+
+// TestPairLines: the pairs among the comparators come in the order of comparatorPairs, and only those whose two
+// methods both ran: CG–RG alone without Old, Old–RG alone without CG.
+func TestPairLines(t *testing.T) {
+	tr := []*rcg.Trace{traceTo(1, 1, 4)}
+	sw := rcg.Sweep{T: 100, Eps: 0.5}
+	for _, c := range []struct {
+		methods []string
+		want    []string
+	}{
+		{[]string{"RCG", "CG", "RG", "Old"}, []string{"CG-RG", "Old-CG", "Old-RG"}},
+		{[]string{"RCG", "CG", "RG"}, []string{"CG-RG"}},
+		{[]string{"RCG", "RG", "Old"}, []string{"Old-RG"}},
+		{[]string{"RCG", "Old"}, nil},
+	} {
+		runs := map[string][]*rcg.Trace{}
+		for _, m := range c.methods {
+			runs[m] = tr
+		}
+		var got []string
+		for _, pl := range pairLines(runs, sw) {
+			got = append(got, pl.Pair)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("methods %v: pairs %v, want %v", c.methods, got, c.want)
+		}
 	}
 }

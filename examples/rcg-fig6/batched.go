@@ -25,16 +25,79 @@ type batchLine struct {
 	N            int     `json:"n"`
 	Runs         int     `json:"runs"`
 	Converged    int     `json:"converged"`
-	WallTime     float64 `json:"batch_wall_s"`
-	CPUTime      float64 `json:"batch_cpu_s"`
+	WallTime     float64 `json:"batch_wall_s,omitempty"` // none with -whole
+	CPUTime      float64 `json:"batch_cpu_s,omitempty"`
 	MedianFinalF float64 `json:"median_final_f"`
 	MedianIters  float64 `json:"median_iters"`
 	MaxIters     int     `json:"max_iters"`
 }
 
-// runBatched runs RCG and RG with all seeds of each R as one mog.Batch on the named backend (the data set and the
-// initialisations are those of rcgplot.Sweep, so the runs are the host sweep's).
-func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string) error {
+// gridPoint is one R value of the grid with its model and the seeds' initialisations.
+type gridPoint struct {
+	R  float64
+	m  *mog.Model
+	xs [][]float64
+}
+
+// gridPoints builds the data set and the initialisations of rcgplot.Sweep for each R of grid, so that the batched
+// runs are the host sweep's.
+func gridPoints(grid string, N, K, seeds int) ([]gridPoint, error) {
+	var out []gridPoint
+	for _, f := range strings.Split(grid, ",") {
+		R, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, fmt.Errorf("R %q: %w", f, err)
+		}
+		m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, K, mog.DefaultPrior(2), mog.Options{})
+		if err != nil {
+			return nil, err
+		}
+		gp := gridPoint{R: R, m: m, xs: make([][]float64, seeds)}
+		for i := range seeds {
+			if gp.xs[i], err = mog.Init(m, uint64(i)); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, gp)
+	}
+	return out, nil
+}
+
+// runBatch runs one method on the given runs (models and starting points) as one mog.Batch on be and returns the
+// results with the batch's wall and process CPU seconds.
+func runBatch(be backend.Backend, meth rcg.Method, ms []*mog.Model, xs [][]float64, tol float64) ([]rcg.Result, float64, float64, error) {
+	bt, err := mog.NewBatch(be, ms)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer bt.Close()
+	c0, t0 := run.CPUTime(), time.Now()
+	res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: meth, Tol: tol, RestartEvery: rcg.SqrtN}, rcg.BatchControl{})
+	return res, time.Since(t0).Seconds(), (run.CPUTime() - c0).Seconds(), err
+}
+
+// summarise fills the per-run fields of l from the results.
+func summarise(l *batchLine, res []rcg.Result) {
+	var fin, it []float64
+	for _, r := range res {
+		fin, it = append(fin, r.F), append(it, float64(r.Iters))
+		l.MaxIters = max(l.MaxIters, r.Iters)
+		if r.Reason == run.Converged {
+			l.Converged++
+		}
+	}
+	l.Runs = len(res)
+	l.MedianFinalF, l.MedianIters = rcg.Median(fin), rcg.Median(it)
+}
+
+var batchMethods = []struct {
+	name string
+	m    rcg.Method
+}{{"RCG", rcg.RCG}, {"RG", rcg.RG}}
+
+// runBatched runs RCG and RG on the named backend: with whole, every seed of every R of grid as one mog.Batch
+// per method (the runs' data sets differ, their N, K and D agree), else one batch per R.
+func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, whole bool) error {
 	be, err := backend.Open(name)
 	if err != nil {
 		return err
@@ -42,62 +105,84 @@ func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string) er
 	defer be.Close()
 	info := be.Info()
 	fmt.Fprintf(os.Stderr, "backend %s (%s, %s)\n", info.Name, info.Library, info.Device)
-	methods := map[string]rcg.Method{"RCG": rcg.RCG, "RG": rcg.RG}
-	order := []string{"RCG", "RG"}
-	series := map[string]*svgplot.Curve{}
-	for _, m := range order {
-		series[m] = &svgplot.Curve{Name: m + " (batch of " + strconv.Itoa(seeds) + ")", Color: rcgplot.Colors[m]}
+	points, err := gridPoints(grid, N, K, seeds)
+	if err != nil {
+		return err
 	}
 	enc := json.NewEncoder(os.Stdout)
-	for _, f := range strings.Split(grid, ",") {
-		R, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			return err
+	tol := epsN * float64(N)
+	if whole {
+		return runWhole(be, info.Name, points, N, tol, enc)
+	}
+	series := map[string]*svgplot.Curve{}
+	for _, bm := range batchMethods {
+		series[bm.name] = &svgplot.Curve{Name: bm.name + " (batch of " + strconv.Itoa(seeds) + ")",
+			Color: rcgplot.Colors[bm.name]}
+	}
+	for _, gp := range points {
+		ms := make([]*mog.Model, seeds)
+		for i := range ms {
+			ms[i] = gp.m
 		}
-		m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, K, mog.DefaultPrior(2), mog.Options{})
-		if err != nil {
-			return err
-		}
-		ms, xs := make([]*mog.Model, seeds), make([][]float64, seeds)
-		for i := range seeds {
-			ms[i] = m
-			if xs[i], err = mog.Init(m, uint64(i)); err != nil {
-				return err
-			}
-		}
-		for _, meth := range order {
-			bt, err := mog.NewBatch(be, ms)
+		for _, bm := range batchMethods {
+			res, wall, cpu, err := runBatch(be, bm.m, ms, gp.xs, tol)
 			if err != nil {
 				return err
 			}
-			c0, t0 := run.CPUTime(), time.Now()
-			res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: methods[meth], Tol: epsN * float64(N),
-				RestartEvery: rcg.SqrtN}, rcg.BatchControl{})
-			wall, cpu := time.Since(t0).Seconds(), (run.CPUTime() - c0).Seconds()
-			bt.Close()
-			if err != nil {
-				return err
-			}
-			l := batchLine{Method: meth, Backend: info.Name, R: R, N: N, Runs: seeds, WallTime: wall, CPUTime: cpu}
-			var fin, it []float64
-			for _, r := range res {
-				fin, it = append(fin, r.F), append(it, float64(r.Iters))
-				l.MaxIters = max(l.MaxIters, r.Iters)
-				if r.Reason == run.Converged {
-					l.Converged++
-				}
-			}
-			l.MedianFinalF, l.MedianIters = rcg.Median(fin), rcg.Median(it)
+			l := batchLine{Method: bm.name, Backend: info.Name, R: gp.R, N: N, WallTime: wall, CPUTime: cpu}
+			summarise(&l, res)
 			if err := enc.Encode(l); err != nil {
 				return err
 			}
-			series[meth].X = append(series[meth].X, R)
-			series[meth].Y = append(series[meth].Y, wall)
+			series[bm.name].X = append(series[bm.name].X, gp.R)
+			series[bm.name].Y = append(series[bm.name].Y, wall)
 		}
 	}
 	p := svgplot.Chart{Title: "MoG: batched wall time of all seeds vs R", XLabel: "R", YLabel: "wall time (s)", LogY: true}
-	for _, m := range order {
-		p.Curves = append(p.Curves, *series[m])
+	for _, bm := range batchMethods {
+		p.Curves = append(p.Curves, *series[bm.name])
 	}
 	return p.WriteFile(svg)
+}
+
+// wholeLine is the JSON line of one method's batch over the whole grid.
+type wholeLine struct {
+	Method   string  `json:"method"`
+	Backend  string  `json:"backend"`
+	Grid     int     `json:"r_values"`
+	Runs     int     `json:"runs"`
+	WallTime float64 `json:"batch_wall_s"`
+	CPUTime  float64 `json:"batch_cpu_s"`
+}
+
+// runWhole runs each method on every (R, seed) of points as one batch and prints a line per (R, method) with the
+// runs' medians, then the batch's times in a line of its own (the per-R lines carry no time: their runs shared
+// every backend call with the other R values').
+func runWhole(be backend.Backend, beName string, points []gridPoint, N int, tol float64, enc *json.Encoder) error {
+	var ms []*mog.Model
+	var xs [][]float64
+	for _, gp := range points {
+		for _, x := range gp.xs {
+			ms, xs = append(ms, gp.m), append(xs, x)
+		}
+	}
+	for _, bm := range batchMethods {
+		res, wall, cpu, err := runBatch(be, bm.m, ms, xs, tol)
+		if err != nil {
+			return err
+		}
+		for i, gp := range points {
+			k := len(gp.xs)
+			l := batchLine{Method: bm.name, Backend: beName, R: gp.R, N: N}
+			summarise(&l, res[i*k:(i+1)*k])
+			if err := enc.Encode(l); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(wholeLine{Method: bm.name, Backend: beName, Grid: len(points), Runs: len(ms),
+			WallTime: wall, CPUTime: cpu}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,7 +5,9 @@
 // With -batched, RCG and RG run all seeds of an R value as one batched computation on a backend (mog.Batch,
 // rcg.MinimizeBatch; -backend, default $GEOVB_BACKEND or auto) and VB-EM is left out: one JSON line per (R, method)
 // with the batch's wall and process CPU time and the per-run medians of final F and iterations (a batch has no
-// per-run times), and the batch wall time against R as the SVG.
+// per-run times), and the batch wall time against R as the SVG. With -batched -whole, the whole grid (every seed of
+// every R) is one batch per method: the per-R lines then carry the runs' medians only, and a line per method the
+// batch's times.
 package main
 
 import (
@@ -31,9 +33,13 @@ func main() {
 	svg := flag.String("svg", "rcg-fig6.svg", "SVG output")
 	batched := flag.Bool("batched", false, "run the seeds of each R as one batched RCG/RG computation on -backend")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
+	whole := flag.Bool("whole", false, "with -batched: every seed of every R as one batch per method")
 	flag.Parse()
+	if *whole && !*batched {
+		log.Fatal("-whole needs -batched")
+	}
 	if *batched {
-		if err := runBatched(*bename, *grid, *n, *k, *seeds, *eps, *svg); err != nil {
+		if err := runBatched(*bename, *grid, *n, *k, *seeds, *eps, *svg, *whole); err != nil {
 			log.Fatal(err)
 		}
 		return

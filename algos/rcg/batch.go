@@ -143,7 +143,7 @@ func (l *lsState) backtrack(ls LineSearch) {
 	l.trial, l.stage = l.a, lsBack
 }
 
-// MinimizeBatch runs RCG (or RG) on every run of obj from x0[i] (len Dim each) at once and returns one Result per
+// MinimizeBatch runs RCG (or RG, CG, GD) on every run of obj from x0[i] (len Dim each) at once and returns one Result per
 // run, in the order of x0. Per run it is Minimize's algorithm — Polak–Ribière (or FR, PR+) β in the cheap form,
 // Powell–Beale (7) and every-k / ⌈√n⌉ restarts, the descent safeguard, the parabolic line search of notes §3.4 with
 // its α₀ rule, the retry along −g̃ and the |ΔF| < Tol convergence rule — with the vector work of all unfinished runs
@@ -152,15 +152,15 @@ func (l *lsState) backtrack(ls LineSearch) {
 // cap, non-finite) is swapped behind the unfinished ones and no longer updated or evaluated; the slots of obj are
 // back in the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context
 // stops every unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's
-// error, as Minimize does. Only Method RCG and RG, Beta PR, FR, PR+ and Search Parabolic without Refine are
-// supported; resume and checkpoints are not.
+// error, as Minimize does. Methods RCG, RG and the Euclidean CG and GD (g̃ = g, Minimize's α₀ rule for them), Beta
+// PR, FR, PR+ and Search Parabolic without Refine are supported; Old, resume and checkpoints are not.
 func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
 	B, dim := obj.Batch(), obj.Dim()
 	switch {
 	case len(x0) != B:
 		return nil, fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), B)
-	case s.Method != RCG && s.Method != RG:
-		return nil, fmt.Errorf("%w: MinimizeBatch runs RCG and RG, not %v", ErrBadInput, s.Method)
+	case s.Method == Old || s.Method < RCG || s.Method > Old:
+		return nil, fmt.Errorf("%w: MinimizeBatch runs RCG, RG, CG and GD, not %v", ErrBadInput, s.Method)
 	case s.Beta == HestenesStiefel || s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
 		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
 	case s.Search != Parabolic || s.LS.Refine != 0 || s.Resume:
@@ -278,6 +278,11 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	grad := func() error {
 		if err := obj.Grad(fs, g.Batches(0, n), gt.Batches(0, n), x.Batches(0, n)); err != nil {
 			return err
+		}
+		if !s.Method.riemannian() { // Euclidean directions: g̃ = g
+			if err := be.Copy(gt.Batches(0, n), g.Batches(0, n)); err != nil {
+				return err
+			}
 		}
 		return rowDots(gg, g, g, n) // gᵀg is finite when g is (barring overflow)
 	}
@@ -401,7 +406,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		for i := range n {
 			r := st[i]
 			r.gn = gn[i]
-			r.restart = !r.havePrev || s.Method != RCG || (every > 0 && r.sinceReset >= every)
+			r.restart = !r.havePrev || !s.Method.conjugate() || (every > 0 && r.sinceReset >= every)
 			r.beta = 0
 			if !r.restart {
 				c := cross[i]
@@ -441,7 +446,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		for i := n - 1; i >= 0; i-- {
 			r := st[i]
 			r.d0 = d0[i]
-			if r.restart && s.Method == RCG {
+			if r.restart && s.Method.conjugate() {
 				r.res.Restarts++
 				r.sinceReset = 0
 			}
@@ -452,18 +457,22 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 				}
 				continue
 			}
-			switch {
-			case r.restart && s.Method == RCG || r.alphaPrev == 0:
+			switch { // Minimize's α₀ rule
+			case s.Method.riemannian() && (r.restart && s.Method == RCG || r.alphaPrev == 0):
 				r.a0 = 1
-			default:
+			case s.Method.riemannian():
 				r.a0 = math.Min(math.Max(r.alphaPrev, ls.MinAlpha), ls.MaxAlpha)
+			case r.alphaPrev == 0:
+				r.a0 = 1 / math.Sqrt(gg[i])
+			default:
+				r.a0 = r.alphaPrev
 			}
 			r.search.start(r.f, r.d0, r.a0)
 		}
 		if err := lineSearch(); err != nil {
 			return nil, err
 		}
-		// Revert and reset where the conjugate direction failed: search along −g̃ from α₀ = 1.
+		// Revert and reset where the conjugate direction failed: search along −g̃ (from α₀ = 1 if Riemannian).
 		retry := false
 		for i := range n {
 			r := st[i]
@@ -481,7 +490,9 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 					r.d0 = d0[i]
 					r.res.Restarts++
 					r.sinceReset = 0
-					r.a0 = 1
+					if s.Method.riemannian() {
+						r.a0 = 1
+					}
 					r.search.start(r.f, r.d0, r.a0)
 				}
 			}

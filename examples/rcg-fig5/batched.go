@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/models/mog"
+)
+
+// batchLine is the JSON line of one method in -batched mode. A batch has no per-run times, so runs are compared in
+// evaluations (F and gradient, per run; device-independent, notes §7.12).
+type batchLine struct {
+	Method        string  `json:"method"`
+	Backend       string  `json:"backend"`
+	Runs          int     `json:"runs"`
+	Target        float64 `json:"target_f"`
+	Reached       int     `json:"reached"`
+	MedianEvalsTT float64 `json:"median_evals_to_target"` // runs that missed the target count with all their evaluations
+	LowerBound    bool    `json:"lower_bound"`            // the median run missed the target
+	MedianFinalF  float64 `json:"median_final_f"`
+	MedianIters   float64 `json:"median_iters"`
+	MaxIter       int     `json:"max_iter"` // the iteration cap of each run
+	WallTime      float64 `json:"batch_wall_s"`
+	CPUTime       float64 `json:"batch_cpu_s"`
+}
+
+// batchRun is the per-iteration record of one run of a batch.
+type batchRun struct {
+	F     []float64
+	Evals []int
+	res   rcg.Result
+}
+
+// evalsTo returns the evaluations at which the run first reached F ≤ target, or all its evaluations and false.
+func (r *batchRun) evalsTo(target float64) (int, bool) {
+	for i, f := range r.F {
+		if f <= target {
+			return r.Evals[i], true
+		}
+	}
+	if len(r.Evals) == 0 {
+		return 0, false
+	}
+	return r.Evals[len(r.Evals)-1], false
+}
+
+// runBatched runs every method of methods (RCG first; VBEM is not batched) with all initialisations of m as one
+// mog.Batch on the named backend, with rcg.RunMoG's settings. RCG's runs set the target (their median final F + tol)
+// and the iteration cap of CG and GD (capF × RCG's median iterations; the host sweep caps them in time). It writes
+// one JSON line per method to w.
+func runBatched(w io.Writer, name string, m *mog.Model, seeds int, methods []string, tol, capF float64) error {
+	if len(methods) == 0 || methods[0] != "RCG" {
+		return fmt.Errorf("-batched: methods %v: RCG must come first", methods)
+	}
+	batchable := map[string]rcg.Method{"RCG": rcg.RCG, "RG": rcg.RG, "CG": rcg.CG, "GD": rcg.GD}
+	for _, name := range methods {
+		if _, ok := batchable[name]; !ok {
+			return fmt.Errorf("-batched runs RCG, RG, CG and GD, not %q", name)
+		}
+	}
+	be, err := backend.Open(name)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	info := be.Info()
+	fmt.Fprintf(os.Stderr, "backend %s (%s, %s)\n", info.Name, info.Library, info.Device)
+	xs := make([][]float64, seeds)
+	ms := make([]*mog.Model, seeds)
+	for i := range seeds {
+		ms[i] = m
+		if xs[i], err = mog.Init(m, uint64(i)); err != nil {
+			return err
+		}
+	}
+	enc := json.NewEncoder(w)
+	target, maxIter := math.NaN(), 10000
+	for _, name := range methods {
+		meth := batchable[name]
+		s := rcg.Settings{Method: meth, Tol: tol, RestartEvery: rcg.SqrtN} // rcg.RunMoG's settings
+		limit := 10000
+		if meth == rcg.CG || meth == rcg.GD {
+			limit = maxIter
+		}
+		bt, err := mog.NewBatch(be, ms)
+		if err != nil {
+			return err
+		}
+		runs := make([]batchRun, seeds)
+		rec := func(i int, r run.Record) {
+			runs[i].F = append(runs[i].F, r.Extra["F"])
+			runs[i].Evals = append(runs[i].Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
+		}
+		c0, t0 := run.CPUTime(), time.Now()
+		res, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: limit, Record: rec})
+		l := batchLine{Method: name, Backend: info.Name, Runs: seeds, MaxIter: limit,
+			WallTime: time.Since(t0).Seconds(), CPUTime: (run.CPUTime() - c0).Seconds()}
+		bt.Close()
+		if err != nil {
+			return err
+		}
+		var fin, it []float64
+		for i, r := range res {
+			runs[i].res = r
+			fin, it = append(fin, r.F), append(it, float64(r.Iters))
+		}
+		if name == "RCG" {
+			target = rcg.Median(fin) + tol
+			maxIter = max(1, int(capF*rcg.Median(it)))
+		}
+		var ev []float64
+		for i := range runs {
+			e, ok := runs[i].evalsTo(target)
+			ev = append(ev, float64(e))
+			if ok {
+				l.Reached++
+			}
+		}
+		l.Target, l.MedianFinalF, l.MedianIters, l.MedianEvalsTT = target, rcg.Median(fin), rcg.Median(it), rcg.Median(ev)
+		l.LowerBound = 2*l.Reached <= seeds
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}

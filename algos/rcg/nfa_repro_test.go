@@ -41,9 +41,8 @@ func warmNSSM(t *testing.T, T int, mo nfa.Moments, iters int) (*nfa.Model, []flo
 // (13), the Fisher metric of q matches the curvature of F in the means (Price/Bonnet), so a unit natural-gradient
 // step is a (block-diagonal) Newton step. On the gate's NSSM-SYN (T = 100) after 100 RCG iterations with the
 // Gauss–Hermite moments (≈ 10 s):
-//   - weights: the diagonal Hessian ∂²F/∂w̄² by central differences of the analytic gradient (h = 1e-5, every third
-//     weight) times the variance w̃ (the inverse of the metric) has median in [0.9, 1.1] and 5–95 % quantiles in
-//     [0.75, 1.33];
+//   - weights: the diagonal Hessian ∂²F/∂w̄² times the variance w̃ (the inverse of the metric) is ≈ 1 in the sense of
+//     checkCurvature, for every third weight;
 //   - states: the decrease of F under the unit step −G⁻¹g on the state block (two chain scans per component) is
 //     within 35 % of the quadratic model's ½gᵀG⁻¹g. (For the weights the unit step is not a Newton step: the diagonal
 //     metric ignores their correlations, which the conjugate directions take care of.)
@@ -60,24 +59,7 @@ func TestReproMetricIsCurvature(t *testing.T) {
 	m.NatGrad(gt, g, x)
 	n := m.T * m.Cfg.D
 	wv := append(append([]float64(nil), m.WVarF...), m.WVarG...)
-	gp, gm := make([]float64, len(x)), make([]float64, len(x))
-	var r []float64
-	for k := 0; k < len(wv); k += 3 { // every third weight
-		i := n + k
-		old, h := x[i], 1e-5
-		x[i] = old + h
-		m.Grad(gp, x)
-		x[i] = old - h
-		m.Grad(gm, x)
-		x[i] = old
-		r = append(r, (gp[i]-gm[i])/(2*h)*wv[k])
-	}
-	sort.Float64s(r)
-	q := func(p float64) float64 { return r[int(p*float64(len(r)-1))] }
-	t.Logf("weights: H·w̃ quantiles 5%% %.3g, 50%% %.3g, 95%% %.3g (%d weights)", q(0.05), q(0.5), q(0.95), len(r))
-	if q(0.5) < 0.9 || q(0.5) > 1.1 || q(0.05) < 0.75 || q(0.95) > 1.33 {
-		t.Errorf("weights: H·w̃ quantiles %.3g, %.3g, %.3g not ≈ 1", q(0.05), q(0.5), q(0.95))
-	}
+	checkCurvature(t, "weights", m, x, n, wv, 3) // every third weight
 	// The states: the chain metric has the tridiagonal structure of their Hessian, so the unit step on the block
 	// should realise the quadratic model's decrease.
 	xt := append([]float64(nil), x...)
@@ -93,11 +75,67 @@ func TestReproMetricIsCurvature(t *testing.T) {
 	}
 }
 
-// gate runs Sweep at size T and returns the median time-to-target of each method (target: RCG's median final F + ε);
-// a run that never reaches the target counts with its budget (TimeOrBound: the cap, whether the cap stopped it or it
-// stopped earlier at a worse F), so the ratios are then lower bounds.
+// checkCurvature checks that the metric is the curvature of F in the means x[from+k] whose variances are v[k], k a
+// multiple of every (notes §2.1): the diagonal Hessian ∂²F/∂x̄² by central differences of the analytic gradient
+// (h = 1e-5) times the variance has median in [0.9, 1.1] and 5–95 % quantiles in [0.75, 1.33].
+func checkCurvature(t *testing.T, what string, m *nfa.Model, x []float64, from int, v []float64, every int) {
+	t.Helper()
+	gp, gm := make([]float64, len(x)), make([]float64, len(x))
+	var r []float64
+	for k := 0; k < len(v); k += every {
+		i := from + k
+		old, h := x[i], 1e-5
+		x[i] = old + h
+		m.Grad(gp, x)
+		x[i] = old - h
+		m.Grad(gm, x)
+		x[i] = old
+		r = append(r, (gp[i]-gm[i])/(2*h)*v[k])
+	}
+	sort.Float64s(r)
+	q := func(p float64) float64 { return r[int(p*float64(len(r)-1))] }
+	t.Logf("%s: H·θ̃ quantiles 5%% %.3g, 50%% %.3g, 95%% %.3g, max %.3g (%d means)", what, q(0.05), q(0.5), q(0.95),
+		q(1), len(r))
+	if q(0.5) < 0.9 || q(0.5) > 1.1 || q(0.05) < 0.75 || q(0.95) > 1.33 {
+		t.Errorf("%s: H·θ̃ quantiles %.3g, %.3g, %.3g not ≈ 1", what, q(0.05), q(0.5), q(0.95))
+	}
+}
+
+// TestReproNFAMetricIsCurvature is the premise of RCG on NFA, where the metric is diagonal for the sources as for
+// the weights: on NFA-SYN at T = 300 after 400 RCG iterations from Init(0) with the Gauss–Hermite moments (≈ 10 s),
+// H·θ̃ ≈ 1 for every third source and every f weight (checkCurvature). With the Taylor moments the same run stalls (F
+// 245.4 after 400 iterations against −1136.2 with GH; Powell–Beale restarts on 318 of them, accepted steps 0.25⁴) and
+// the sources fail the check: H·s̃ 95 % quantile 180, largest 363, the best step along the natural gradient on the
+// source block 0.003 (docs/rcg.md, "RCG on NFA at T = 300").
+func TestReproNFAMetricIsCurvature(t *testing.T) {
+	repro.Require(t)
+	const T = 300
+	m, err := nfa.New(nfa.SyntheticNFA(T, 1), T, 21, nfa.Config{D: 5, H: 20, Moments: nfa.GaussHermite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x0, err := m.Init(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Minimize(m, x0, Settings{Method: RCG, PowellBeale: 0.2}, run.Control{MaxIter: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Update(res.X); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("F %.2f after %d iterations (%d restarts)", res.F, res.Iters, res.Restarts)
+	n := m.T * m.Cfg.D
+	checkCurvature(t, "sources", m, res.X, 0, m.SVar, 3)
+	checkCurvature(t, "weights", m, res.X, n, m.WVarF, 1)
+}
+
+// gate runs Sweep at size T and returns the median time-to-target of each method (target: RCG's median final F + ε)
+// and the runs; a run that never reaches the target counts with its budget (TimeOrBound: the cap, whether the cap
+// stopped it or it stopped earlier at a worse F), so the ratios are then lower bounds.
 // Times are process CPU seconds (Run).
-func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float64, mo nfa.Moments, methods ...string) map[string]float64 {
+func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float64, mo nfa.Moments, methods ...string) (map[string]float64, map[string][]*Trace) {
 	sw := Sweep{Dynamic: dyn, T: T, Seeds: seeds, Moments: mo, Methods: methods, RCGCap: rcgCap, CapFactor: capF}
 	runs, err := SweepNFA(sw)
 	if err != nil {
@@ -107,21 +145,29 @@ func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float
 	t.Logf("T=%d, %v moments, target F %.4f (RCG's median final F + ε)", T, mo, target)
 	ttt := map[string]float64{}
 	for _, m := range methods {
-		var ts, es, fs, rt []float64
-		reached := 0
-		for _, tr := range runs[m] {
-			a, e, ok := tr.TimeOrBound(target)
-			if ok {
-				reached++
-			}
-			ts, es = append(ts, a), append(es, float64(e))
-			fs, rt = append(fs, tr.Final), append(rt, tr.Time)
-		}
-		ttt[m] = Median(ts)
-		t.Logf("%s: median time-to-target %.3gs (%g evaluations), reached %d/%d, median run time %.3gs, median final F %.4f",
-			m, ttt[m], Median(es), reached, seeds, Median(rt), Median(fs))
+		ttt[m] = medianTimeToTarget(t, m, runs[m], target)
 	}
-	return ttt
+	return ttt, runs
+}
+
+// medianTimeToTarget logs the summary of one method's runs against target and returns their median
+// time-to-target, misses counted with their budget.
+func medianTimeToTarget(t *testing.T, method string, runs []*Trace, target float64) float64 {
+	t.Helper()
+	var ts, es, fs, rt []float64
+	reached := 0
+	for _, tr := range runs {
+		a, e, ok := tr.TimeOrBound(target)
+		if ok {
+			reached++
+		}
+		ts, es = append(ts, a), append(es, float64(e))
+		fs, rt = append(fs, tr.Final), append(rt, tr.Time)
+	}
+	med := Median(ts)
+	t.Logf("%s: median time-to-target %.3gs (%g evaluations), reached %d/%d, median run time %.3gs, median final F %.4f",
+		method, med, Median(es), reached, len(runs), Median(rt), Median(fs))
+	return med
 }
 
 // TestReproNSSMGate is acceptance gate 19 on NSSM-SYN (notes §6.10): RCG ≥ 10× faster than RG and CG to RCG's
@@ -131,7 +177,7 @@ func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float
 // the Price/Bonnet identity, so the Fisher metric is no curvature model for weakly determined weights).
 func TestReproNSSMGate(t *testing.T) {
 	repro.Require(t)
-	ttt := gate(t, true, 100, 2, 4*time.Second, 10, nfa.GaussHermite, "RCG", "CG", "RG")
+	ttt, _ := gate(t, true, 100, 2, 4*time.Second, 10, nfa.GaussHermite, "RCG", "CG", "RG")
 	for _, m := range []string{"CG", "RG"} {
 		r := ttt[m] / ttt["RCG"]
 		t.Logf("%s/RCG time-to-target %.3g", m, r)
@@ -141,15 +187,28 @@ func TestReproNSSMGate(t *testing.T) {
 	}
 }
 
-// TestReproNFAGate is acceptance gate 20 on NFA-SYN: RCG fastest (T = 100, 3 seeds, RCG capped at 15 s of CPU time,
-// others capped at 2× RCG's median run time, Taylor moments).
+// TestReproNFAGate is acceptance gate 20 on NFA-SYN (notes §6.8): RCG fastest, and CG faster than RG. T = 100, 3
+// seeds, Gauss–Hermite moments, RCG capped at 30 s of CPU time, CG and RG at 3× RCG's median run time (≈ 70 s of
+// CPU time). RCG's median time-to-target (RCG's median final F + ε) must be below CG's and RG's; CG's and RG's are
+// compared at the worse of their own targets (median final F + ε, a level at least half the runs of each reach), where
+// CG's median must be below RG's. With the Taylor moments RCG still wins at this size but stalls from T ≈ 300
+// (TestReproNFAMetricIsCurvature).
 func TestReproNFAGate(t *testing.T) {
 	repro.Require(t)
-	ttt := gate(t, false, 100, 3, 15*time.Second, 2, nfa.Taylor, "RCG", "CG", "RG")
+	sw := Sweep{T: 100, Seeds: 3, Moments: nfa.GaussHermite, Methods: []string{"RCG", "CG", "RG"},
+		RCGCap: 30 * time.Second, CapFactor: 3}
+	ttt, runs := gate(t, false, sw.T, sw.Seeds, sw.RCGCap, sw.CapFactor, sw.Moments, sw.Methods...)
 	for _, m := range []string{"CG", "RG"} {
+		t.Logf("%s/RCG time-to-target %.3g", m, ttt[m]/ttt["RCG"])
 		if ttt[m] <= ttt["RCG"] {
 			t.Errorf("NFA: %s time-to-target %.3g ≤ RCG's %.3g", m, ttt[m], ttt["RCG"])
 		}
+	}
+	pair := max(sw.Target(runs["CG"]), sw.Target(runs["RG"]))
+	t.Logf("CG against RG at F %.4f, the worse of their median final F + ε", pair)
+	cg, rg := medianTimeToTarget(t, "CG", runs["CG"], pair), medianTimeToTarget(t, "RG", runs["RG"], pair)
+	if !(cg < rg) {
+		t.Errorf("NFA: CG's median time %.3g to F %.4f not below RG's %.3g", cg, pair, rg)
 	}
 }
 
@@ -161,7 +220,7 @@ func TestReproNFAGate(t *testing.T) {
 // reported in docs/rcg.md, not here: RG and CG need another 80 s at this cap.
 func TestReproNSSMOld(t *testing.T) {
 	repro.Require(t)
-	ttt := gate(t, true, 100, 2, 4*time.Second, 5, nfa.GaussHermite, "RCG", "Old")
+	ttt, _ := gate(t, true, 100, 2, 4*time.Second, 5, nfa.GaussHermite, "RCG", "Old")
 	r := ttt["Old"] / ttt["RCG"]
 	t.Logf("Old/RCG time-to-target %.3g", r)
 	if !(ttt["RCG"] < ttt["Old"]) || r < 3 {

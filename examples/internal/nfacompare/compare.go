@@ -101,6 +101,10 @@ type line struct {
 	PFaster         float64 `json:"ranksum_p_rcg_faster,omitempty"`
 	PFasterWorst    float64 `json:"ranksum_p_rcg_faster_worst,omitempty"`
 	PFasterFollowed float64 `json:"ranksum_p_rcg_followed_faster,omitempty"`
+	// PFinalF is the two-sided rank-sum p-value of RCG's final F against the method's (§6.6: the paper found no
+	// significant differences between the optima the methods reach). A capped run's final F is where the cap
+	// stopped it.
+	PFinalF float64 `json:"ranksum_p_final_f,omitempty"`
 }
 
 // lines summarises the runs of each method against target (RCG's median final F + ε, from its capped runs), then
@@ -112,6 +116,7 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 		l := line{Summary: rcgplot.Summarise(m, runs[m], target)}
 		if m != "RCG" {
 			l.PFaster, l.PFasterWorst = rankSums(runs["RCG"], runs[m], target)
+			l.PFinalF = rcg.RankSum(finals(runs["RCG"]), finals(runs[m]))
 			if followed != nil {
 				l.PFasterFollowed, _ = rankSums(followed, runs[m], target)
 			}
@@ -120,6 +125,15 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 	}
 	if followed != nil {
 		out = append(out, line{Summary: rcgplot.Summarise(rcg.FollowedRCG, followed, target)})
+	}
+	return out
+}
+
+// finals returns the final F of each run.
+func finals(runs []*rcg.Trace) []float64 {
+	out := make([]float64, len(runs))
+	for i, tr := range runs {
+		out[i] = tr.Final
 	}
 	return out
 }

@@ -38,6 +38,12 @@ func TestLines(t *testing.T) {
 	if got := ls[1]; math.Abs(got.PFaster-1.0/70) > 1e-12 || math.Abs(got.PFasterWorst-11.0/70) > 1e-12 {
 		t.Errorf("CG: p %v, worst %v; want 1/70, 11/70", got.PFaster, got.PFasterWorst)
 	}
+	// Final F: RCG {1, 1, 1, 5}, CG {5, 5, 5, 5}; mid-ranks 2 for the 1s and 6 for the 5s. With k of the three 1s in
+	// RCG's sample its rank sum is 24 − 4k, against the mean 18: k = 3 (observed, 5 assignments) and k = 0 (5) are
+	// as far from it, so p = 10/C(8, 4) = 10/70.
+	if got := ls[1].PFinalF; math.Abs(got-10.0/70) > 1e-12 {
+		t.Errorf("CG: final-F p %v, want 10/70", got)
+	}
 	if ls[1].Reached != 0 || ls[1].MedianTTT != 40 || ls[0].Reached != 3 {
 		t.Errorf("summaries: CG reached %d, median time-to-target %v; RCG reached %d; want 0, 40, 3", ls[1].Reached,
 			ls[1].MedianTTT, ls[0].Reached)

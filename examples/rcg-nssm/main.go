@@ -6,7 +6,8 @@
 // §6.6 significance test of RCG's times-to-target against that method's: the exact one-sided rank-sum p-values
 // ranksum_p_rcg_faster (missed runs at their budget) and ranksum_p_rcg_faster_worst (RCG's missed runs ranked last;
 // see rankSums in examples/internal/nfacompare); with -follow, RCG's missed runs run again with the others' budget
-// and ranksum_p_rcg_followed_faster tests those times, which leave only the others' misses at their budget. Lines
+// and ranksum_p_rcg_followed_faster tests those times, which leave only the others' misses at their budget;
+// ranksum_p_final_f is the two-sided test of the final F values (§6.6 found no significant difference). Lines
 // with a "pair" field compare two comparators at the worse of their own targets: Old against CG and RG (§6.6 finds
 // Old faster) and CG against RG. Fig. 10's
 // larger model is

@@ -10,8 +10,7 @@ import (
 
 	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
-	"github.com/geovb/geovb/backend"
-	_ "github.com/geovb/geovb/backend/all"
+	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/models/mog"
 )
 
@@ -53,10 +52,10 @@ func (r *batchRun) evalsTo(target float64) (int, bool) {
 }
 
 // runBatched runs every method of methods (RCG first; VBEM is not batched) with all initialisations of m as one
-// mog.Batch on the named backend, with rcg.RunMoG's settings. RCG's runs set the target (their median final F + tol)
+// mog.Batch on the backend called beName, with rcg.RunMoG's settings. RCG's runs set the target (their median final F + tol)
 // and the iteration cap of CG and GD (capF × RCG's median iterations; the host sweep caps them in time). It writes
 // one JSON line per method to w.
-func runBatched(w io.Writer, name string, m *mog.Model, seeds int, methods []string, tol, capF float64) error {
+func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []string, tol, capF float64) error {
 	if len(methods) == 0 || methods[0] != "RCG" {
 		return fmt.Errorf("-batched: methods %v: RCG must come first", methods)
 	}
@@ -66,13 +65,12 @@ func runBatched(w io.Writer, name string, m *mog.Model, seeds int, methods []str
 			return fmt.Errorf("-batched runs RCG, RG, CG and GD, not %q", name)
 		}
 	}
-	be, err := backend.Open(name)
+	be, err := rcgplot.OpenBackend(beName, os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
 	info := be.Info()
-	fmt.Fprintf(os.Stderr, "backend %s (%s, %s)\n", info.Name, info.Library, info.Device)
 	xs := make([][]float64, seeds)
 	ms := make([]*mog.Model, seeds)
 	for i := range seeds {

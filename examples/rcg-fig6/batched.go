@@ -11,7 +11,6 @@ import (
 	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
-	_ "github.com/geovb/geovb/backend/all"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/models/mog"
@@ -98,13 +97,12 @@ var batchMethods = []struct {
 // runBatched runs RCG and RG on the named backend: with whole, every seed of every R of grid as one mog.Batch
 // per method (the runs' data sets differ, their N, K and D agree), else one batch per R.
 func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, whole bool) error {
-	be, err := backend.Open(name)
+	be, err := rcgplot.OpenBackend(name, os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
 	info := be.Info()
-	fmt.Fprintf(os.Stderr, "backend %s (%s, %s)\n", info.Name, info.Library, info.Device)
 	points, err := gridPoints(grid, N, K, seeds)
 	if err != nil {
 		return err

@@ -143,17 +143,17 @@ func (l *lsState) backtrack(ls LineSearch) {
 	l.trial, l.stage = l.a, lsBack
 }
 
-// MinimizeBatch runs RCG (or RG, CG, GD) on every run of obj from x0[i] (len Dim each) at once and returns one Result per
-// run, in the order of x0. Per run it is Minimize's algorithm — Polak–Ribière (or FR, PR+) β in the cheap form,
-// Powell–Beale (7) and every-k / ⌈√n⌉ restarts, the descent safeguard, the parabolic line search of notes §3.4 with
-// its α₀ rule, the retry along −g̃ and the |ΔF| < Tol convergence rule — with the vector work of all unfinished runs
-// done by batched backend calls: one Grad per iteration, then rounds of one Value each in which every run still in
-// its line search evaluates its next trial step (runs whose search has ended wait). A run that stops (converged,
-// cap, non-finite) is swapped behind the unfinished ones and no longer updated or evaluated; the slots of obj are
-// back in the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context
-// stops every unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's
-// error, as Minimize does. Methods RCG, RG and the Euclidean CG and GD (g̃ = g, Minimize's α₀ rule for them), Beta
-// PR, FR, PR+ and Search Parabolic without Refine are supported; Old, resume and checkpoints are not.
+// MinimizeBatch runs RCG (or RG, CG, GD) on every run of obj from x0[i] (len Dim each) at once and returns one Result
+// per run, in the order of x0. Per run it is Minimize's algorithm — Polak–Ribière (or FR, PR+) β in the cheap form,
+// Powell–Beale (7) and every-k / ⌈√n⌉ restarts, the descent safeguard, the parabolic line search of notes §3.4 with its
+// α₀ rule, the retry along −g̃ and the |ΔF| < Tol convergence rule — with the vector work of all unfinished runs done
+// by batched backend calls: one Grad per iteration, then rounds of one Value each in which every run still in its line
+// search evaluates its next trial step (runs whose search has ended wait). A run that stops (converged, cap,
+// non-finite) is swapped behind the unfinished ones and no longer updated or evaluated; the slots of obj are back in
+// the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context stops every
+// unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's error, as Minimize
+// does. Methods RCG, RG and the Euclidean CG and GD (g̃ = g, Minimize's α₀ rule for them), Beta PR, FR, PR+ and Search
+// Parabolic without Refine are supported; Old, resume and checkpoints are not.
 func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
 	B, dim := obj.Batch(), obj.Dim()
 	switch {

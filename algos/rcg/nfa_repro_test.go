@@ -135,7 +135,8 @@ func TestReproNFAMetricIsCurvature(t *testing.T) {
 // and the runs; a run that never reaches the target counts with its budget (TimeOrBound: the cap, whether the cap
 // stopped it or it stopped earlier at a worse F), so the ratios are then lower bounds.
 // Times are process CPU seconds (Run).
-func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float64, mo nfa.Moments, methods ...string) (map[string]float64, map[string][]*Trace) {
+func gate(t *testing.T, dyn bool, T, seeds int, rcgCap time.Duration, capF float64, mo nfa.Moments,
+	methods ...string) (map[string]float64, map[string][]*Trace) {
 	sw := Sweep{Dynamic: dyn, T: T, Seeds: seeds, Moments: mo, Methods: methods, RCGCap: rcgCap, CapFactor: capF}
 	runs, err := SweepNFA(sw)
 	if err != nil {

@@ -52,9 +52,9 @@ func (r *batchRun) evalsTo(target float64) (int, bool) {
 }
 
 // runBatched runs every method of methods (RCG first; VBEM is not batched) with all initialisations of m as one
-// mog.Batch on the backend called beName, with rcg.RunMoG's settings. RCG's runs set the target (their median final F + tol)
-// and the iteration cap of CG and GD (capF × RCG's median iterations; the host sweep caps them in time). It writes
-// one JSON line per method to w.
+// mog.Batch on the backend called beName, with rcg.RunMoG's settings. RCG's runs set the target (their median final
+// F + tol) and the iteration cap of CG and GD (capF × RCG's median iterations; the host sweep caps them in time). It
+// writes one JSON line per method to w.
 func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []string, tol, capF float64) error {
 	if len(methods) == 0 || methods[0] != "RCG" {
 		return fmt.Errorf("-batched: methods %v: RCG must come first", methods)

@@ -106,7 +106,7 @@ func checkCurvature(t *testing.T, what string, m *nfa.Model, x []float64, from i
 // H·θ̃ ≈ 1 for every third source and every f weight (checkCurvature). With the Taylor moments the same run stalls (F
 // 245.4 after 400 iterations against −1136.2 with GH; Powell–Beale restarts on 318 of them, accepted steps 0.25⁴) and
 // the sources fail the check: H·s̃ 95 % quantile 180, largest 363, the best step along the natural gradient on the
-// source block 0.003 (docs/rcg.md, "RCG on NFA at T = 300").
+// source block 0.003 (docs/rcg.md, "Why RCG stalls on NFA with the Taylor moments").
 func TestReproNFAMetricIsCurvature(t *testing.T) {
 	repro.Require(t)
 	const T = 300

@@ -9,8 +9,7 @@
 // and ranksum_p_rcg_followed_faster tests those times, which leave only the others' misses at their budget;
 // ranksum_p_final_f is the two-sided test of the final F values (§6.6 found no significant difference). Lines
 // with a "pair" field compare two comparators at the worse of their own targets: Old against CG and RG (§6.6 finds
-// Old faster) and CG against RG. Fig. 10's
-// larger model is
+// Old faster) and CG against RG. Fig. 10's larger model is
 //
 //	rcg-nssm -n 1000 -d 7 -hidden 30 -eps 1e-6 -seeds 5
 //

@@ -29,6 +29,12 @@ func methodByName(name string) (Method, error) {
 // (0: none), measured with run.CPUTime and enforced by cancelling the run's context. It returns the F(t) trace for
 // time-to-target summaries, t in seconds of process CPU time (the paper's measure).
 func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int, limit time.Duration) (*Trace, error) {
+	return runNFA(m, seed, method, tol, patience, limit, 0)
+}
+
+// runNFA is RunNFA with a cap of maxIter iterations as well (0: none).
+func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int, limit time.Duration,
+	maxIter int) (*Trace, error) {
 	meth, err := methodByName(method)
 	if err != nil {
 		return nil, err
@@ -42,7 +48,10 @@ func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := run.CPUTime()
-	ctl := run.Control{Ctx: ctx, MaxIter: 1 << 30, Recorder: run.Func(func(r run.Record) {
+	if maxIter <= 0 {
+		maxIter = 1 << 30
+	}
+	ctl := run.Control{Ctx: ctx, MaxIter: maxIter, Recorder: run.Func(func(r run.Record) {
 		el := run.CPUTime() - start
 		tr.T = append(tr.T, el.Seconds())
 		tr.F = append(tr.F, r.Extra["F"])
@@ -68,10 +77,13 @@ type Sweep struct {
 	Moments nfa.Moments // Taylor or Gauss–Hermite
 	// Eps is the convergence threshold: |ΔF| < Eps over 5 iterations; 0 takes the §3.5 rule 1e-5·T/80 (Fig. 10:
 	// 1e-6).
-	Eps       float64
-	Methods   []string      // RCG first: its runs set the others' caps
-	RCGCap    time.Duration // CPU-time cap of each RCG run (0: none)
-	CapFactor float64       // the others' cap, × RCG's median run time (0: none)
+	Eps     float64
+	Methods []string      // RCG first: its runs set the others' caps
+	RCGCap  time.Duration // CPU-time cap of each RCG run (0: none)
+	// RCGMaxIter caps each RCG run at that many iterations (0: none): unlike RCGCap it gives a target that does
+	// not depend on the machine's speed, while the others' budget still scales with it.
+	RCGMaxIter int
+	CapFactor  float64 // the others' cap, × RCG's median run time (0: none)
 	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0), each RCG run that missed
 	// the target (RCG's median final F + Tol()) within RCGCap: the runs are deterministic, so the rerun retraces the
 	// first run and goes on where the cap stopped it, or stops where it stopped on its own, now a miss under the
@@ -104,9 +116,9 @@ func (s Sweep) Tol() float64 {
 }
 
 // SweepNFA runs s.Methods over s.Seeds initialisations on one synthetic data set of size s.T with p = 21 observed
-// dimensions and the |ΔF| < s.Tol() rule over 5 iterations. RCG runs first, capped at s.RCGCap; the other methods
-// are capped at s.CapFactor × RCG's median run time (the §6.7 budget form), so a method that does not converge
-// within it has a lower-bound time. It returns the traces per method.
+// dimensions and the |ΔF| < s.Tol() rule over 5 iterations. RCG runs first, capped at s.RCGCap and s.RCGMaxIter;
+// the other methods are capped at s.CapFactor × RCG's median run time (the §6.7 budget form), so a method that does
+// not converge within it has a lower-bound time. It returns the traces per method.
 func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 	d, h := s.D, s.H
 	if d == 0 {
@@ -115,9 +127,11 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 	if h == 0 {
 		h = 20
 	}
-	if s.Seeds < 1 || s.Eps < 0 || s.CapFactor < 0 || s.RCGCap < 0 || len(s.Methods) == 0 || s.Methods[0] != "RCG" {
-		return nil, fmt.Errorf("%w: sweep with %d seeds, ε = %v, cap factor %v, RCG cap %v, methods %v (want seeds ≥ 1, "+
-			"ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor, s.RCGCap, s.Methods)
+	if s.Seeds < 1 || s.Eps < 0 || s.CapFactor < 0 || s.RCGCap < 0 || s.RCGMaxIter < 0 || len(s.Methods) == 0 ||
+		s.Methods[0] != "RCG" {
+		return nil, fmt.Errorf("%w: sweep with %d seeds, ε = %v, cap factor %v, RCG cap %v and %d iterations, methods %v "+
+			"(want seeds ≥ 1, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor, s.RCGCap,
+			s.RCGMaxIter, s.Methods)
 	}
 	if s.FollowRCG && (s.CapFactor == 0 || s.RCGCap == 0) {
 		return nil, fmt.Errorf("%w: following RCG's misses needs an RCG cap and the others' (cap factor %v, RCG cap %v)",
@@ -135,12 +149,15 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 	out := map[string][]*Trace{}
 	var rcgTimes []float64
 	for _, meth := range s.Methods {
-		limit := s.RCGCap
-		if meth != "RCG" && len(rcgTimes) > 0 {
-			limit = time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
+		limit, maxIter := s.RCGCap, s.RCGMaxIter
+		if meth != "RCG" {
+			maxIter = 0
+			if len(rcgTimes) > 0 {
+				limit = time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
+			}
 		}
 		for seed := range s.Seeds {
-			tr, err := RunNFA(m, uint64(seed), meth, s.Tol(), 5, limit)
+			tr, err := runNFA(m, uint64(seed), meth, s.Tol(), 5, limit, maxIter)
 			if err != nil {
 				return nil, err
 			}

@@ -84,8 +84,8 @@ type Sweep struct {
 	// not depend on the machine's speed, while the others' budget still scales with it.
 	RCGMaxIter int
 	CapFactor  float64 // the others' cap, × RCG's median run time (0: none)
-	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0), each RCG run that missed
-	// the target (RCG's median final F + Tol()) within RCGCap: the runs are deterministic, so the rerun retraces the
+	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0) and no iteration cap, each
+	// RCG run that missed the target (RCG's median final F + Tol()) within RCGCap and RCGMaxIter: the runs are deterministic, so the rerun retraces the
 	// first run and goes on where the cap stopped it, or stops where it stopped on its own, now a miss under the
 	// others' budget. The results go under FollowedRCG, the other runs' traces shared with "RCG".
 	FollowRCG bool
@@ -133,9 +133,9 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			"(want seeds ≥ 1, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor, s.RCGCap,
 			s.RCGMaxIter, s.Methods)
 	}
-	if s.FollowRCG && (s.CapFactor == 0 || s.RCGCap == 0) {
-		return nil, fmt.Errorf("%w: following RCG's misses needs an RCG cap and the others' (cap factor %v, RCG cap %v)",
-			ErrBadInput, s.CapFactor, s.RCGCap)
+	if s.FollowRCG && (s.CapFactor == 0 || s.RCGCap == 0 && s.RCGMaxIter == 0) {
+		return nil, fmt.Errorf("%w: following RCG's misses needs an RCG cap and the others' (cap factor %v, RCG cap %v "+
+			"and %d iterations)", ErrBadInput, s.CapFactor, s.RCGCap, s.RCGMaxIter)
 	}
 	X := nfa.SyntheticNFA(s.T, 1)
 	if s.Dynamic {

@@ -55,6 +55,47 @@ func TestSweepFollowRCG(t *testing.T) {
 	}
 }
 
+// RCGMaxIter stops every RCG run after that many iterations, at the same F in every sweep, and caps no other
+// method; FollowRCG reruns the misses past it. A negative cap is bad input.
+func TestSweepRCGMaxIter(t *testing.T) {
+	s := Sweep{Dynamic: true, T: 30, Seeds: 2, Methods: []string{"RCG", "RG"}, RCGMaxIter: 5, CapFactor: 3,
+		FollowRCG: true}
+	runs, err := SweepNFA(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := SweepNFA(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range runs["RCG"] {
+		if tr.Iters != 5 || tr.Reason != "max-iter" {
+			t.Errorf("RCG seed %d: %d iterations, stopped by %s; want 5, max-iter", tr.Seed, tr.Iters, tr.Reason)
+		}
+		if g := again["RCG"][i].Final; math.Float64bits(g) != math.Float64bits(tr.Final) {
+			t.Errorf("RCG seed %d: final F %v, then %v in the same sweep again", tr.Seed, tr.Final, g)
+		}
+	}
+	for _, tr := range runs["RG"] {
+		if tr.Reason == "max-iter" {
+			t.Errorf("RG seed %d stopped by the RCG iteration cap after %d iterations", tr.Seed, tr.Iters)
+		}
+	}
+	followed := 0
+	for _, tr := range runs[FollowedRCG] {
+		if tr.Iters > 5 {
+			followed++
+		}
+	}
+	if followed == 0 {
+		t.Errorf("no RCG run followed past the iteration cap, though one of two misses the median target")
+	}
+	s.RCGMaxIter = -1
+	if _, err := SweepNFA(s); !errors.Is(err, ErrBadInput) {
+		t.Errorf("RCGMaxIter -1: %v, want ErrBadInput", err)
+	}
+}
+
 // TestNFAHierarchicalFit fits NFA-SYN (T = 200, d = 3, H = 10, Gauss–Hermite) with the ARD and hierarchical priors
 // of notes §4.2.2 by RCG to convergence. The data's 21 channels share the noise std 0.1 (nfa.Observe); the noise
 // group's mean node learns it (e^{m̄_vn} within 10 % of 0.1) and its log-std node finds the channels alike

@@ -6,10 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
-	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
@@ -18,17 +16,13 @@ import (
 
 // batchLine is the JSON line of one (R, method) in -batched mode.
 type batchLine struct {
-	Method       string  `json:"method"`
-	Backend      string  `json:"backend"`
-	R            float64 `json:"r"`
-	N            int     `json:"n"`
-	Runs         int     `json:"runs"`
-	Converged    int     `json:"converged"`
-	WallTime     float64 `json:"batch_wall_s,omitempty"` // none with -whole
-	CPUTime      float64 `json:"batch_cpu_s,omitempty"`
-	MedianFinalF float64 `json:"median_final_f"`
-	MedianIters  float64 `json:"median_iters"`
-	MaxIters     int     `json:"max_iters"`
+	Method   string  `json:"method"`
+	Backend  string  `json:"backend"`
+	R        float64 `json:"r"`
+	N        int     `json:"n"`
+	WallTime float64 `json:"batch_wall_s,omitempty"` // none with -whole
+	CPUTime  float64 `json:"batch_cpu_s,omitempty"`
+	rcgplot.BatchStats
 }
 
 // gridPoint is one R value of the grid with its model and the seeds' initialisations.
@@ -60,33 +54,6 @@ func gridPoints(grid string, N, K, seeds int) ([]gridPoint, error) {
 		out = append(out, gp)
 	}
 	return out, nil
-}
-
-// runBatch runs one method on the given runs (models and starting points) as one mog.Batch on be and returns the
-// results with the batch's wall and process CPU seconds.
-func runBatch(be backend.Backend, meth rcg.Method, ms []*mog.Model, xs [][]float64, tol float64) ([]rcg.Result, float64, float64, error) {
-	bt, err := mog.NewBatch(be, ms)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	defer bt.Close()
-	c0, t0 := run.CPUTime(), time.Now()
-	res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: meth, Tol: tol, RestartEvery: rcg.SqrtN}, rcg.BatchControl{})
-	return res, time.Since(t0).Seconds(), (run.CPUTime() - c0).Seconds(), err
-}
-
-// summarise fills the per-run fields of l from the results.
-func summarise(l *batchLine, res []rcg.Result) {
-	var fin, it []float64
-	for _, r := range res {
-		fin, it = append(fin, r.F), append(it, float64(r.Iters))
-		l.MaxIters = max(l.MaxIters, r.Iters)
-		if r.Reason == run.Converged {
-			l.Converged++
-		}
-	}
-	l.Runs = len(res)
-	l.MedianFinalF, l.MedianIters = rcg.Median(fin), rcg.Median(it)
 }
 
 var batchMethods = []struct {
@@ -123,12 +90,12 @@ func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, wh
 			ms[i] = gp.m
 		}
 		for _, bm := range batchMethods {
-			res, wall, cpu, err := runBatch(be, bm.m, ms, gp.xs, tol)
+			res, wall, cpu, err := rcgplot.RunBatch(be, bm.m, ms, gp.xs, tol)
 			if err != nil {
 				return err
 			}
-			l := batchLine{Method: bm.name, Backend: info.Name, R: gp.R, N: N, WallTime: wall, CPUTime: cpu}
-			summarise(&l, res)
+			l := batchLine{Method: bm.name, Backend: info.Name, R: gp.R, N: N, WallTime: wall, CPUTime: cpu,
+				BatchStats: rcgplot.StatsOf(res)}
 			if err := enc.Encode(l); err != nil {
 				return err
 			}
@@ -165,14 +132,14 @@ func runWhole(be backend.Backend, beName string, points []gridPoint, N int, tol 
 		}
 	}
 	for _, bm := range batchMethods {
-		res, wall, cpu, err := runBatch(be, bm.m, ms, xs, tol)
+		res, wall, cpu, err := rcgplot.RunBatch(be, bm.m, ms, xs, tol)
 		if err != nil {
 			return err
 		}
 		for i, gp := range points {
 			k := len(gp.xs)
-			l := batchLine{Method: bm.name, Backend: beName, R: gp.R, N: N}
-			summarise(&l, res[i*k:(i+1)*k])
+			l := batchLine{Method: bm.name, Backend: beName, R: gp.R, N: N,
+				BatchStats: rcgplot.StatsOf(res[i*k : (i+1)*k])}
 			if err := enc.Encode(l); err != nil {
 				return err
 			}

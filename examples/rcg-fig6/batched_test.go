@@ -6,6 +6,7 @@ import (
 
 	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/backend"
+	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/models/mog"
 )
 
@@ -29,14 +30,14 @@ func TestWholeGridBatch(t *testing.T) {
 	var perR []rcg.Result
 	for _, gp := range points {
 		ms := []*mog.Model{gp.m, gp.m, gp.m}
-		res, _, _, err := runBatch(be, rcg.RCG, ms, gp.xs, tol)
+		res, _, _, err := rcgplot.RunBatch(be, rcg.RCG, ms, gp.xs, tol)
 		if err != nil {
 			t.Fatal(err)
 		}
 		perR = append(perR, res...)
 		all, xs = append(all, ms...), append(xs, gp.xs...)
 	}
-	whole, _, _, err := runBatch(be, rcg.RCG, all, xs, tol)
+	whole, _, _, err := rcgplot.RunBatch(be, rcg.RCG, all, xs, tol)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/models/mog"
+)
+
+// TestBatchedMatchesHost checks -batched against the host runs of the same sweep: for N = 100 and 200, three seeds,
+// the line of each N has the medians of final F (within 1e-8 relative) and iterations (within 2), and the count of
+// converged runs, of rcg.RunMoG's RCG runs on the data and initialisations rcgplot.Sweep uses (the reference:
+// independent per-run host code; the tolerances are those of TestMinimizeBatchMatchesHost in algos/rcg). The closing
+// line's slopes are the least-squares slopes of the lines' own figures.
+func TestBatchedMatchesHost(t *testing.T) {
+	const R, K, seeds, epsN = 0.3, 8, 3, 1e-8
+	ns := []int{100, 200}
+	var buf bytes.Buffer
+	if err := runBatched(&buf, "cpu", ns, R, K, seeds, epsN, filepath.Join(t.TempDir(), "f8.svg")); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(&buf)
+	var wall, iters, xs []float64
+	for _, N := range ns {
+		var l batchLine
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, K, mog.DefaultPrior(2), mog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fin, it []float64
+		conv := 0
+		for i := range seeds {
+			x0, err := mog.Init(m, uint64(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := rcg.RunMoG(m, x0, "RCG", epsN*float64(N), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fin, it = append(fin, tr.Final), append(it, float64(tr.Iters))
+			if tr.Reason == "converged" {
+				conv++
+			}
+		}
+		f, n := rcg.Median(fin), rcg.Median(it)
+		if l.N != N || l.Runs != seeds || l.Method != "RCG" || l.Converged != conv ||
+			!(math.Abs(l.MedianFinalF-f) <= 1e-8*math.Abs(f)) || math.Abs(l.MedianIters-n) > 2 {
+			t.Errorf("N = %d: batched %+v; host median final F %.10g, iterations %v, %d converged", N, l, f, n, conv)
+		}
+		xs, wall, iters = append(xs, float64(N)), append(wall, l.WallTime), append(iters, l.MedianIters)
+	}
+	var s slopeLine
+	if err := dec.Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.WallSlope != slope(xs, wall) || s.IterSlope != slope(xs, iters) {
+		t.Errorf("slopes %+v; from the lines %v, %v", s, slope(xs, wall), slope(xs, iters))
+	}
+}
+
+// TestSlope checks the log–log slope on exact powers: y = 3·x^1.5 has slope 1.5.
+func TestSlope(t *testing.T) {
+	x := []float64{10, 100, 1000}
+	y := []float64{3 * math.Pow(10, 1.5), 3 * math.Pow(100, 1.5), 3 * math.Pow(1000, 1.5)}
+	if s := slope(x, y); math.Abs(s-1.5) > 1e-12 {
+		t.Errorf("slope %v, want 1.5", s)
+	}
+}
+
+// TestParseGrid checks the N grid: spaces are allowed; a non-number, zero or a negative N is an error that names it.
+func TestParseGrid(t *testing.T) {
+	ns, err := parseGrid("100, 200,5000")
+	if err != nil || len(ns) != 3 || ns[0] != 100 || ns[1] != 200 || ns[2] != 5000 {
+		t.Errorf("parseGrid: %v, %v", ns, err)
+	}
+	for _, bad := range []string{"100,x", "0", "100,-5", ""} {
+		if _, err := parseGrid(bad); err == nil {
+			t.Errorf("parseGrid(%q): no error", bad)
+		}
+	}
+}

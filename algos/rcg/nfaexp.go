@@ -85,9 +85,10 @@ type Sweep struct {
 	RCGMaxIter int
 	CapFactor  float64 // the others' cap, × RCG's median run time (0: none)
 	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0) and no iteration cap, each
-	// RCG run that missed the target (RCG's median final F + Tol()) within RCGCap and RCGMaxIter: the runs are deterministic, so the rerun retraces the
-	// first run and goes on where the cap stopped it, or stops where it stopped on its own, now a miss under the
-	// others' budget. The results go under FollowedRCG, the other runs' traces shared with "RCG".
+	// RCG run that missed the target (RCG's median final F + Tol()) within RCGCap and RCGMaxIter: the runs are
+	// deterministic, so the rerun retraces the first run and goes on where the cap stopped it, or stops where it
+	// stopped on its own, now a miss under the others' budget. The results go under FollowedRCG, the other runs'
+	// traces shared with "RCG".
 	FollowRCG bool
 	// ARD and Hierarchical switch on the model's ARD and hierarchical priors, held fixed for the first HyperDelay
 	// iterations (nfa.Config).

@@ -40,10 +40,11 @@ func main() {
 	ard := flag.Bool("ard", false, "ARD priors on the weight-matrix columns (notes §4.2.2)")
 	hier := flag.Bool("hier", false, "hierarchical priors of the biases and log-stds (notes §4.2.2)")
 	delay := flag.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt (0: 100, negative: none)")
+	runs := flag.Bool("runs", false, "also print a JSON line per run (seed, final F, iterations, stop reason, time)")
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: true, Grid: *grid, Methods: *methods, Seeds: *seeds,
 		RCGCap: *rcgCap, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
-		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, SVG: *svg}); err != nil {
+		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg}); err != nil {
 		log.Fatal(err)
 	}
 }

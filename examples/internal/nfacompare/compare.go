@@ -30,6 +30,7 @@ type Options struct {
 	ARD           bool          // ARD priors of the weight-matrix columns (nfa.Config.ARD)
 	Hierarchical  bool          // hierarchical priors (nfa.Config.Hierarchical)
 	HyperDelay    int           // iterations before the ARD and hierarchical priors adapt (nfa.Config.HyperDelay)
+	Runs          bool          // also a JSON line per run (runLines): its seed, final F, iterations, stop reason
 	SVG           string        // figure path
 }
 
@@ -81,6 +82,15 @@ func Main(o Options) error {
 				return err
 			}
 		}
+		if !o.Runs {
+			continue
+		}
+		for _, rl := range runLines(methods, runs) {
+			rl.N = T
+			if err := enc.Encode(rl); err != nil {
+				return err
+			}
+		}
 	}
 	title := "NFA-SYN: median time to RCG's median final F"
 	if o.Dynamic {
@@ -125,6 +135,24 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 	}
 	if followed != nil {
 		out = append(out, line{Summary: rcgplot.Summarise(rcg.FollowedRCG, followed, target)})
+	}
+	return out
+}
+
+// runLine is the JSON line of one run (Options.Runs), so that the spread of the runs' optima can be read.
+type runLine struct {
+	N   int        `json:"n"`
+	Run *rcg.Trace `json:"run"`
+}
+
+// runLines lists the runs of each method in the order of methods, each method's by seed, then RCG's followed runs
+// when there are any.
+func runLines(methods []string, runs map[string][]*rcg.Trace) []runLine {
+	var out []runLine
+	for _, m := range append(methods[:len(methods):len(methods)], rcg.FollowedRCG) { // a copy: methods stays as it is
+		for _, tr := range runs[m] {
+			out = append(out, runLine{Run: tr})
+		}
 	}
 	return out
 }

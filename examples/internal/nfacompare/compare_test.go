@@ -3,6 +3,7 @@ package nfacompare
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -164,5 +165,35 @@ func TestPairLines(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("methods %v: pairs %v, want %v", c.methods, got, c.want)
 		}
+	}
+}
+
+// TestRunLines checks the per-run lines: every run of each method in the order of the methods, then RCG's followed
+// runs, and a trace's JSON fields under "run".
+func TestRunLines(t *testing.T) {
+	runs := map[string][]*rcg.Trace{
+		"RCG":           {{Method: "RCG", Seed: 0, Final: -3}, {Method: "RCG", Seed: 1, Final: -1}},
+		"CG":            {{Method: "CG", Seed: 0, Final: 2}},
+		rcg.FollowedRCG: {{Method: rcg.FollowedRCG, Seed: 1, Final: -2}},
+	}
+	rl := runLines([]string{"RCG", "CG"}, runs)
+	var got []string
+	for _, l := range rl {
+		got = append(got, fmt.Sprintf("%s/%d/%g", l.Run.Method, l.Run.Seed, l.Run.Final))
+	}
+	want := []string{"RCG/0/-3", "RCG/1/-1", "CG/0/2", rcg.FollowedRCG + "/1/-2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("run lines %v, want %v", got, want)
+	}
+	rl[0].N = 300
+	b, err := json.Marshal(rl[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"n":300,"run":{"method":"RCG","seed":0,"final_f":-3`)) {
+		t.Errorf("run line %s", b)
+	}
+	if rl := runLines([]string{"RCG"}, map[string][]*rcg.Trace{"RCG": runs["RCG"]}); len(rl) != 2 {
+		t.Errorf("without followed runs: %d lines, want 2", len(rl))
 	}
 }

@@ -241,9 +241,30 @@ func (bt *Batch) moments(x *tensor.Tensor, n int) error {
 	return be.Download(bt.hMu.Batches(0, n), bt.mu(x, n))
 }
 
-// finish turns run i's downloaded statistics into the host model's scratch (N_k, s1_k, sm_k), sets its EM
-// parameters to the conditional optima (65)–(69) and returns F (70)–(79).
+// finish turns run i's downloaded statistics into the host model's scratch (loadStats), sets its EM parameters to
+// the conditional optima (65)–(69) and returns F (70)–(79).
 func (bt *Batch) finish(i int) float64 {
+	bt.loadStats(i)
+	mu, _, _, _ := bt.hMu.Matrix(i)
+	bt.models[i].mstepFromStats(bt.posts[i], mu)
+	return bt.energy(i)
+}
+
+// energy returns F (70)–(79) of run i with its EM parameters as they are, after loadStats.
+func (bt *Batch) energy(i int) float64 {
+	m, post := bt.models[i], bt.posts[i]
+	mu, _, _, _ := bt.hMu.Matrix(i)
+	if !m.prepare(post, mu) {
+		return math.NaN()
+	}
+	var acc kahan
+	acc.add(bt.hScal.At(i, 0, 0))
+	return m.componentEnergy(&acc, mu, post)
+}
+
+// loadStats turns run i's downloaded statistics into the host model's scratch: N_k, s1_k = Σ_n r_nk (x_n − m_k)
+// and sm_k = Σ_n r_nk (x_n − m_k)(x_n − m_k)ᵀ about the downloaded means.
+func (bt *Batch) loadStats(i int) {
 	m := bt.models[i]
 	s := &m.scratch
 	D, K, P := bt.D, bt.K, bt.P
@@ -269,14 +290,6 @@ func (bt *Batch) finish(i int) float64 {
 			}
 		}
 	}
-	post := bt.posts[i]
-	m.mstepFromStats(post, mu)
-	if !m.prepare(post, mu) {
-		return math.NaN()
-	}
-	var acc kahan
-	acc.add(bt.hScal.At(i, 0, 0))
-	return m.componentEnergy(&acc, mu, post)
 }
 
 // Value writes F (collapsed: α, β, ν, W at their conditional optima) of the first n runs of x (n×1×Dim) into f.
@@ -306,60 +319,23 @@ func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 	if err := bt.moments(x, n); err != nil {
 		return err
 	}
-	D, K, P := bt.D, bt.K, bt.P
-	d := float64(D)
 	for i := range n {
 		f[i] = bt.finish(i)
-		co, _, _, _ := bt.hCoef.Matrix(i)
 		gm, _, _, _ := bt.hGMu.Matrix(i)
 		nm, _, _, _ := bt.hNMu.Matrix(i)
-		if math.IsNaN(f[i]) {
-			clear(co)
+		if !bt.coefRow(i, math.IsNaN(f[i])) {
 			clear(gm)
 			clear(nm)
 			continue
 		}
-		m, post := bt.models[i], bt.posts[i]
-		s := &m.scratch
 		mu, _, _, _ := bt.hMu.Matrix(i)
-		c := bt.centre[i]
-		// φ_nk = log r_nk − log π̃_k − ½(log Λ̃_k − D/β_k − D log 2π − ν_k (x_n − m_k)ᵀW_k(x_n − m_k)) (notes §2.5) as
-		// a linear function of z_n = [vec(x'x'ᵀ), x', 1].
-		for k := range K {
-			w := post.W[k*D*D : (k+1)*D*D]
-			nu := post.Nu[k]
-			row := co[k*P : k*P+P]
-			mp := s.diff
-			for j := range D {
-				mp[j] = mu[k*D+j] - c[j]
-			}
-			var mwm float64
-			for p := range D {
-				var wm float64
-				for q := range D {
-					row[p*D+q] = nu / 2 * w[p*D+q]
-					wm += w[p*D+q] * mp[q]
-				}
-				row[D*D+p] = -nu * wm
-				mwm += mp[p] * wm
-			}
-			row[P-1] = -s.logPi[k] - 0.5*(s.logLam[k]-d/post.Beta[k]-d*math.Log(2*math.Pi)) + nu/2*mwm
-		}
-		m.meanGrad(gm, nm, mu, post)
+		bt.models[i].meanGrad(gm, nm, mu, bt.posts[i])
 	}
 	be := bt.be
-	co := bt.coef.Batches(0, n)
-	if err := be.Upload(co, bt.hCoef.Batches(0, n)); err != nil {
+	if err := bt.phiInto(x, n); err != nil {
 		return err
 	}
-	lr := bt.logr(x, n)
 	phi := bt.phi.Batches(0, n)
-	if err := bt.clampLow(phi, lr, n); err != nil {
-		return err
-	}
-	if err := be.Gemm(blas.NoTrans, blas.Trans, 1, bt.zs(n), co, 1, phi); err != nil {
-		return err
-	}
 	r := bt.r.Batches(0, n)
 	phibar := bt.rowA.Batches(0, n)
 	if err := be.RowDots(phibar, r, phi); err != nil {
@@ -380,6 +356,58 @@ func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 		return err
 	}
 	return be.Upload(bt.mu(gt, n), bt.hNMu.Batches(0, n))
+}
+
+// coefRow writes into run i's host coefficients the row k of C: φ_nk = log r_nk − log π̃_k − ½(log Λ̃_k − D/β_k −
+// D log 2π − ν_k (x_n − m_k)ᵀW_k(x_n − m_k)) (notes §2.5) as a linear function of z_n = [vec(x'x'ᵀ), x', 1], from
+// its EM parameters and means (after finish). With bad (F not finite) it zeroes them and returns false.
+func (bt *Batch) coefRow(i int, bad bool) bool {
+	D, K, P := bt.D, bt.K, bt.P
+	d := float64(D)
+	co, _, _, _ := bt.hCoef.Matrix(i)
+	if bad {
+		clear(co)
+		return false
+	}
+	m, post := bt.models[i], bt.posts[i]
+	s := &m.scratch
+	mu, _, _, _ := bt.hMu.Matrix(i)
+	c := bt.centre[i]
+	for k := range K {
+		w := post.W[k*D*D : (k+1)*D*D]
+		nu := post.Nu[k]
+		row := co[k*P : k*P+P]
+		mp := s.diff
+		for j := range D {
+			mp[j] = mu[k*D+j] - c[j]
+		}
+		var mwm float64
+		for p := range D {
+			var wm float64
+			for q := range D {
+				row[p*D+q] = nu / 2 * w[p*D+q]
+				wm += w[p*D+q] * mp[q]
+			}
+			row[D*D+p] = -nu * wm
+			mwm += mp[p] * wm
+		}
+		row[P-1] = -s.logPi[k] - 0.5*(s.logLam[k]-d/post.Beta[k]-d*math.Log(2*math.Pi)) + nu/2*mwm
+	}
+	return true
+}
+
+// phiInto uploads the host coefficients of the first n runs and writes φ = max(log r, −745) + Z Cᵀ into bt.phi.
+func (bt *Batch) phiInto(x *tensor.Tensor, n int) error {
+	be := bt.be
+	co := bt.coef.Batches(0, n)
+	if err := be.Upload(co, bt.hCoef.Batches(0, n)); err != nil {
+		return err
+	}
+	phi := bt.phi.Batches(0, n)
+	if err := bt.clampLow(phi, bt.logr(x, n), n); err != nil {
+		return err
+	}
+	return be.Gemm(blas.NoTrans, blas.Trans, 1, bt.zs(n), co, 1, phi)
 }
 
 // clampLow writes max(log r, −745) into dst (n×N×K), the guard of the host φ; the exact element-wise maximum runs

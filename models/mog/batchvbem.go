@@ -1,0 +1,249 @@
+package mog
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/tensor"
+)
+
+// VBEMBatch runs VBEM for every run of bt from x0[i] (len Dim each) at once on bt's backend and returns one result
+// per run, in the order of x0: per run the same iteration, the same F and the same stopping rule (|ΔF| < tol for
+// patience consecutive iterations, 0 meaning 2; at most maxIter iterations, 0 meaning VBEM's 100000). One pass
+// over the unfinished runs is one iteration of each:
+//
+//   - the statistics of the responsibilities (one batched GEMM, as for Value), from which the host forms F of the
+//     previous iteration (after its E-step, with its M-step's α, β, ν, W, as VBEM evaluates it), the means (68) and
+//     the M-step (65)–(67), (69);
+//   - the E-step (62) as the batched φ pass of Grad and the log-domain normalisation of Step, i.e. the unit natural
+//     step on the responsibilities (notes §2.5; test 7, TestUnitStepIsVBStep).
+//
+// So an iteration costs one Grad and one Step of the batch, and F comes one pass late, with no extra evaluation. A
+// run whose M-step gives a W that is not positive definite stops with reason NotFinite (VBEM returns an error
+// there). record, if not nil, gets run i's F after each of its iterations. A cancelled ctx stops every unfinished
+// run (Cancelled) and VBEMBatch returns the results with ctx's error. The slots of bt are in the order of x0 again
+// on return (not after an error from the backend).
+func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, patience, maxIter int,
+	record func(i int, F float64)) ([]*VBEMResult, error) {
+	B, dim := bt.B, bt.dim
+	switch {
+	case len(x0) != B:
+		return nil, fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), B)
+	case !(tol >= 0) || patience < 0 || maxIter < 0:
+		return nil, fmt.Errorf("%w: tolerance %v, patience %d, iteration cap %d", ErrBadInput, tol, patience, maxIter)
+	}
+	for i, x := range x0 {
+		if len(x) != dim || !run.Finite(x...) {
+			return nil, fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), dim)
+		}
+	}
+	if patience == 0 {
+		patience = 2
+	}
+	if maxIter == 0 {
+		maxIter = 100000
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	be := bt.be
+	shape := tensor.Shape{Batch: B, Rows: 1, Cols: dim}
+	var owned []*tensor.Tensor
+	defer func() {
+		for _, t := range owned {
+			be.Free(t)
+		}
+	}()
+	for range 3 {
+		t, err := be.Alloc(shape)
+		if err != nil {
+			return nil, err
+		}
+		owned = append(owned, t)
+	}
+	x, p, tmp := owned[0], owned[1], owned[2]
+	hx := tensor.NewHost(B, 1, dim)
+	for i, v := range x0 {
+		d, _, _, _ := hx.Matrix(i)
+		copy(d, v)
+	}
+	if err := be.Upload(x, hx); err != nil {
+		return nil, err
+	}
+	if err := be.Fill(p, 0); err != nil { // the mean block of the E-step's direction stays 0
+		return nil, err
+	}
+	type vstate struct {
+		id, iters, calm int
+		fPrev           float64
+		reason          run.StopReason
+		bad             bool // the M-step's W is not positive definite
+	}
+	st := make([]*vstate, B)
+	for i := range st {
+		st[i] = &vstate{id: i}
+	}
+	swapSlots := func(i, j int) error {
+		if err := bt.Swap(i, j); err != nil {
+			return err
+		}
+		for _, c := range [][2]*tensor.Tensor{{tmp.Item(0), x.Item(i)}, {x.Item(i), x.Item(j)}, {x.Item(j), tmp.Item(0)}} {
+			if err := be.Copy(c[0], c[1]); err != nil {
+				return err
+			}
+		}
+		st[i], st[j] = st[j], st[i]
+		return nil
+	}
+	n := B
+	// retire moves the run in slot i behind the unfinished ones; callers walk slots downwards.
+	retire := func(i int, reason run.StopReason) error {
+		st[i].reason = reason
+		n--
+		if i != n {
+			return swapSlots(i, n)
+		}
+		return nil
+	}
+	ones := make([]float64, B)
+	for i := range ones {
+		ones[i] = 1
+	}
+	D, K, P := bt.D, bt.K, bt.P
+	first := true
+	for n > 0 {
+		if err := bt.moments(x, n); err != nil {
+			return nil, err
+		}
+		// F of each run's last iteration: its E-step's responsibilities and means with its M-step's parameters.
+		before := n
+		for i := n - 1; i >= 0; i-- {
+			r := st[i]
+			if first {
+				if r.fPrev = bt.finish(i); !run.Finite(r.fPrev) { // VBEM's start: the M-step at x0 and F
+					return nil, fmt.Errorf("%w: run %d: free energy %v at the start", ErrBadInput, r.id, r.fPrev)
+				}
+				continue
+			}
+			bt.loadStats(i)
+			f := bt.energy(i)
+			r.iters++
+			if !run.Finite(f) {
+				if err := retire(i, run.NotFinite); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if math.Abs(f-r.fPrev) < tol {
+				r.calm++
+			} else {
+				r.calm = 0
+			}
+			r.fPrev = f
+			if record != nil {
+				record(r.id, f)
+			}
+			var err error
+			switch {
+			case r.calm >= patience:
+				err = retire(i, run.Converged)
+			case r.iters >= maxIter:
+				err = retire(i, run.MaxIter)
+			case ctx.Err() != nil:
+				err = retire(i, run.Cancelled)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		first = false
+		if n == 0 {
+			break
+		}
+		// The means (68) from Σ_n r_nk x_n = a_k + N_k x̄ (a the centred sums), then the M-step at them. A run whose
+		// W is not positive definite stops before its E-step; the pass goes on with the others.
+		for {
+			if n != before { // the host statistics are by slot, and slots moved
+				if err := bt.moments(x, n); err != nil {
+					return nil, err
+				}
+				before = n
+			}
+			for i := range n {
+				stats, _, _, _ := bt.hStats.Matrix(i)
+				mu, _, _, _ := bt.hMu.Matrix(i)
+				c, pr := bt.centre[i], bt.models[i].Prior
+				for k := range K {
+					row := stats[k*P : k*P+P]
+					nk, a := row[P-1], row[D*D:D*D+D]
+					for j := range D {
+						mu[k*D+j] = (pr.Beta0*pr.M0[j] + a[j] + nk*c[j]) / (pr.Beta0 + nk)
+					}
+				}
+				st[i].bad = !bt.coefRow(i, !run.Finite(bt.finish(i)))
+			}
+			for i := n - 1; i >= 0; i-- {
+				if st[i].bad {
+					if err := retire(i, run.NotFinite); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if n == before {
+				break
+			}
+		}
+		if n == 0 {
+			break
+		}
+		if err := be.Upload(bt.mu(x, n), bt.hMu.Batches(0, n)); err != nil {
+			return nil, err
+		}
+		// E-step (62): log r ← normalise(−Z Cᵀ) (φ without log r; the −½D log 2π of its constant cancels), taken
+		// as Step's x + p with p = −Z Cᵀ − log r.
+		phi := bt.phi.Batches(0, n)
+		if err := be.Upload(bt.coef.Batches(0, n), bt.hCoef.Batches(0, n)); err != nil {
+			return nil, err
+		}
+		if err := be.Gemm(blas.NoTrans, blas.Trans, 1, bt.zs(n), bt.coef.Batches(0, n), 0, phi); err != nil {
+			return nil, err
+		}
+		if err := be.Axpby(bt.logr(p, n), -1, phi, -1, bt.logr(x, n)); err != nil {
+			return nil, err
+		}
+		if err := bt.Step(x.Batches(0, n), x.Batches(0, n), p.Batches(0, n), ones[:n]); err != nil {
+			return nil, err
+		}
+	}
+	// Undo the swaps, so that slot i of bt is run i again.
+	for i := range B {
+		for st[i].id != i {
+			if err := swapSlots(i, st[i].id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := be.Download(hx, x); err != nil {
+		return nil, err
+	}
+	out := make([]*VBEMResult, B)
+	var cancelled error
+	for i, r := range st {
+		d, _, _, _ := hx.Matrix(i)
+		post := bt.posts[i]
+		res := &VBEMResult{LogR: append([]float64(nil), d[:bt.N*K]...), Mu: append([]float64(nil), d[bt.N*K:]...),
+			Post: &Post{Alpha: append([]float64(nil), post.Alpha...), Beta: append([]float64(nil), post.Beta...),
+				Nu: append([]float64(nil), post.Nu...), W: append([]float64(nil), post.W...)},
+			F: r.fPrev, Result: run.Result{Reason: r.reason, Iters: r.iters}}
+		if r.reason == run.Cancelled {
+			res.Err = ctx.Err()
+			cancelled = res.Err
+		}
+		out[i] = res
+	}
+	return out, cancelled
+}

@@ -226,3 +226,55 @@ func TestMinimizeBatchCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMoGBatch checks RunMoGBatch against RunMoG, run by run (B = 6, N = 300, K = 5, ε = 1e-9·N), for RCG and
+// VB-EM: the same stop reason, final F within 1e-8 relative and iterations within 2 (TestMinimizeBatchMatchesHost
+// and mog's TestVBEMBatchMatchesHost check the paths step by step), one record per iteration whose last evaluation
+// count is the run's (for VB-EM 2 per iteration, as RunMoG counts). An unknown method is an error.
+func TestRunMoGBatch(t *testing.T) {
+	be := testbackend.Open(t)
+	const N, K = 300, 5
+	ms, xs := batchRuns(t, N, K)
+	bt, err := mog.NewBatch(be, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	for _, meth := range []string{"RCG", "VBEM"} {
+		type rec struct{ F, evals []float64 }
+		recs := make([]rec, len(ms))
+		got, err := RunMoGBatch(context.Background(), bt, xs, meth, 1e-9*N, 0, func(i int, F float64, evals int) {
+			recs[i].F, recs[i].evals = append(recs[i].F, F), append(recs[i].evals, float64(evals))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range ms {
+			want, err := RunMoG(m, xs[i], meth, 1e-9*N, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := got[i]
+			if g.Reason.String() != want.Reason || !(math.Abs(g.F-want.Final) <= 1e-8*math.Abs(want.Final)) ||
+				g.Iters < want.Iters-2 || g.Iters > want.Iters+2 || len(g.X) != bt.Dim() {
+				t.Errorf("%s run %d: %v after %d iterations, F %.12g; host %s after %d, F %.12g", meth, i, g.Reason,
+					g.Iters, g.F, want.Reason, want.Iters, want.Final)
+			}
+			r := recs[i]
+			if len(r.F) != g.Iters || r.F[len(r.F)-1] != g.F {
+				t.Errorf("%s run %d: %d records, last F %v; want %d, %v", meth, i, len(r.F), r.F, g.Iters, g.F)
+				continue
+			}
+			wantEvals := float64(g.FEvals + g.GEvals)
+			if meth == "VBEM" {
+				wantEvals = float64(2 * g.Iters)
+			}
+			if last := r.evals[len(r.evals)-1]; last != wantEvals {
+				t.Errorf("%s run %d: last recorded evaluations %v, want %v", meth, i, last, wantEvals)
+			}
+		}
+	}
+	if _, err := RunMoGBatch(context.Background(), bt, xs, "Newton", 1e-6, 0, nil); !errors.Is(err, ErrBadInput) {
+		t.Errorf("unknown method: error %v, want ErrBadInput", err)
+	}
+}

@@ -131,3 +131,50 @@ func Median(xs []float64) float64 {
 	}
 	return (s[n/2-1] + s[n/2]) / 2
 }
+
+// RunMoGBatch is RunMoG for every run of bt at once on its backend: one method ("RCG", "RG", "CG", "GD" through
+// MinimizeBatch with RunMoG's settings, "VBEM" through mog.VBEMBatch) from xs[i] with the |ΔF| < tol rule over 2
+// iterations and at most maxIter iterations per run (0: the drivers' defaults). record, if not nil, gets run i's F
+// and cumulative evaluation count (F and gradient evaluations; VB-EM counts 2 per iteration, as RunMoG) after each
+// of its iterations. A batch has no per-run times. VB-EM's results carry F, the final point (log r, m) and the stop
+// reason; their evaluation counts are 0.
+func RunMoGBatch(ctx context.Context, bt *mog.Batch, xs [][]float64, method string, tol float64, maxIter int,
+	record func(i int, F float64, evals int)) ([]Result, error) {
+	if method == "VBEM" {
+		var rec func(int, float64)
+		if record != nil {
+			iters := make([]int, len(xs))
+			rec = func(i int, F float64) {
+				iters[i]++
+				record(i, F, 2*iters[i])
+			}
+		}
+		vs, err := mog.VBEMBatch(ctx, bt, xs, tol, 2, maxIter, rec)
+		if vs == nil {
+			return nil, err
+		}
+		out := make([]Result, len(vs))
+		for i, v := range vs {
+			out[i] = Result{X: append(append([]float64(nil), v.LogR...), v.Mu...), F: v.F, Result: v.Result}
+		}
+		return out, err
+	}
+	s := Settings{Tol: tol, RestartEvery: SqrtN}
+	switch method {
+	case "RCG":
+		s.Method = RCG
+	case "RG":
+		s.Method = RG
+	case "CG":
+		s.Method = CG
+	case "GD":
+		s.Method = GD
+	default:
+		return nil, fmt.Errorf("%w: method %q (want one of %v)", ErrBadInput, method, MoGMethods)
+	}
+	ctl := BatchControl{Ctx: ctx, MaxIter: maxIter}
+	if record != nil {
+		ctl.Record = func(i int, r run.Record) { record(i, r.Extra["F"], int(r.Extra["f_evals"]+r.Extra["g_evals"])) }
+	}
+	return MinimizeBatch(bt, xs, s, ctl)
+}

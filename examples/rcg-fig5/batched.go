@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
@@ -51,18 +53,17 @@ func (r *batchRun) evalsTo(target float64) (int, bool) {
 	return r.Evals[len(r.Evals)-1], false
 }
 
-// runBatched runs every method of methods (RCG first; VBEM is not batched) with all initialisations of m as one
-// mog.Batch on the backend called beName, with rcg.RunMoG's settings. RCG's runs set the target (their median final
-// F + tol) and the iteration cap of CG and GD (capF × RCG's median iterations; the host sweep caps them in time). It
-// writes one JSON line per method to w.
+// runBatched runs every method of methods (RCG first) with all initialisations of m as one mog.Batch on the
+// backend called beName, with rcg.RunMoG's settings (rcg.RunMoGBatch). RCG's runs set the target (their median
+// final F + tol) and the iteration cap of CG and GD (capF × RCG's median iterations; the host sweep caps them in
+// time). It writes one JSON line per method to w.
 func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []string, tol, capF float64) error {
 	if len(methods) == 0 || methods[0] != "RCG" {
 		return fmt.Errorf("-batched: methods %v: RCG must come first", methods)
 	}
-	batchable := map[string]rcg.Method{"RCG": rcg.RCG, "RG": rcg.RG, "CG": rcg.CG, "GD": rcg.GD}
 	for _, name := range methods {
-		if _, ok := batchable[name]; !ok {
-			return fmt.Errorf("-batched runs RCG, RG, CG and GD, not %q", name)
+		if !slices.Contains(rcg.MoGMethods, name) {
+			return fmt.Errorf("-batched runs %v, not %q", rcg.MoGMethods, name)
 		}
 	}
 	be, err := rcgplot.OpenBackend(beName, os.Stderr)
@@ -82,10 +83,8 @@ func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []s
 	enc := json.NewEncoder(w)
 	target, maxIter := math.NaN(), 10000
 	for _, name := range methods {
-		meth := batchable[name]
-		s := rcg.Settings{Method: meth, Tol: tol, RestartEvery: rcg.SqrtN} // rcg.RunMoG's settings
 		limit := 10000
-		if meth == rcg.CG || meth == rcg.GD {
+		if name == "CG" || name == "GD" {
 			limit = maxIter
 		}
 		bt, err := mog.NewBatch(be, ms)
@@ -93,12 +92,12 @@ func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []s
 			return err
 		}
 		runs := make([]batchRun, seeds)
-		rec := func(i int, r run.Record) {
-			runs[i].F = append(runs[i].F, r.Extra["F"])
-			runs[i].Evals = append(runs[i].Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
+		rec := func(i int, F float64, evals int) {
+			runs[i].F = append(runs[i].F, F)
+			runs[i].Evals = append(runs[i].Evals, evals)
 		}
 		c0, t0 := run.CPUTime(), time.Now()
-		res, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: limit, Record: rec})
+		res, err := rcg.RunMoGBatch(context.Background(), bt, xs, name, tol, limit, rec)
 		l := batchLine{Method: name, Backend: info.Name, Runs: seeds, MaxIter: limit,
 			WallTime: time.Since(t0).Seconds(), CPUTime: (run.CPUTime() - c0).Seconds()}
 		bt.Close()

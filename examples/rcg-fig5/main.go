@@ -3,9 +3,8 @@
 // prints one JSON line per method (median time and evaluations to reach RCG's median final F, median final F) and
 // writes F(t) of every run as an SVG.
 //
-// With -batched, RCG, RG, CG and GD (-methods; VBEM is left out) each run all initialisations as one batched
-// computation on a backend (mog.Batch, rcg.MinimizeBatch; -backend, default $GEOVB_BACKEND or auto). A batch has no
-// per-run times, so each line gives the median evaluations to RCG's median final F + ε, with the batch's wall and
+// With -batched, each method of -methods runs all initialisations as one batched computation on a backend
+// (mog.Batch, rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto). A batch has no per-run times, so each line gives the median evaluations to RCG's median final F + ε, with the batch's wall and
 // CPU time; CG's and GD's runs are capped at -cap × RCG's median iterations. No SVG is written.
 package main
 
@@ -41,11 +40,7 @@ func main() {
 	}
 	tol := 1e-7 * float64(*n)
 	if *batched {
-		ms := split(*methods)
-		if !flagSet("methods") {
-			ms = []string{"RCG", "RG", "CG", "GD"}
-		}
-		if err := runBatched(os.Stdout, *bename, m, *seeds, ms, tol, *gdCap); err != nil {
+		if err := runBatched(os.Stdout, *bename, m, *seeds, split(*methods), tol, *gdCap); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -116,11 +111,4 @@ func split(s string) []string {
 		}
 	}
 	return out
-}
-
-// flagSet reports whether the flag called name was given on the command line.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/backend"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
@@ -56,13 +55,11 @@ func gridPoints(grid string, N, K, seeds int) ([]gridPoint, error) {
 	return out, nil
 }
 
-var batchMethods = []struct {
-	name string
-	m    rcg.Method
-}{{"RCG", rcg.RCG}, {"RG", rcg.RG}}
+// batchMethods are the methods of the batched sweep (rcg.RunMoGBatch), those of the host sweep.
+var batchMethods = []string{"RCG", "RG", "VBEM"}
 
-// runBatched runs RCG and RG on the named backend: with whole, every seed of every R of grid as one mog.Batch
-// per method (the runs' data sets differ, their N, K and D agree), else one batch per R.
+// runBatched runs RCG, RG and VB-EM on the named backend: with whole, every seed of every R of grid as one
+// mog.Batch per method (the runs' data sets differ, their N, K and D agree), else one batch per R.
 func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, whole bool) error {
 	be, err := rcgplot.OpenBackend(name, os.Stderr)
 	if err != nil {
@@ -80,32 +77,32 @@ func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, wh
 		return runWhole(be, info.Name, points, N, tol, enc)
 	}
 	series := map[string]*svgplot.Curve{}
-	for _, bm := range batchMethods {
-		series[bm.name] = &svgplot.Curve{Name: bm.name + " (batch of " + strconv.Itoa(seeds) + ")",
-			Color: rcgplot.Colors[bm.name]}
+	for _, meth := range batchMethods {
+		series[meth] = &svgplot.Curve{Name: meth + " (batch of " + strconv.Itoa(seeds) + ")",
+			Color: rcgplot.Colors[meth]}
 	}
 	for _, gp := range points {
 		ms := make([]*mog.Model, seeds)
 		for i := range ms {
 			ms[i] = gp.m
 		}
-		for _, bm := range batchMethods {
-			res, wall, cpu, err := rcgplot.RunBatch(be, bm.m, ms, gp.xs, tol)
+		for _, meth := range batchMethods {
+			res, wall, cpu, err := rcgplot.RunBatch(be, meth, ms, gp.xs, tol)
 			if err != nil {
 				return err
 			}
-			l := batchLine{Method: bm.name, Backend: info.Name, R: gp.R, N: N, WallTime: wall, CPUTime: cpu,
+			l := batchLine{Method: meth, Backend: info.Name, R: gp.R, N: N, WallTime: wall, CPUTime: cpu,
 				BatchStats: rcgplot.StatsOf(res)}
 			if err := enc.Encode(l); err != nil {
 				return err
 			}
-			series[bm.name].X = append(series[bm.name].X, gp.R)
-			series[bm.name].Y = append(series[bm.name].Y, wall)
+			series[meth].X = append(series[meth].X, gp.R)
+			series[meth].Y = append(series[meth].Y, wall)
 		}
 	}
 	p := svgplot.Chart{Title: "MoG: batched wall time of all seeds vs R", XLabel: "R", YLabel: "wall time (s)", LogY: true}
-	for _, bm := range batchMethods {
-		p.Curves = append(p.Curves, *series[bm.name])
+	for _, meth := range batchMethods {
+		p.Curves = append(p.Curves, *series[meth])
 	}
 	return p.WriteFile(svg)
 }
@@ -131,20 +128,20 @@ func runWhole(be backend.Backend, beName string, points []gridPoint, N int, tol 
 			ms, xs = append(ms, gp.m), append(xs, x)
 		}
 	}
-	for _, bm := range batchMethods {
-		res, wall, cpu, err := rcgplot.RunBatch(be, bm.m, ms, xs, tol)
+	for _, meth := range batchMethods {
+		res, wall, cpu, err := rcgplot.RunBatch(be, meth, ms, xs, tol)
 		if err != nil {
 			return err
 		}
 		for i, gp := range points {
 			k := len(gp.xs)
-			l := batchLine{Method: bm.name, Backend: beName, R: gp.R, N: N,
+			l := batchLine{Method: meth, Backend: beName, R: gp.R, N: N,
 				BatchStats: rcgplot.StatsOf(res[i*k : (i+1)*k])}
 			if err := enc.Encode(l); err != nil {
 				return err
 			}
 		}
-		if err := enc.Encode(wholeLine{Method: bm.name, Backend: beName, Grid: len(points), Runs: len(ms),
+		if err := enc.Encode(wholeLine{Method: meth, Backend: beName, Grid: len(points), Runs: len(ms),
 			WallTime: wall, CPUTime: cpu}); err != nil {
 			return err
 		}

@@ -2,12 +2,12 @@
 // RCG, RG and VB-EM over a grid of R. It prints one JSON line per (R, method) with the median run time and
 // time-to-target, and writes median run time against R as an SVG.
 //
-// With -batched, RCG and RG run all seeds of an R value as one batched computation on a backend (mog.Batch,
-// rcg.MinimizeBatch; -backend, default $GEOVB_BACKEND or auto) and VB-EM is left out: one JSON line per (R, method)
-// with the batch's wall and process CPU time and the per-run medians of final F and iterations (a batch has no
-// per-run times), and the batch wall time against R as the SVG. With -batched -whole, the whole grid (every seed of
-// every R) is one batch per method: the per-R lines then carry the runs' medians only, and a line per method the
-// batch's times.
+// With -batched, each method runs all seeds of an R value as one batched computation on a backend (mog.Batch;
+// rcg.RunMoGBatch: MinimizeBatch for RCG and RG, mog.VBEMBatch for VB-EM; -backend, default $GEOVB_BACKEND or
+// auto): one JSON line per (R, method) with the batch's wall and process CPU time and the per-run medians of final
+// F and iterations (a batch has no per-run times), and the batch wall time against R as the SVG. With -batched
+// -whole, the whole grid (every seed of every R) is one batch per method: the per-R lines then carry the runs'
+// medians only, and a line per method the batch's times.
 package main
 
 import (
@@ -31,7 +31,7 @@ func main() {
 	eps := flag.Float64("eps", 1e-12, "ε/N")
 	limit := flag.Duration("limit", 60*time.Second, "CPU-time cap per run")
 	svg := flag.String("svg", "rcg-fig6.svg", "SVG output")
-	batched := flag.Bool("batched", false, "run the seeds of each R as one batched RCG/RG computation on -backend")
+	batched := flag.Bool("batched", false, "run the seeds of each R as one batched computation per method on -backend")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	whole := flag.Bool("whole", false, "with -batched: every seed of every R as one batch per method")
 	flag.Parse()

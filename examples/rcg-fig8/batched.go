@@ -6,13 +6,12 @@ import (
 	"io"
 	"os"
 
-	"github.com/geovb/geovb/algos/rcg"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/models/mog"
 )
 
-// batchLine is the JSON line of one N in -batched mode: RCG with every seed as one batch.
+// batchLine is the JSON line of one (N, method) in -batched mode: every seed as one batch.
 type batchLine struct {
 	Method   string  `json:"method"`
 	Backend  string  `json:"backend"`
@@ -22,7 +21,7 @@ type batchLine struct {
 	rcgplot.BatchStats
 }
 
-// slopeLine is the closing JSON line of -batched mode.
+// slopeLine is a closing JSON line of -batched mode, one per method.
 type slopeLine struct {
 	Method    string  `json:"method"`
 	Backend   string  `json:"backend"`
@@ -30,10 +29,13 @@ type slopeLine struct {
 	IterSlope float64 `json:"loglog_slope_median_iters"`
 }
 
-// runBatched runs RCG on the mixture of rcgplot.Sweep (R, K, ε = epsN·N, the same data and initialisations) for
-// each N of ns, all seeds as one mog.Batch on the backend called beName (VB-EM is not batched). It writes a line
-// per N and the log–log slopes of the batch's wall time and of the median iterations against N, and draws the
-// batch wall time against N into svg.
+// batchMethods are the methods of the batched sweep, those of the host sweep (rcg.RunMoGBatch).
+var batchMethods = []string{"RCG", "VBEM"}
+
+// runBatched runs RCG and VB-EM on the mixture of rcgplot.Sweep (R, K, ε = epsN·N, the same data and
+// initialisations) for each N of ns, all seeds as one mog.Batch per method on the backend called beName. It writes
+// a line per (N, method) and per method the log–log slopes of the batch's wall time and of the median iterations
+// against N, and draws the batch wall times against N into svg.
 func runBatched(w io.Writer, beName string, ns []int, R float64, K, seeds int, epsN float64, svg string) error {
 	be, err := rcgplot.OpenBackend(beName, os.Stderr)
 	if err != nil {
@@ -42,8 +44,11 @@ func runBatched(w io.Writer, beName string, ns []int, R float64, K, seeds int, e
 	defer be.Close()
 	name := be.Info().Name
 	enc := json.NewEncoder(w)
-	curve := svgplot.Curve{Name: fmt.Sprintf("RCG (batch of %d)", seeds), Color: rcgplot.Colors["RCG"]}
-	var iters []float64
+	curves := make([]svgplot.Curve, len(batchMethods))
+	iters := make([][]float64, len(batchMethods))
+	for j, meth := range batchMethods {
+		curves[j] = svgplot.Curve{Name: fmt.Sprintf("%s (batch of %d)", meth, seeds), Color: rcgplot.Colors[meth]}
+	}
 	for _, N := range ns {
 		m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, K, mog.DefaultPrior(2), mog.Options{})
 		if err != nil {
@@ -56,22 +61,28 @@ func runBatched(w io.Writer, beName string, ns []int, R float64, K, seeds int, e
 				return err
 			}
 		}
-		res, wall, cpu, err := rcgplot.RunBatch(be, rcg.RCG, ms, xs, epsN*float64(N))
-		if err != nil {
-			return fmt.Errorf("N = %d: %w", N, err)
+		for j, meth := range batchMethods {
+			res, wall, cpu, err := rcgplot.RunBatch(be, meth, ms, xs, epsN*float64(N))
+			if err != nil {
+				return fmt.Errorf("N = %d, %s: %w", N, meth, err)
+			}
+			l := batchLine{Method: meth, Backend: name, N: N, WallTime: wall, CPUTime: cpu, BatchStats: rcgplot.StatsOf(res)}
+			if err := enc.Encode(l); err != nil {
+				return err
+			}
+			c := &curves[j]
+			c.X, c.Y = append(c.X, float64(N)), append(c.Y, wall)
+			iters[j] = append(iters[j], l.MedianIters)
 		}
-		l := batchLine{Method: "RCG", Backend: name, N: N, WallTime: wall, CPUTime: cpu, BatchStats: rcgplot.StatsOf(res)}
-		if err := enc.Encode(l); err != nil {
+	}
+	for j, meth := range batchMethods {
+		c := curves[j]
+		if err := enc.Encode(slopeLine{Method: meth, Backend: name, WallSlope: slope(c.X, c.Y),
+			IterSlope: slope(c.X, iters[j])}); err != nil {
 			return err
 		}
-		curve.X, curve.Y = append(curve.X, float64(N)), append(curve.Y, wall)
-		iters = append(iters, l.MedianIters)
-	}
-	if err := enc.Encode(slopeLine{Method: "RCG", Backend: name, WallSlope: slope(curve.X, curve.Y),
-		IterSlope: slope(curve.X, iters)}); err != nil {
-		return err
 	}
 	p := svgplot.Chart{Title: "MoG: batched wall time of all seeds vs N", XLabel: "N", YLabel: "wall time (s)",
-		LogX: true, LogY: true, Curves: []svgplot.Curve{curve}}
+		LogX: true, LogY: true, Curves: curves}
 	return p.WriteFile(svg)
 }

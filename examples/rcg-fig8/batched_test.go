@@ -12,10 +12,10 @@ import (
 )
 
 // TestBatchedMatchesHost checks -batched against the host runs of the same sweep: for N = 100 and 200, three seeds,
-// the line of each N has the medians of final F (within 1e-8 relative) and iterations (within 2), and the count of
-// converged runs, of rcg.RunMoG's RCG runs on the data and initialisations rcgplot.Sweep uses (the reference:
-// independent per-run host code; the tolerances are those of TestMinimizeBatchMatchesHost in algos/rcg). The closing
-// line's slopes are the least-squares slopes of the lines' own figures.
+// the line of each (N, method) has the medians of final F (within 1e-8 relative) and iterations (within 2), and the
+// count of converged runs, of rcg.RunMoG's runs of the method on the data and initialisations rcgplot.Sweep uses
+// (the reference: independent per-run host code; the tolerances are those of TestRunMoGBatch in algos/rcg). The
+// closing lines' slopes are the least-squares slopes of the lines' own figures.
 func TestBatchedMatchesHost(t *testing.T) {
 	const R, K, seeds, epsN = 0.3, 8, 3, 1e-8
 	ns := []int{100, 200}
@@ -24,45 +24,52 @@ func TestBatchedMatchesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	dec := json.NewDecoder(&buf)
-	var wall, iters, xs []float64
+	wall, iters := map[string][]float64{}, map[string][]float64{}
+	var xs []float64
 	for _, N := range ns {
-		var l batchLine
-		if err := dec.Decode(&l); err != nil {
-			t.Fatal(err)
-		}
 		m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, K, mog.DefaultPrior(2), mog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var fin, it []float64
-		conv := 0
-		for i := range seeds {
-			x0, err := mog.Init(m, uint64(i))
-			if err != nil {
+		xs = append(xs, float64(N))
+		for _, meth := range batchMethods {
+			var l batchLine
+			if err := dec.Decode(&l); err != nil {
 				t.Fatal(err)
 			}
-			tr, err := rcg.RunMoG(m, x0, "RCG", epsN*float64(N), 0)
-			if err != nil {
-				t.Fatal(err)
+			var fin, it []float64
+			conv := 0
+			for i := range seeds {
+				x0, err := mog.Init(m, uint64(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr, err := rcg.RunMoG(m, x0, meth, epsN*float64(N), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fin, it = append(fin, tr.Final), append(it, float64(tr.Iters))
+				if tr.Reason == "converged" {
+					conv++
+				}
 			}
-			fin, it = append(fin, tr.Final), append(it, float64(tr.Iters))
-			if tr.Reason == "converged" {
-				conv++
+			f, n := rcg.Median(fin), rcg.Median(it)
+			if l.N != N || l.Runs != seeds || l.Method != meth || l.Converged != conv ||
+				!(math.Abs(l.MedianFinalF-f) <= 1e-8*math.Abs(f)) || math.Abs(l.MedianIters-n) > 2 {
+				t.Errorf("N = %d, %s: batched %+v; host median final F %.10g, iterations %v, %d converged", N, meth, l,
+					f, n, conv)
 			}
+			wall[meth], iters[meth] = append(wall[meth], l.WallTime), append(iters[meth], l.MedianIters)
 		}
-		f, n := rcg.Median(fin), rcg.Median(it)
-		if l.N != N || l.Runs != seeds || l.Method != "RCG" || l.Converged != conv ||
-			!(math.Abs(l.MedianFinalF-f) <= 1e-8*math.Abs(f)) || math.Abs(l.MedianIters-n) > 2 {
-			t.Errorf("N = %d: batched %+v; host median final F %.10g, iterations %v, %d converged", N, l, f, n, conv)
+	}
+	for _, meth := range batchMethods {
+		var s slopeLine
+		if err := dec.Decode(&s); err != nil {
+			t.Fatal(err)
 		}
-		xs, wall, iters = append(xs, float64(N)), append(wall, l.WallTime), append(iters, l.MedianIters)
-	}
-	var s slopeLine
-	if err := dec.Decode(&s); err != nil {
-		t.Fatal(err)
-	}
-	if s.WallSlope != slope(xs, wall) || s.IterSlope != slope(xs, iters) {
-		t.Errorf("slopes %+v; from the lines %v, %v", s, slope(xs, wall), slope(xs, iters))
+		if s.Method != meth || s.WallSlope != slope(xs, wall[meth]) || s.IterSlope != slope(xs, iters[meth]) {
+			t.Errorf("%s: slopes %+v; from the lines %v, %v", meth, s, slope(xs, wall[meth]), slope(xs, iters[meth]))
+		}
 	}
 }
 

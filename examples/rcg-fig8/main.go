@@ -2,11 +2,10 @@
 // not state R here), ε = 1e-8·N; RCG and VB-EM. It prints one JSON line per (N, method) and the log–log slopes of
 // median run time against N, and writes the curves as an SVG.
 //
-// With -batched, RCG runs all seeds of an N as one batched computation on a backend (mog.Batch,
-// rcg.MinimizeBatch; -backend, default $GEOVB_BACKEND or auto) and VB-EM, which is not batched, is left out: one
-// JSON line per N with the batch's wall and process CPU time and the per-run medians of final F and iterations,
-// then the log–log slopes of the batch wall time and of the median iterations against N; the SVG shows the batch
-// wall time against N.
+// With -batched, RCG and VB-EM each run all seeds of an N as one batched computation on a backend (mog.Batch,
+// rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto): one JSON line per (N, method) with the batch's wall
+// and process CPU time and the per-run medians of final F and iterations, then per method the log–log slopes of the
+// batch wall time and of the median iterations against N; the SVG shows the batch wall times against N.
 package main
 
 import (
@@ -32,7 +31,7 @@ func main() {
 	eps := flag.Float64("eps", 1e-8, "ε/N")
 	limit := flag.Duration("limit", 120*time.Second, "CPU-time cap per run")
 	svg := flag.String("svg", "rcg-fig8.svg", "SVG output")
-	batched := flag.Bool("batched", false, "run the seeds of each N as one batched RCG computation on -backend")
+	batched := flag.Bool("batched", false, "run the seeds of each N as one batched computation per method on -backend")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	flag.Parse()
 	ns, err := parseGrid(*grid)

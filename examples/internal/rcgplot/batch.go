@@ -1,6 +1,7 @@
 package rcgplot
 
 import (
+	"context"
 	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
@@ -34,15 +35,16 @@ func StatsOf(res []rcg.Result) BatchStats {
 	return s
 }
 
-// RunBatch runs one method with rcg.RunMoG's settings (tolerance tol, √n restarts) on the given runs (models and
-// starting points) as one mog.Batch on be, and returns the results with the batch's wall and process CPU seconds.
-func RunBatch(be backend.Backend, meth rcg.Method, ms []*mog.Model, xs [][]float64, tol float64) ([]rcg.Result, float64, float64, error) {
+// RunBatch runs one method of rcg.RunMoGBatch ("RCG", "RG", "CG", "GD" or "VBEM", with rcg.RunMoG's settings) on
+// the given runs (models and starting points) as one mog.Batch on be, and returns the results with the batch's wall
+// and process CPU seconds.
+func RunBatch(be backend.Backend, method string, ms []*mog.Model, xs [][]float64, tol float64) ([]rcg.Result, float64, float64, error) {
 	bt, err := mog.NewBatch(be, ms)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	defer bt.Close()
 	c0, t0 := run.CPUTime(), time.Now()
-	res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: meth, Tol: tol, RestartEvery: rcg.SqrtN}, rcg.BatchControl{})
+	res, err := rcg.RunMoGBatch(context.Background(), bt, xs, method, tol, 0, nil)
 	return res, time.Since(t0).Seconds(), (run.CPUTime() - c0).Seconds(), err
 }

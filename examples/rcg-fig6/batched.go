@@ -55,12 +55,9 @@ func gridPoints(grid string, N, K, seeds int) ([]gridPoint, error) {
 	return out, nil
 }
 
-// batchMethods are the methods of the batched sweep (rcg.RunMoGBatch), those of the host sweep.
-var batchMethods = []string{"RCG", "RG", "VBEM"}
-
-// runBatched runs RCG, RG and VB-EM on the named backend: with whole, every seed of every R of grid as one
+// runBatched runs methods (rcg.RunMoGBatch) on the named backend: with whole, every seed of every R of grid as one
 // mog.Batch per method (the runs' data sets differ, their N, K and D agree), else one batch per R.
-func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, whole bool) error {
+func runBatched(name, grid string, methods []string, N, K, seeds int, epsN float64, svg string, whole bool) error {
 	be, err := rcgplot.OpenBackend(name, os.Stderr)
 	if err != nil {
 		return err
@@ -74,10 +71,10 @@ func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, wh
 	enc := json.NewEncoder(os.Stdout)
 	tol := epsN * float64(N)
 	if whole {
-		return runWhole(be, info.Name, points, N, tol, enc)
+		return runWhole(be, info.Name, methods, points, N, tol, enc)
 	}
 	series := map[string]*svgplot.Curve{}
-	for _, meth := range batchMethods {
+	for _, meth := range methods {
 		series[meth] = &svgplot.Curve{Name: meth + " (batch of " + strconv.Itoa(seeds) + ")",
 			Color: rcgplot.Colors[meth]}
 	}
@@ -86,7 +83,7 @@ func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, wh
 		for i := range ms {
 			ms[i] = gp.m
 		}
-		for _, meth := range batchMethods {
+		for _, meth := range methods {
 			res, wall, cpu, err := rcgplot.RunBatch(be, meth, ms, gp.xs, tol)
 			if err != nil {
 				return err
@@ -101,7 +98,7 @@ func runBatched(name, grid string, N, K, seeds int, epsN float64, svg string, wh
 		}
 	}
 	p := svgplot.Chart{Title: "MoG: batched wall time of all seeds vs R", XLabel: "R", YLabel: "wall time (s)", LogY: true}
-	for _, meth := range batchMethods {
+	for _, meth := range methods {
 		p.Curves = append(p.Curves, *series[meth])
 	}
 	return p.WriteFile(svg)
@@ -120,7 +117,8 @@ type wholeLine struct {
 // runWhole runs each method on every (R, seed) of points as one batch and prints a line per (R, method) with the
 // runs' medians, then the batch's times in a line of its own (the per-R lines carry no time: their runs shared
 // every backend call with the other R values').
-func runWhole(be backend.Backend, beName string, points []gridPoint, N int, tol float64, enc *json.Encoder) error {
+func runWhole(be backend.Backend, beName string, methods []string, points []gridPoint, N int, tol float64,
+	enc *json.Encoder) error {
 	var ms []*mog.Model
 	var xs [][]float64
 	for _, gp := range points {
@@ -128,7 +126,7 @@ func runWhole(be backend.Backend, beName string, points []gridPoint, N int, tol 
 			ms, xs = append(ms, gp.m), append(xs, x)
 		}
 	}
-	for _, meth := range batchMethods {
+	for _, meth := range methods {
 		res, wall, cpu, err := rcgplot.RunBatch(be, meth, ms, xs, tol)
 		if err != nil {
 			return err

@@ -1,5 +1,5 @@
 // Command rcg-fig6 reproduces the overlap sweep of paper 004 Fig. 6 (notes §6.3): N = 1000, K = 8, ε = 1e-12·N;
-// RCG, RG and VB-EM over a grid of R. It prints one JSON line per (R, method) with the median run time and
+// RCG, RG and VB-EM (-methods) over a grid of R. It prints one JSON line per (R, method) with the median run time and
 // time-to-target, and writes median run time against R as an SVG.
 //
 // With -batched, each method runs all seeds of an R value as one batched computation on a backend (mog.Batch;
@@ -34,17 +34,21 @@ func main() {
 	batched := flag.Bool("batched", false, "run the seeds of each R as one batched computation per method on -backend")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	whole := flag.Bool("whole", false, "with -batched: every seed of every R as one batch per method")
+	mlist := flag.String("methods", "RCG,RG,VBEM", "methods (of RCG, RG, CG, GD, VBEM)")
 	flag.Parse()
 	if *whole && !*batched {
 		log.Fatal("-whole needs -batched")
 	}
+	methods, err := rcgplot.ParseMethods(*mlist)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if *batched {
-		if err := runBatched(*bename, *grid, *n, *k, *seeds, *eps, *svg, *whole); err != nil {
+		if err := runBatched(*bename, *grid, methods, *n, *k, *seeds, *eps, *svg, *whole); err != nil {
 			log.Fatal(err)
 		}
 		return
 	}
-	methods := []string{"RCG", "RG", "VBEM"}
 	series := map[string]*svgplot.Curve{}
 	for _, m := range methods {
 		series[m] = &svgplot.Curve{Name: m, Color: rcgplot.Colors[m]}

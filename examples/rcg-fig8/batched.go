@@ -29,14 +29,11 @@ type slopeLine struct {
 	IterSlope float64 `json:"loglog_slope_median_iters"`
 }
 
-// batchMethods are the methods of the batched sweep, those of the host sweep (rcg.RunMoGBatch).
-var batchMethods = []string{"RCG", "VBEM"}
-
-// runBatched runs RCG and VB-EM on the mixture of rcgplot.Sweep (R, K, ε = epsN·N, the same data and
+// runBatched runs methods (rcg.RunMoGBatch) on the mixture of rcgplot.Sweep (R, K, ε = epsN·N, the same data and
 // initialisations) for each N of ns, all seeds as one mog.Batch per method on the backend called beName. It writes
 // a line per (N, method) and per method the log–log slopes of the batch's wall time and of the median iterations
 // against N, and draws the batch wall times against N into svg.
-func runBatched(w io.Writer, beName string, ns []int, R float64, K, seeds int, epsN float64, svg string) error {
+func runBatched(w io.Writer, beName string, methods []string, ns []int, R float64, K, seeds int, epsN float64, svg string) error {
 	be, err := rcgplot.OpenBackend(beName, os.Stderr)
 	if err != nil {
 		return err
@@ -44,9 +41,9 @@ func runBatched(w io.Writer, beName string, ns []int, R float64, K, seeds int, e
 	defer be.Close()
 	name := be.Info().Name
 	enc := json.NewEncoder(w)
-	curves := make([]svgplot.Curve, len(batchMethods))
-	iters := make([][]float64, len(batchMethods))
-	for j, meth := range batchMethods {
+	curves := make([]svgplot.Curve, len(methods))
+	iters := make([][]float64, len(methods))
+	for j, meth := range methods {
 		curves[j] = svgplot.Curve{Name: fmt.Sprintf("%s (batch of %d)", meth, seeds), Color: rcgplot.Colors[meth]}
 	}
 	for _, N := range ns {
@@ -61,7 +58,7 @@ func runBatched(w io.Writer, beName string, ns []int, R float64, K, seeds int, e
 				return err
 			}
 		}
-		for j, meth := range batchMethods {
+		for j, meth := range methods {
 			res, wall, cpu, err := rcgplot.RunBatch(be, meth, ms, xs, epsN*float64(N))
 			if err != nil {
 				return fmt.Errorf("N = %d, %s: %w", N, meth, err)
@@ -75,7 +72,7 @@ func runBatched(w io.Writer, beName string, ns []int, R float64, K, seeds int, e
 			iters[j] = append(iters[j], l.MedianIters)
 		}
 	}
-	for j, meth := range batchMethods {
+	for j, meth := range methods {
 		c := curves[j]
 		if err := enc.Encode(slopeLine{Method: meth, Backend: name, WallSlope: slope(c.X, c.Y),
 			IterSlope: slope(c.X, iters[j])}); err != nil {

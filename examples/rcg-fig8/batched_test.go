@@ -19,8 +19,9 @@ import (
 func TestBatchedMatchesHost(t *testing.T) {
 	const R, K, seeds, epsN = 0.3, 8, 3, 1e-8
 	ns := []int{100, 200}
+	methods := []string{"RCG", "VBEM"}
 	var buf bytes.Buffer
-	if err := runBatched(&buf, "cpu", ns, R, K, seeds, epsN, filepath.Join(t.TempDir(), "f8.svg")); err != nil {
+	if err := runBatched(&buf, "cpu", methods, ns, R, K, seeds, epsN, filepath.Join(t.TempDir(), "f8.svg")); err != nil {
 		t.Fatal(err)
 	}
 	dec := json.NewDecoder(&buf)
@@ -32,7 +33,7 @@ func TestBatchedMatchesHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		xs = append(xs, float64(N))
-		for _, meth := range batchMethods {
+		for _, meth := range methods {
 			var l batchLine
 			if err := dec.Decode(&l); err != nil {
 				t.Fatal(err)
@@ -62,7 +63,7 @@ func TestBatchedMatchesHost(t *testing.T) {
 			wall[meth], iters[meth] = append(wall[meth], l.WallTime), append(iters[meth], l.MedianIters)
 		}
 	}
-	for _, meth := range batchMethods {
+	for _, meth := range methods {
 		var s slopeLine
 		if err := dec.Decode(&s); err != nil {
 			t.Fatal(err)

@@ -1,8 +1,8 @@
 // Command rcg-fig8 reproduces the scaling in N of paper 004 Fig. 8 (notes §6.5): K = 8, R = 0.3 (the paper does
-// not state R here), ε = 1e-8·N; RCG and VB-EM. It prints one JSON line per (N, method) and the log–log slopes of
+// not state R here), ε = 1e-8·N; RCG and VB-EM (-methods). It prints one JSON line per (N, method) and the log–log slopes of
 // median run time against N, and writes the curves as an SVG.
 //
-// With -batched, RCG and VB-EM each run all seeds of an N as one batched computation on a backend (mog.Batch,
+// With -batched, each method runs all seeds of an N as one batched computation on a backend (mog.Batch,
 // rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto): one JSON line per (N, method) with the batch's wall
 // and process CPU time and the per-run medians of final F and iterations, then per method the log–log slopes of the
 // batch wall time and of the median iterations against N; the SVG shows the batch wall times against N.
@@ -33,18 +33,22 @@ func main() {
 	svg := flag.String("svg", "rcg-fig8.svg", "SVG output")
 	batched := flag.Bool("batched", false, "run the seeds of each N as one batched computation per method on -backend")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
+	mlist := flag.String("methods", "RCG,VBEM", "methods (of RCG, RG, CG, GD, VBEM)")
 	flag.Parse()
 	ns, err := parseGrid(*grid)
 	if err != nil {
 		log.Fatal(err)
 	}
+	methods, err := rcgplot.ParseMethods(*mlist)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if *batched {
-		if err := runBatched(os.Stdout, *bename, ns, *R, *k, *seeds, *eps, *svg); err != nil {
+		if err := runBatched(os.Stdout, *bename, methods, ns, *R, *k, *seeds, *eps, *svg); err != nil {
 			log.Fatal(err)
 		}
 		return
 	}
-	methods := []string{"RCG", "VBEM"}
 	series := map[string]*svgplot.Curve{}
 	for _, m := range methods {
 		series[m] = &svgplot.Curve{Name: m, Color: rcgplot.Colors[m]}

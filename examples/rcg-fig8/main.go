@@ -1,6 +1,6 @@
 // Command rcg-fig8 reproduces the scaling in N of paper 004 Fig. 8 (notes §6.5): K = 8, R = 0.3 (the paper does
-// not state R here), ε = 1e-8·N; RCG and VB-EM (-methods). It prints one JSON line per (N, method) and the log–log slopes of
-// median run time against N, and writes the curves as an SVG.
+// not state R here), ε = 1e-8·N; RCG and VB-EM (-methods). It prints one JSON line per (N, method) and the log–log
+// slopes of median run time against N, and writes the curves as an SVG.
 //
 // With -batched, each method runs all seeds of an N as one batched computation on a backend (mog.Batch,
 // rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto): one JSON line per (N, method) with the batch's wall

@@ -57,6 +57,7 @@ type lsState struct {
 	bestA, bestF, a, trial float64
 	k                      int
 	ok                     bool
+	unit, mayBacktrack     bool // Search Unit: α = 1, then backtracking only if mayBacktrack
 }
 
 const (
@@ -68,13 +69,30 @@ const (
 	lsDone
 )
 
-func (l *lsState) start(F0, d0, a0 float64) {
-	*l = lsState{stage: lsFirst, F0: F0, d0: d0, a0: a0, bestF: F0, trial: a0}
+// start begins a search from F0 with slope d0: the parabolic search from α₀ = a0, or with unit the unit rule (α = 1,
+// a0 unused), which backtracks only if mayBacktrack (optimizer.search's backtrack).
+func (l *lsState) start(F0, d0, a0 float64, unit, mayBacktrack bool) {
+	if unit {
+		a0 = 1
+	}
+	*l = lsState{stage: lsFirst, F0: F0, d0: d0, a0: a0, bestF: F0, trial: a0, unit: unit, mayBacktrack: mayBacktrack}
 }
 
 // feed takes F at the current trial step (+Inf for a rejected point) and moves to the next trial or to lsDone; the
-// transitions are those of optimizer.search for Parabolic with Refine = 0.
+// transitions are those of optimizer.search for Parabolic with Refine = 0, and for Unit.
 func (l *lsState) feed(f float64, ls LineSearch) {
+	if l.unit && l.stage == lsFirst {
+		switch {
+		case f <= l.F0:
+			l.stage, l.ok, l.a, l.bestF = lsDone, true, 1, f
+		case !l.mayBacktrack:
+			l.stage, l.ok = lsDone, false
+		default:
+			l.a, l.k = 1, 0
+			l.backtrack(ls)
+		}
+		return
+	}
 	armijo := func(a, fa float64) bool { return fa <= l.F0+ls.C1*a*l.d0 }
 	decide := func() {
 		if l.bestA > 0 && armijo(l.bestA, l.bestF) {
@@ -153,7 +171,7 @@ func (l *lsState) backtrack(ls LineSearch) {
 // the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context stops every
 // unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's error, as Minimize
 // does. Methods RCG, RG and the Euclidean CG and GD (g̃ = g, Minimize's α₀ rule for them), Beta PR, FR, PR+ and Search
-// Parabolic without Refine are supported; Old, resume and checkpoints are not.
+// Parabolic (without Refine) and Unit are supported; Old, resume and checkpoints are not.
 func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
 	B, dim := obj.Batch(), obj.Dim()
 	switch {
@@ -163,8 +181,9 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		return nil, fmt.Errorf("%w: MinimizeBatch runs RCG, RG, CG and GD, not %v", ErrBadInput, s.Method)
 	case s.Beta == HestenesStiefel || s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
 		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
-	case s.Search != Parabolic || s.LS.Refine != 0 || s.Resume:
-		return nil, fmt.Errorf("%w: MinimizeBatch has the parabolic search only, without Refine or Resume", ErrBadInput)
+	case s.Search != Parabolic && s.Search != Unit || s.LS.Refine != 0 || s.Resume:
+		return nil, fmt.Errorf("%w: MinimizeBatch has the parabolic and unit searches, without Refine or Resume",
+			ErrBadInput)
 	case s.PowellBeale < 0 || s.Tol < 0 || s.Patience < 0 || s.RestartEvery < SqrtN:
 		return nil, fmt.Errorf("%w: negative setting", ErrBadInput)
 	}
@@ -467,7 +486,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			default:
 				r.a0 = r.alphaPrev
 			}
-			r.search.start(r.f, r.d0, r.a0)
+			r.search.start(r.f, r.d0, r.a0, s.Search == Unit, r.beta == 0)
 		}
 		if err := lineSearch(); err != nil {
 			return nil, err
@@ -493,7 +512,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 					if s.Method.riemannian() {
 						r.a0 = 1
 					}
-					r.search.start(r.f, r.d0, r.a0)
+					r.search.start(r.f, r.d0, r.a0, s.Search == Unit, true)
 				}
 			}
 			if err := lineSearch(); err != nil {

@@ -38,7 +38,8 @@ func batchRuns(t testing.TB, N, K int) ([]*mog.Model, [][]float64) {
 
 // TestMinimizeBatchMatchesHost runs B = 6 MoG problems (N = 500, K = 5, ε = 1e-9·N, ⌈√n⌉ restarts; then with
 // Powell–Beale 0.2; then RG with a strict Armijo constant, which backtracks and expands; then the Euclidean CG and
-// GD, whose directions and first trial steps differ; capped at 400 iterations, GD at 100 and CG at 12)
+// GD, whose directions and first trial steps differ; then the Unit search with RCG (reverts and resets), RG and GD
+// (whose unit steps backtrack, to acceptance or to failure); capped at 400 iterations, GD at 100 and CG at 12)
 // as one batched run and each of them with Minimize on the host Collapsed objective (the reference: independent
 // per-run code, one run at a time). The batched driver is Minimize's algorithm step for step and its evaluations
 // agree with the host's to round-off (TestBatchMatchesHost in models/mog), so per run it asserts:
@@ -61,6 +62,9 @@ func TestMinimizeBatchMatchesHost(t *testing.T) {
 		{Method: RG, Tol: 1e-9 * N, LS: LineSearch{C1: 0.45, Grow: 1.5}},
 		{Method: CG, Tol: 1e-9 * N, RestartEvery: SqrtN},
 		{Method: GD, Tol: 1e-9 * N},
+		{Tol: 1e-9 * N, RestartEvery: SqrtN, Search: Unit},
+		{Method: RG, Tol: 1e-9 * N, Search: Unit},
+		{Method: GD, Tol: 1e-9 * N, Search: Unit},
 	} {
 		ms, xs := batchRuns(t, N, K)
 		bt, err := mog.NewBatch(be, ms)
@@ -97,7 +101,7 @@ func TestMinimizeBatchMatchesHost(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := got[i]
-			name := fmt.Sprintf("%v PB %.1f run %d", s.Method, s.PowellBeale, i)
+			name := fmt.Sprintf("%v PB %.1f search %d run %d", s.Method, s.PowellBeale, s.Search, i)
 			for it := range min(len(hTr.F), len(bTr[i].F)) {
 				if it > 0 && math.Abs(hTr.F[it]-hTr.F[it-1]) < 1e-12*math.Abs(hTr.F[it]) {
 					break
@@ -152,7 +156,7 @@ func TestMinimizeBatchBadInput(t *testing.T) {
 		"Old":    {Settings{Method: Old}, xs},
 		"method": {Settings{Method: Old + 1}, xs},
 		"HS":     {Settings{Beta: HestenesStiefel}, xs},
-		"Unit":   {Settings{Search: Unit}, xs},
+		"search": {Settings{Search: Unit + 1}, xs},
 		"Refine": {Settings{LS: LineSearch{Refine: 2}}, xs},
 		"count":  {Settings{}, xs[:3]},
 		"length": {Settings{}, append(xs[:5:5], xs[5][:10])},

@@ -38,8 +38,9 @@ func batchRuns(t testing.TB, N, K int) ([]*mog.Model, [][]float64) {
 
 // TestMinimizeBatchMatchesHost runs B = 6 MoG problems (N = 500, K = 5, ε = 1e-9·N, ⌈√n⌉ restarts; then with
 // Powell–Beale 0.2; then RG with a strict Armijo constant, which backtracks and expands; then the Euclidean CG and
-// GD, whose directions and first trial steps differ; then the Unit search with RCG (reverts and resets), RG and GD
-// (whose unit steps backtrack, to acceptance or to failure); capped at 400 iterations, GD at 100 and CG at 12)
+// GD, whose directions and first trial steps differ; then the Unit search with RCG (reverts and resets), RG (none of
+// its unit steps raises F here) and GD (whose unit steps backtrack, to acceptance or to failure); capped at 400
+// iterations, GD at 100 and CG at 12)
 // as one batched run and each of them with Minimize on the host Collapsed objective (the reference: independent
 // per-run code, one run at a time). The batched driver is Minimize's algorithm step for step and its evaluations
 // agree with the host's to round-off (TestBatchMatchesHost in models/mog), so per run it asserts:

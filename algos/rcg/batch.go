@@ -29,12 +29,16 @@ type BatchObjective interface {
 	Swap(i, j int) error
 }
 
-// BatchControl is the run control of MinimizeBatch: a context, the iteration cap per run (0: 10000) and an optional
-// per-run recorder, called after each iteration of run i with the same Record Minimize reports.
+// BatchControl is the run control of MinimizeBatch: a context, the iteration cap per run (0: 10000), an optional
+// per-run recorder, called after each iteration of run i with the same Record Minimize reports, and checkpoints:
+// every CheckpointEvery rounds (one iteration of every unfinished run) the state goes to CheckpointPath
+// (atomically), from which a call with Settings.Resume continues.
 type BatchControl struct {
-	Ctx     context.Context
-	MaxIter int
-	Record  func(i int, r run.Record)
+	Ctx             context.Context
+	MaxIter         int
+	Record          func(i int, r run.Record)
+	CheckpointEvery int
+	CheckpointPath  string
 }
 
 // bstate is the host state of one run in MinimizeBatch: Minimize's scalars.
@@ -171,7 +175,9 @@ func (l *lsState) backtrack(ls LineSearch) {
 // the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context stops every
 // unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's error, as Minimize
 // does. Methods RCG, RG and the Euclidean CG and GD (g̃ = g, Minimize's α₀ rule for them), Beta PR, FR, PR+ and Search
-// Parabolic (without Refine) and Unit are supported; Old, resume and checkpoints are not.
+// Parabolic (without Refine) and Unit are supported; Old is not. With ctl.CheckpointEvery the state of every run is
+// saved every so many rounds, and with s.Resume a call continues from ctl.CheckpointPath when the file exists (x0
+// is then not used), as Minimize; the objective must keep no state between calls besides x, as mog.Batch does.
 func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
 	B, dim := obj.Batch(), obj.Dim()
 	switch {
@@ -181,9 +187,11 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		return nil, fmt.Errorf("%w: MinimizeBatch runs RCG, RG, CG and GD, not %v", ErrBadInput, s.Method)
 	case s.Beta == HestenesStiefel || s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
 		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
-	case s.Search != Parabolic && s.Search != Unit || s.LS.Refine != 0 || s.Resume:
-		return nil, fmt.Errorf("%w: MinimizeBatch has the parabolic and unit searches, without Refine or Resume",
-			ErrBadInput)
+	case s.Search != Parabolic && s.Search != Unit || s.LS.Refine != 0:
+		return nil, fmt.Errorf("%w: MinimizeBatch has the parabolic and unit searches, without Refine", ErrBadInput)
+	case ctl.MaxIter < 0 || ctl.CheckpointEvery < 0 || ctl.CheckpointEvery > 0 && ctl.CheckpointPath == "":
+		return nil, fmt.Errorf("%w: iteration cap %d, checkpoint every %d rounds to %q", ErrBadInput, ctl.MaxIter,
+			ctl.CheckpointEvery, ctl.CheckpointPath)
 	case s.PowellBeale < 0 || s.Tol < 0 || s.Patience < 0 || s.RestartEvery < SqrtN:
 		return nil, fmt.Errorf("%w: negative setting", ErrBadInput)
 	}
@@ -305,17 +313,49 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		}
 		return rowDots(gg, g, g, n) // gᵀg is finite when g is (barring overflow)
 	}
-	if err := grad(); err != nil {
-		return nil, err
-	}
-	for i := range n {
-		st[i].res.GEvals++
-		if !run.Finite(fs[i], gg[i]) {
-			return nil, fmt.Errorf("%w: run %d: F = %v", ErrNotFinite, i, fs[i])
+	var ck *batchCheckpoint
+	if s.Resume && ctl.CheckpointPath != "" {
+		c, ok, err := loadBatch(ctl.CheckpointPath, s, B, dim)
+		if err != nil {
+			return nil, err
 		}
-		st[i].fPrev = fs[i]
+		if ok {
+			ck = c
+		}
 	}
-	first := true
+	first := ck == nil
+	if ck != nil {
+		// Resume: the state of every run as saved (slot i = run i), then the finished runs behind the others.
+		for _, c := range []struct {
+			t    *tensor.Tensor
+			rows [][]float64
+		}{{x, ck.X}, {gtPrev, ck.GtPrev}, {pPrev, ck.PPrev}} {
+			if err := uploadRows(be, c.t, c.rows); err != nil {
+				return nil, err
+			}
+		}
+		for i := B - 1; i >= 0; i-- {
+			c := ck.Runs[i]
+			st[i].load(c)
+			if c.Done {
+				if err := retire(i, c.Reason); err != nil {
+					return nil, err
+				}
+			}
+		}
+	} else {
+		if err := grad(); err != nil {
+			return nil, err
+		}
+		for i := range n {
+			st[i].res.GEvals++
+			if !run.Finite(fs[i], gg[i]) {
+				return nil, fmt.Errorf("%w: run %d: F = %v", ErrNotFinite, i, fs[i])
+			}
+			st[i].fPrev = fs[i]
+		}
+	}
+	rounds := 0
 	gn, cross, d0 := make([]float64, B), make([]float64, B), make([]float64, B)
 	beta, alpha := make([]float64, B), make([]float64, B)
 	// direction writes p = −g̃ + β pPrev (the β of each run) and returns gᵀp in d0.
@@ -559,6 +599,11 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 				if err := retire(i, run.Converged); err != nil {
 					return nil, err
 				}
+			}
+		}
+		if rounds++; ctl.CheckpointEvery > 0 && rounds%ctl.CheckpointEvery == 0 {
+			if err := saveBatch(ctl.CheckpointPath, be, s, st, x, gtPrev, pPrev); err != nil {
+				return nil, err
 			}
 		}
 	}

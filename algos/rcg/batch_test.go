@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
@@ -282,4 +285,129 @@ func TestRunMoGBatch(t *testing.T) {
 	if _, err := RunMoGBatch(context.Background(), bt, xs, "Newton", 1e-6, 0, nil); !errors.Is(err, ErrBadInput) {
 		t.Errorf("unknown method: error %v, want ErrBadInput", err)
 	}
+}
+
+// TestMinimizeBatchCheckpointResume: a batch stopped after 28 rounds with a checkpoint every 4, then resumed from a
+// fresh batch and other starting points, ends every run bit for bit where the uninterrupted batch ends it —
+// iterations, stop reason, F, x and the evaluation and restart counts — including runs that had converged before
+// the checkpoint (ε = 1e-5·N: two runs stop within 28 iterations, the others after 29–48). A missing file starts from x0; a damaged
+// file, or one of another method or batch size, is an error.
+func TestMinimizeBatchCheckpointResume(t *testing.T) {
+	be := testbackend.Open(t)
+	const N, K = 200, 5
+	ms, xs := batchRuns(t, N, K)
+	s := Settings{Tol: 1e-5 * N, RestartEvery: SqrtN, PowellBeale: 0.2}
+	minimize := func(xs [][]float64, s Settings, ctl BatchControl) []Result {
+		t.Helper()
+		bt, err := mog.NewBatch(be, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bt.Close()
+		res, err := MinimizeBatch(bt, xs, s, ctl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	full := minimize(xs, s, BatchControl{})
+	early := 0
+	for _, r := range full {
+		if r.Iters < 28 {
+			early++
+		}
+	}
+	if early == 0 || early == len(full) {
+		t.Fatalf("%d of %d runs stop within 28 iterations; the test wants some", early, len(full))
+	}
+	path := filepath.Join(t.TempDir(), "batch.ck")
+	minimize(xs, s, BatchControl{MaxIter: 28, CheckpointEvery: 4, CheckpointPath: path})
+	other := make([][]float64, len(xs))
+	for i := range other {
+		other[i] = xs[(i+1)%len(xs)] // the checkpoint, not these, must decide
+	}
+	rs := s
+	rs.Resume = true
+	got := minimize(other, rs, BatchControl{CheckpointPath: path})
+	for i, g := range got {
+		w := full[i]
+		same := g.Iters == w.Iters && g.Reason == w.Reason && g.F == w.F && g.FEvals == w.FEvals &&
+			g.GEvals == w.GEvals && g.Restarts == w.Restarts && g.Rejected == w.Rejected && slices.Equal(g.X, w.X)
+		if !same {
+			t.Errorf("run %d: resumed %v after %d iterations, F %.15g, evaluations %d/%d, restarts %d; uninterrupted "+
+				"%v after %d, F %.15g, %d/%d, %d", i, g.Reason, g.Iters, g.F, g.FEvals, g.GEvals, g.Restarts, w.Reason,
+				w.Iters, w.F, w.FEvals, w.GEvals, w.Restarts)
+		}
+	}
+	t.Logf("%d of %d runs had stopped before the checkpoint", early, len(full))
+
+	// No file yet: the run starts from x0.
+	fresh := minimize(xs, rs, BatchControl{CheckpointPath: filepath.Join(t.TempDir(), "none")})
+	if fresh[0].F != full[0].F || fresh[0].Iters != full[0].Iters {
+		t.Errorf("resume without a file: F %v after %d iterations, want %v after %d", fresh[0].F, fresh[0].Iters,
+			full[0].F, full[0].Iters)
+	}
+	bt, err := mog.NewBatch(be, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	bad := filepath.Join(t.TempDir(), "bad.ck")
+	if err := os.WriteFile(bad, []byte("geovb-checkpoint v1\nnot gob"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MinimizeBatch(bt, xs, rs, BatchControl{CheckpointPath: bad}); !errors.Is(err, run.ErrCheckpoint) {
+		t.Errorf("damaged checkpoint: error %v, want run.ErrCheckpoint", err)
+	}
+	rg := rs
+	rg.Method = RG
+	if _, err := MinimizeBatch(bt, xs, rg, BatchControl{CheckpointPath: path}); !errors.Is(err, ErrBadInput) {
+		t.Errorf("checkpoint of RCG resumed as RG: error %v, want ErrBadInput", err)
+	}
+	for name, ctl := range map[string]BatchControl{"negative period": {CheckpointEvery: -1, CheckpointPath: path},
+		"no path": {CheckpointEvery: 3}, "negative cap": {MaxIter: -1}} {
+		if _, err := MinimizeBatch(bt, xs, s, ctl); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s: error %v, want ErrBadInput", name, err)
+		}
+	}
+}
+
+// FuzzBatchCheckpoint: any file given to a resumed MinimizeBatch gives a checkpoint that fits the batch, or an error
+// wrapping run.ErrCheckpoint (not a checkpoint, damaged) or ErrBadInput (another method or shape), never a panic.
+func FuzzBatchCheckpoint(f *testing.F) {
+	ms, xs := batchRuns(f, 30, 2)
+	be := testbackend.Open(f)
+	bt, err := mog.NewBatch(be, ms)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer bt.Close()
+	s := Settings{Tol: 1e-6, RestartEvery: SqrtN}
+	seed := filepath.Join(f.TempDir(), "seed.ck")
+	if _, err := MinimizeBatch(bt, xs, s, BatchControl{MaxIter: 3, CheckpointEvery: 1, CheckpointPath: seed}); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(seed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte("geovb-checkpoint v1\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "fuzz.ck")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, ok, err := loadBatch(path, s, len(xs), bt.Dim())
+		switch {
+		case err != nil:
+			if !errors.Is(err, run.ErrCheckpoint) && !errors.Is(err, ErrBadInput) {
+				t.Fatalf("error %v wraps neither run.ErrCheckpoint nor ErrBadInput", err)
+			}
+		case !ok || len(c.Runs) != len(xs) || len(c.X[len(xs)-1]) != bt.Dim():
+			t.Fatalf("loaded %v: a checkpoint that does not fit", ok)
+		}
+	})
 }

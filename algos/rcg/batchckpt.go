@@ -1,0 +1,109 @@
+package rcg
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/tensor"
+)
+
+const batchCheckpointMethod = "rcg-batch"
+const batchCheckpointVersion = 1
+
+// batchRunState is the host state of one run of MinimizeBatch in a checkpoint.
+type batchRunState struct {
+	GnPrev, AlphaPrev, FPrev           float64
+	SinceReset, Calm, Iters            int
+	HavePrev, Done                     bool
+	Reason                             run.StopReason
+	FEvals, GEvals, Rejected, Restarts int
+}
+
+// batchCheckpoint is MinimizeBatch's state after a whole iteration of every unfinished run, by run (the order of
+// x0, whatever slots the runs were in): what the next iteration needs besides what it recomputes (F, g and g̃ at x).
+type batchCheckpoint struct {
+	Method, Dim      int
+	Runs             []batchRunState
+	X, GtPrev, PPrev [][]float64
+}
+
+func (r *bstate) save() batchRunState {
+	return batchRunState{GnPrev: r.gnPrev, AlphaPrev: r.alphaPrev, FPrev: r.fPrev, SinceReset: r.sinceReset,
+		Calm: r.calm, Iters: r.iters, HavePrev: r.havePrev, Done: r.res.Reason != run.Running, Reason: r.res.Reason,
+		FEvals: r.res.FEvals, GEvals: r.res.GEvals, Rejected: r.res.Rejected, Restarts: r.res.Restarts}
+}
+
+func (r *bstate) load(c batchRunState) {
+	r.gnPrev, r.alphaPrev, r.fPrev = c.GnPrev, c.AlphaPrev, c.FPrev
+	r.sinceReset, r.calm, r.iters, r.havePrev = c.SinceReset, c.Calm, c.Iters, c.HavePrev
+	r.res.FEvals, r.res.GEvals, r.res.Rejected, r.res.Restarts = c.FEvals, c.GEvals, c.Rejected, c.Restarts
+}
+
+// rowsByRun downloads t (B×1×dim) and returns its rows by run: slot i holds run st[i].id.
+func rowsByRun(be backend.Backend, t *tensor.Tensor, st []*bstate) ([][]float64, error) {
+	h := tensor.NewHost(t.Batch(), 1, t.Cols())
+	if err := be.Download(h, t); err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(st))
+	for i, r := range st {
+		d, _, _, _ := h.Matrix(i)
+		out[r.id] = append([]float64(nil), d...)
+	}
+	return out, nil
+}
+
+// saveBatch writes the checkpoint of MinimizeBatch's state to path (atomically, run.SaveCheckpoint).
+func saveBatch(path string, be backend.Backend, s Settings, st []*bstate, x, gtPrev, pPrev *tensor.Tensor) error {
+	c := batchCheckpoint{Method: int(s.Method), Dim: x.Cols(), Runs: make([]batchRunState, len(st))}
+	for _, r := range st {
+		c.Runs[r.id] = r.save()
+	}
+	var err error
+	if c.X, err = rowsByRun(be, x, st); err != nil {
+		return err
+	}
+	if c.GtPrev, err = rowsByRun(be, gtPrev, st); err != nil {
+		return err
+	}
+	if c.PPrev, err = rowsByRun(be, pPrev, st); err != nil {
+		return err
+	}
+	return run.SaveCheckpoint(path, batchCheckpointMethod, batchCheckpointVersion, c)
+}
+
+// loadBatch reads a checkpoint of MinimizeBatch from path for a batch of B runs of length dim and method s.Method.
+// It returns false (and no error) when the file does not exist; a file it cannot read is an error.
+func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, error) {
+	var c batchCheckpoint
+	err := run.LoadCheckpoint(path, batchCheckpointMethod, batchCheckpointVersion, &c)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil // no file yet: start from x0
+	case err != nil:
+		return nil, false, err
+	}
+	ok := c.Method == int(s.Method) && c.Dim == dim && len(c.Runs) == B && len(c.X) == B && len(c.GtPrev) == B &&
+		len(c.PPrev) == B
+	for i := 0; ok && i < B; i++ {
+		ok = len(c.X[i]) == dim && len(c.GtPrev[i]) == dim && len(c.PPrev[i]) == dim
+	}
+	if !ok {
+		return nil, false, fmt.Errorf("%w: %s: a checkpoint of method %v with %d runs of length %d, want %v, %d runs "+
+			"of length %d", ErrBadInput, path, Method(c.Method), len(c.Runs), c.Dim, s.Method, B, dim)
+	}
+	return &c, true, nil
+}
+
+// uploadRows writes rows (one per run, run i in slot i) into t.
+func uploadRows(be backend.Backend, t *tensor.Tensor, rows [][]float64) error {
+	h := tensor.NewHost(t.Batch(), 1, t.Cols())
+	for i, v := range rows {
+		d, _, _, _ := h.Matrix(i)
+		copy(d, v)
+	}
+	return be.Upload(t, h)
+}

@@ -323,7 +323,7 @@ func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 		f[i] = bt.finish(i)
 		gm, _, _, _ := bt.hGMu.Matrix(i)
 		nm, _, _, _ := bt.hNMu.Matrix(i)
-		if !bt.coefRow(i, math.IsNaN(f[i])) {
+		if !bt.coefs(i, math.IsNaN(f[i])) {
 			clear(gm)
 			clear(nm)
 			continue
@@ -358,10 +358,10 @@ func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 	return be.Upload(bt.mu(gt, n), bt.hNMu.Batches(0, n))
 }
 
-// coefRow writes into run i's host coefficients the row k of C: φ_nk = log r_nk − log π̃_k − ½(log Λ̃_k − D/β_k −
-// D log 2π − ν_k (x_n − m_k)ᵀW_k(x_n − m_k)) (notes §2.5) as a linear function of z_n = [vec(x'x'ᵀ), x', 1], from
-// its EM parameters and means (after finish). With bad (F not finite) it zeroes them and returns false.
-func (bt *Batch) coefRow(i int, bad bool) bool {
+// coefs writes run i's coefficients C on the host, from its EM parameters and means (after finish): row k holds
+// φ_nk − log r_nk = −log π̃_k − ½(log Λ̃_k − D/β_k − D log 2π − ν_k (x_n − m_k)ᵀW_k(x_n − m_k)) (notes §2.5) as a
+// linear function of z_n = [vec(x'x'ᵀ), x', 1]. With bad (F not finite) it zeroes them and returns false.
+func (bt *Batch) coefs(i int, bad bool) bool {
 	D, K, P := bt.D, bt.K, bt.P
 	d := float64(D)
 	co, _, _, _ := bt.hCoef.Matrix(i)

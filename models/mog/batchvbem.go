@@ -19,8 +19,8 @@ import (
 //   - the statistics of the responsibilities (one batched GEMM, as for Value), from which the host forms F of the
 //     previous iteration (after its E-step, with its M-step's α, β, ν, W, as VBEM evaluates it), the means (68) and
 //     the M-step (65)–(67), (69);
-//   - the E-step (62) as the batched φ pass of Grad and the log-domain normalisation of Step, i.e. the unit natural
-//     step on the responsibilities (notes §2.5; test 7, TestUnitStepIsVBStep).
+//   - the E-step (62): the batched GEMM Z Cᵀ of Grad's φ pass and the log-domain normalisation of Step, i.e. the
+//     unit natural step on the responsibilities (notes §2.5; test 7, TestUnitStepIsVBStep).
 //
 // So an iteration costs one Grad and one Step of the batch, and F comes one pass late, with no extra evaluation. A
 // run whose M-step gives a W that is not positive definite stops with reason NotFinite (VBEM returns an error
@@ -184,7 +184,7 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 						mu[k*D+j] = (pr.Beta0*pr.M0[j] + a[j] + nk*c[j]) / (pr.Beta0 + nk)
 					}
 				}
-				st[i].bad = !bt.coefRow(i, !run.Finite(bt.finish(i)))
+				st[i].bad = !bt.coefs(i, !run.Finite(bt.finish(i)))
 			}
 			for i := n - 1; i >= 0; i-- {
 				if st[i].bad {

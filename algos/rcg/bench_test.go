@@ -1,6 +1,7 @@
 package rcg_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -99,52 +100,55 @@ func BenchmarkOverhead(b *testing.B) {
 	}
 }
 
-// BenchmarkMoGBatch30 runs 30 initialisations of one mixture (R = 0.3, K = 8, ε = 1e-8·N, ⌈√n⌉ restarts: the
-// Fig. 8 settings) to convergence twice per op — as a loop of host Minimize runs and as one MinimizeBatch on the
-// test backend (GEOVB_BACKEND, else cpu) — and reports the wall-time ratio loop/batched measured in the same op.
+// BenchmarkMoGBatch30 runs 30 initialisations of one mixture (R = 0.3, K = 8, ε = 1e-8·N: the Fig. 8 settings) to
+// convergence twice per op, by RCG (⌈√n⌉ restarts) and by VB-EM — as a loop of host runs (rcg.RunMoG) and as one
+// batch on the test backend (rcg.RunMoGBatch; GEOVB_BACKEND, else cpu) — and reports the wall-time ratio
+// loop/batched measured in the same op.
 func BenchmarkMoGBatch30(b *testing.B) {
 	be := testbackend.Open(b)
-	for _, N := range []int{1000, 4000} {
-		b.Run(fmt.Sprintf("N=%d", N), func(b *testing.B) {
-			m, err := mog.New(mog.Synthetic(0.3, N, 0.03, 2024), N, 2, 8, mog.DefaultPrior(2), mog.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			const B = 30
-			ms, xs := make([]*mog.Model, B), make([][]float64, B)
-			for i := range B {
-				ms[i] = m
-				if xs[i], err = mog.Init(m, uint64(i)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			s := rcg.Settings{Tol: 1e-8 * float64(N), RestartEvery: rcg.SqrtN}
-			var loop, batched time.Duration
-			iters := 0
-			for b.Loop() {
-				t0 := time.Now()
-				for i := range B {
-					res, err := rcg.Minimize(mog.NewCollapsed(m), xs[i], s, run.Control{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					iters += res.Iters
-				}
-				t1 := time.Now()
-				bt, err := mog.NewBatch(be, ms)
+	for _, meth := range []string{"RCG", "VBEM"} {
+		for _, N := range []int{1000, 4000} {
+			b.Run(fmt.Sprintf("%s/N=%d", meth, N), func(b *testing.B) {
+				m, err := mog.New(mog.Synthetic(0.3, N, 0.03, 2024), N, 2, 8, mog.DefaultPrior(2), mog.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{}); err != nil {
-					b.Fatal(err)
+				const B = 30
+				ms, xs := make([]*mog.Model, B), make([][]float64, B)
+				for i := range B {
+					ms[i] = m
+					if xs[i], err = mog.Init(m, uint64(i)); err != nil {
+						b.Fatal(err)
+					}
 				}
-				bt.Close()
-				loop, batched = loop+t1.Sub(t0), batched+time.Since(t1)
-			}
-			b.ReportMetric(loop.Seconds()/float64(b.N), "loop-s/op")
-			b.ReportMetric(batched.Seconds()/float64(b.N), "batched-s/op")
-			b.ReportMetric(loop.Seconds()/batched.Seconds(), "loop/batched")
-			b.ReportMetric(float64(iters)/float64(b.N*B), "iters/run")
-		})
+				tol := 1e-8 * float64(N)
+				var loop, batched time.Duration
+				iters := 0
+				for b.Loop() {
+					t0 := time.Now()
+					for i := range B {
+						tr, err := rcg.RunMoG(m, xs[i], meth, tol, 0)
+						if err != nil {
+							b.Fatal(err)
+						}
+						iters += tr.Iters
+					}
+					t1 := time.Now()
+					bt, err := mog.NewBatch(be, ms)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := rcg.RunMoGBatch(context.Background(), bt, xs, meth, tol, 0, nil); err != nil {
+						b.Fatal(err)
+					}
+					bt.Close()
+					loop, batched = loop+t1.Sub(t0), batched+time.Since(t1)
+				}
+				b.ReportMetric(loop.Seconds()/float64(b.N), "loop-s/op")
+				b.ReportMetric(batched.Seconds()/float64(b.N), "batched-s/op")
+				b.ReportMetric(loop.Seconds()/batched.Seconds(), "loop/batched")
+				b.ReportMetric(float64(iters)/float64(b.N*B), "iters/run")
+			})
+		}
 	}
 }

@@ -245,12 +245,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		return nil, err
 	}
 	owned = append(owned, dots)
-	hx := tensor.NewHost(B, 1, dim)
-	for i, v := range x0 {
-		d, _, _, _ := hx.Matrix(i)
-		copy(d, v)
-	}
-	if err := be.Upload(x, hx); err != nil {
+	if err := uploadRows(be, x, x0); err != nil {
 		return nil, err
 	}
 	hd := tensor.NewHost(B, 1, 1)
@@ -621,13 +616,13 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			st[i], st[j] = st[j], st[i]
 		}
 	}
-	hx2 := tensor.NewHost(B, 1, dim)
-	if err := be.Download(hx2, x); err != nil {
+	hx := tensor.NewHost(B, 1, dim)
+	if err := be.Download(hx, x); err != nil {
 		return nil, err
 	}
 	var cancelled error
 	for i, r := range st {
-		d, _, _, _ := hx2.Matrix(i)
+		d, _, _, _ := hx.Matrix(i)
 		r.res.X = append([]float64(nil), d...)
 		if r.res.Reason == run.Cancelled {
 			r.res.Err = ctx.Err()

@@ -90,18 +90,9 @@ func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.D
 		}
 		tr.Final, res = v.F, v.Result
 	default:
-		s := Settings{Tol: tol, RestartEvery: SqrtN}
-		switch method {
-		case "RCG":
-			s.Method = RCG
-		case "RG":
-			s.Method = RG
-		case "CG":
-			s.Method = CG
-		case "GD":
-			s.Method = GD
-		default:
-			return nil, fmt.Errorf("%w: method %q", ErrBadInput, method)
+		s, err := mogSettings(method, tol)
+		if err != nil {
+			return nil, err
 		}
 		ctl.Recorder = run.Func(func(r run.Record) { rec(r.Extra["F"], r.Extra["f_evals"]+r.Extra["g_evals"]) })
 		out, err := Minimize(mog.NewCollapsed(m), x0, s, ctl)
@@ -112,6 +103,24 @@ func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.D
 	}
 	tr.Iters, tr.Reason, tr.Time = res.Iters, res.Reason.String(), (run.CPUTime() - start).Seconds()
 	return tr, nil
+}
+
+// mogSettings are RunMoG's settings of the gradient method called name: tolerance tol, the √n restart of §6.2.
+func mogSettings(name string, tol float64) (Settings, error) {
+	s := Settings{Tol: tol, RestartEvery: SqrtN}
+	switch name {
+	case "RCG":
+		s.Method = RCG
+	case "RG":
+		s.Method = RG
+	case "CG":
+		s.Method = CG
+	case "GD":
+		s.Method = GD
+	default:
+		return s, fmt.Errorf("%w: method %q (want one of %v)", ErrBadInput, name, MoGMethods)
+	}
+	return s, nil
 }
 
 // Median returns the median of xs (+Inf entries sort last); NaN for none.
@@ -159,18 +168,9 @@ func RunMoGBatch(ctx context.Context, bt *mog.Batch, xs [][]float64, method stri
 		}
 		return out, err
 	}
-	s := Settings{Tol: tol, RestartEvery: SqrtN}
-	switch method {
-	case "RCG":
-		s.Method = RCG
-	case "RG":
-		s.Method = RG
-	case "CG":
-		s.Method = CG
-	case "GD":
-		s.Method = GD
-	default:
-		return nil, fmt.Errorf("%w: method %q (want one of %v)", ErrBadInput, method, MoGMethods)
+	s, err := mogSettings(method, tol)
+	if err != nil {
+		return nil, err
 	}
 	ctl := BatchControl{Ctx: ctx, MaxIter: maxIter}
 	if record != nil {

@@ -279,16 +279,23 @@ func TestLinear32Memory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation bound skipped under the race detector (it empties sync.Pool at random)")
 	}
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	for i := 0; i < 3; i++ {
-		if err := f.Update(x, float64(i%2)); err != nil {
-			t.Fatal(err)
+	// The least of three measurements: TotalAlloc counts the whole process, and on a loaded machine a sync.Pool
+	// emptied by a collection between updates can refill once (a CI run saw 114032 bytes); an update that allocates
+	// in proportion to d exceeds the bound every time.
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		for i := 0; i < 3; i++ {
+			if err := f.Update(x, float64(i%2)); err != nil {
+				t.Fatal(err)
+			}
 		}
+		runtime.ReadMemStats(&m1)
+		least = min(least, m1.TotalAlloc-m0.TotalAlloc)
 	}
-	runtime.ReadMemStats(&m1)
-	if got := m1.TotalAlloc - m0.TotalAlloc; got > 4*d*p/100 {
-		t.Errorf("three updates allocated %d bytes, want < %d", got, 4*d*p/100)
+	if least > 4*d*p/100 {
+		t.Errorf("three updates allocated at least %d bytes, want < %d", least, 4*d*p/100)
 	}
 }
 

@@ -91,6 +91,14 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 		if err := bt.Swap(i, j); err != nil {
 			return err
 		}
+		// The downloaded statistics travel with their run, so that the pass goes on without computing them again.
+		for _, h := range []*tensor.Tensor{bt.hStats, bt.hMu, bt.hScal} {
+			a, _, _, _ := h.Matrix(i)
+			b, _, _, _ := h.Matrix(j)
+			for k := range a {
+				a[k], b[k] = b[k], a[k]
+			}
+		}
 		for _, c := range [][2]*tensor.Tensor{{tmp.Item(0), x.Item(i)}, {x.Item(i), x.Item(j)}, {x.Item(j), tmp.Item(0)}} {
 			if err := be.Copy(c[0], c[1]); err != nil {
 				return err
@@ -120,7 +128,6 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 			return nil, err
 		}
 		// F of each run's last iteration: its E-step's responsibilities and means with its M-step's parameters.
-		before := n
 		for i := n - 1; i >= 0; i-- {
 			r := st[i]
 			if first {
@@ -167,12 +174,7 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 		// The means (68) from Σ_n r_nk x_n = a_k + N_k x̄ (a the centred sums), then the M-step at them. A run whose
 		// W is not positive definite stops before its E-step; the pass goes on with the others.
 		for {
-			if n != before { // the host statistics are by slot, and slots moved
-				if err := bt.moments(x, n); err != nil {
-					return nil, err
-				}
-				before = n
-			}
+			before := n
 			for i := range n {
 				stats, _, _, _ := bt.hStats.Matrix(i)
 				mu, _, _, _ := bt.hMu.Matrix(i)

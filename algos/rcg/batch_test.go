@@ -293,9 +293,10 @@ func TestRunMoGBatch(t *testing.T) {
 
 // TestMinimizeBatchCheckpointResume: a batch stopped after 28 rounds with a checkpoint every 4, then resumed from a
 // fresh batch and other starting points, ends every run bit for bit where the uninterrupted batch ends it —
-// iterations, stop reason, F, x and the evaluation and restart counts — including runs that had converged before
-// the checkpoint (ε = 1e-5·N: two runs stop within 28 iterations, the others after 29–48). A missing file starts from x0; a damaged
-// file, or one of another method or batch size, is an error.
+// iterations, stop reason, F, x and the evaluation and restart counts — including runs that had converged before the
+// checkpoint (ε = 1e-5·N: two runs stop within 28 iterations, the others after 29–48). A missing file starts from x0;
+// a damaged file, one of another method or batch size, or one with a finished run that has no stop reason, is an
+// error.
 func TestMinimizeBatchCheckpointResume(t *testing.T) {
 	be := testbackend.Open(t)
 	const N, K = 200, 5
@@ -362,6 +363,18 @@ func TestMinimizeBatchCheckpointResume(t *testing.T) {
 	}
 	if _, err := MinimizeBatch(bt, xs, rs, BatchControl{CheckpointPath: bad}); !errors.Is(err, run.ErrCheckpoint) {
 		t.Errorf("damaged checkpoint: error %v, want run.ErrCheckpoint", err)
+	}
+	var c batchCheckpoint
+	if err := run.LoadCheckpoint(path, batchCheckpointMethod, batchCheckpointVersion, &c); err != nil {
+		t.Fatal(err)
+	}
+	c.Runs[0].Done, c.Runs[0].Reason = true, run.Running // finished without a reason
+	odd := filepath.Join(t.TempDir(), "odd.ck")
+	if err := run.SaveCheckpoint(odd, batchCheckpointMethod, batchCheckpointVersion, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MinimizeBatch(bt, xs, rs, BatchControl{CheckpointPath: odd}); !errors.Is(err, ErrBadInput) {
+		t.Errorf("a finished run without a stop reason: error %v, want ErrBadInput", err)
 	}
 	rg := rs
 	rg.Method = RG

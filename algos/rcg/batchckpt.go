@@ -89,11 +89,13 @@ func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, err
 	ok := c.Method == int(s.Method) && c.Dim == dim && len(c.Runs) == B && len(c.X) == B && len(c.GtPrev) == B &&
 		len(c.PPrev) == B
 	for i := 0; ok && i < B; i++ {
-		ok = len(c.X[i]) == dim && len(c.GtPrev[i]) == dim && len(c.PPrev[i]) == dim
+		r := c.Runs[i]
+		ok = len(c.X[i]) == dim && len(c.GtPrev[i]) == dim && len(c.PPrev[i]) == dim &&
+			r.Done == (r.Reason != run.Running) && r.Iters >= 0
 	}
 	if !ok {
 		return nil, false, fmt.Errorf("%w: %s: a checkpoint of method %v with %d runs of length %d, want %v, %d runs "+
-			"of length %d", ErrBadInput, path, Method(c.Method), len(c.Runs), c.Dim, s.Method, B, dim)
+			"of length %d (or a run's state is inconsistent)", ErrBadInput, path, Method(c.Method), len(c.Runs), c.Dim, s.Method, B, dim)
 	}
 	return &c, true, nil
 }

@@ -1,6 +1,7 @@
 // Package rcgplot holds what the paper 004 examples share: the JSON-lines summary of time-to-target per method, the
-// synthetic-mixture sweep behind the size and overlap figures, and one colour per method, so that the figures
-// (drawn with examples/internal/svgplot) show a method alike throughout.
+// synthetic-mixture sweep behind the size and overlap figures, its batched runs (RunBatch, StatsOf), the -methods
+// list and the backend of the batched runs, and one colour per method, so that the figures (drawn with
+// examples/internal/svgplot) show a method alike throughout.
 package rcgplot
 
 import (

@@ -29,6 +29,8 @@ func main() {
 	methods := flag.String("methods", "RCG,CG,RG,Old", "methods, RCG first (also GD, Old)")
 	grid := flag.String("n", "200,300,400,500", "data sizes")
 	rcgCap := flag.Duration("rcgcap", 10*time.Minute, "CPU-time cap of RCG runs")
+	rcgIter := flag.Int("rcgiter", 0,
+		"iteration cap of RCG runs (0: none); unlike -rcgcap, it gives a target the same on every machine")
 	capF := flag.Float64("cap", 10, "cap of non-RCG runs, × RCG's median run time")
 	gh := flag.Bool("gh", true, "Gauss–Hermite moments (false: Taylor, under which RCG stalls; docs/rcg.md)")
 	svg := flag.String("svg", "rcg-nssm.svg", "SVG output")
@@ -43,7 +45,7 @@ func main() {
 	runs := flag.Bool("runs", false, "also print a JSON line per run (seed, final F, iterations, stop reason, time)")
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: true, Grid: *grid, Methods: *methods, Seeds: *seeds,
-		RCGCap: *rcgCap, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
+		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
 		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg}); err != nil {
 		log.Fatal(err)
 	}

@@ -22,6 +22,7 @@ type Options struct {
 	Grid, Methods string        // comma-separated data sizes and methods (RCG first)
 	Seeds         int           // initialisations per size and method
 	RCGCap        time.Duration // CPU-time cap of each RCG run
+	RCGMaxIter    int           // iteration cap of each RCG run (0: none); a target that is the same on every machine
 	Cap           float64       // the others' cap, × RCG's median run time
 	GH            bool          // Gauss–Hermite moments instead of Taylor
 	D, H          int           // state dimension and hidden units (0: 5 and 20)
@@ -59,7 +60,7 @@ func Main(o Options) error {
 			return fmt.Errorf("data size %q: %w", f, err)
 		}
 		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, D: o.D, H: o.H, Moments: mo, Eps: o.Eps,
-			Methods: methods, RCGCap: o.RCGCap, CapFactor: o.Cap, FollowRCG: o.Follow,
+			Methods: methods, RCGCap: o.RCGCap, RCGMaxIter: o.RCGMaxIter, CapFactor: o.Cap, FollowRCG: o.Follow,
 			ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay}
 		runs, err := rcg.SweepNFA(sw)
 		if err != nil {

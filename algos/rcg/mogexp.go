@@ -84,7 +84,7 @@ func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.D
 	case "VBEM":
 		n := 0.0
 		ctl.Recorder = run.Func(func(r run.Record) { n += 2; rec(r.Extra["F"], n) })
-		v, err := mog.VBEM(m, x0, tol, 2, 0, false, ctl)
+		v, err := mog.VBEM(m, x0, mog.VBEMSettings{Tol: tol, Patience: 2}, ctl)
 		if v == nil {
 			return nil, err
 		}
@@ -158,7 +158,7 @@ func RunMoGBatch(ctx context.Context, bt *mog.Batch, xs [][]float64, method stri
 				record(i, F, 2*iters[i])
 			}
 		}
-		vs, err := mog.VBEMBatch(ctx, bt, xs, tol, 2, maxIter, rec)
+		vs, err := mog.VBEMBatch(bt, xs, mog.VBEMSettings{Tol: tol, Patience: 2}, run.Control{Ctx: ctx, MaxIter: maxIter}, rec)
 		if vs == nil {
 			return nil, err
 		}

@@ -24,29 +24,49 @@ import (
 //
 // So an iteration costs one Grad and one Step of the batch, and F comes one pass late, with no extra evaluation. A
 // run whose M-step gives a W that is not positive definite stops with reason NotFinite (VBEM returns an error
-// there). record, if not nil, gets run i's F after each of its iterations. A cancelled ctx stops every unfinished
-// run (Cancelled) and VBEMBatch returns the results with ctx's error. The slots of bt are in the order of x0 again
-// on return (not after an error from the backend).
-func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, patience, maxIter int,
+// there). s is VBEM's stopping rule (no target); ctl gives the context, the iteration cap per run (0: VBEM's
+// 100000) and checkpoints: every ctl.CheckpointEvery passes the state of every run (its point, the EM parameters
+// of its last M-step, F, the calm count, its iterations and stop reason) goes to ctl.CheckpointPath, and with
+// s.Resume a call continues from that file when it exists (x0 is then only checked), bit for bit as the
+// uninterrupted batch; runs that had finished stay finished. Per-run progress goes to record (if not nil), which
+// gets run i's F after each of its iterations, not to ctl.Recorder. A cancelled ctx stops every unfinished run
+// (Cancelled) and VBEMBatch returns the results with ctx's error. The slots of bt are in the order of x0 again on
+// return (not after an error from the backend or from writing a checkpoint).
+func VBEMBatch(bt *Batch, x0 [][]float64, s VBEMSettings, ctl run.Control,
 	record func(i int, F float64)) ([]*VBEMResult, error) {
 	B, dim := bt.B, bt.dim
+	if err := ctl.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	switch {
 	case len(x0) != B:
 		return nil, fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), B)
-	case !(tol >= 0) || patience < 0 || maxIter < 0:
-		return nil, fmt.Errorf("%w: tolerance %v, patience %d, iteration cap %d", ErrBadInput, tol, patience, maxIter)
+	case s.UseTarget:
+		return nil, fmt.Errorf("%w: VBEMBatch has no target", ErrBadInput)
+	case ctl.Recorder != nil:
+		return nil, fmt.Errorf("%w: VBEMBatch reports per run through its record function, not Control.Recorder",
+			ErrBadInput)
 	}
 	for i, x := range x0 {
 		if len(x) != dim || !run.Finite(x...) {
 			return nil, fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), dim)
 		}
 	}
-	if patience == 0 {
-		patience = 2
+	var ck *vbemCheckpoint
+	if s.Resume && ctl.CheckpointPath != "" {
+		var err error
+		if ck, err = loadVBEM(ctl.CheckpointPath, vbemBatchCheckpointMethod, B, bt.N, bt.K, bt.D, true); err != nil {
+			return nil, err
+		}
 	}
+	patience, maxIter := s.patience(), ctl.MaxIter
 	if maxIter == 0 {
 		maxIter = 100000
 	}
+	ctx := ctl.Ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -69,7 +89,12 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 	hx := tensor.NewHost(B, 1, dim)
 	for i, v := range x0 {
 		d, _, _, _ := hx.Matrix(i)
-		copy(d, v)
+		if ck != nil {
+			copy(d, ck.Runs[i].LogR)
+			copy(d[bt.N*bt.K:], ck.Runs[i].Mu)
+		} else {
+			copy(d, v)
+		}
 	}
 	if err := be.Upload(x, hx); err != nil {
 		return nil, err
@@ -77,15 +102,9 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 	if err := be.Fill(p, 0); err != nil { // the mean block of the E-step's direction stays 0
 		return nil, err
 	}
-	type vstate struct {
-		id, iters, calm int
-		fPrev           float64
-		reason          run.StopReason
-		bad             bool // the M-step's W is not positive definite
-	}
-	st := make([]*vstate, B)
+	st := make([]*vbemState, B)
 	for i := range st {
-		st[i] = &vstate{id: i}
+		st[i] = &vbemState{id: i}
 	}
 	swapSlots := func(i, j int) error {
 		if err := bt.Swap(i, j); err != nil {
@@ -123,6 +142,26 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 	}
 	D, K, P := bt.D, bt.K, bt.P
 	first := true
+	if ck != nil {
+		// Slot i holds run i; the finished runs go behind the others, as retire would have put them.
+		for i, c := range ck.Runs {
+			r, post := st[i], bt.posts[i]
+			r.iters, r.calm, r.fPrev, r.reason = c.Iters, c.Calm, c.FPrev, c.Reason
+			copy(post.Alpha, c.Alpha)
+			copy(post.Beta, c.Beta)
+			copy(post.Nu, c.Nu)
+			copy(post.W, c.W)
+		}
+		for i := B - 1; i >= 0; i-- {
+			if st[i].reason != run.Running {
+				if err := retire(i, st[i].reason); err != nil {
+					return nil, err
+				}
+			}
+		}
+		first = false
+	}
+	passes := 0
 	for n > 0 {
 		if err := bt.moments(x, n); err != nil {
 			return nil, err
@@ -145,7 +184,7 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 				}
 				continue
 			}
-			if math.Abs(f-r.fPrev) < tol {
+			if math.Abs(f-r.fPrev) < s.Tol {
 				r.calm++
 			} else {
 				r.calm = 0
@@ -220,6 +259,12 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 		if err := bt.Step(x.Batches(0, n), x.Batches(0, n), p.Batches(0, n), ones[:n]); err != nil {
 			return nil, err
 		}
+		// A pass in which some runs were cancelled is not saved: on resume they should run on.
+		if passes++; ctl.CheckpointEvery > 0 && passes%ctl.CheckpointEvery == 0 && ctx.Err() == nil {
+			if err := saveVBEMBatch(ctl.CheckpointPath, bt, x, hx, st); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// Undo the swaps, so that slot i of bt is run i again.
 	for i := range B {
@@ -248,4 +293,29 @@ func VBEMBatch(ctx context.Context, bt *Batch, x0 [][]float64, tol float64, pati
 		out[i] = res
 	}
 	return out, cancelled
+}
+
+// vbemState is the host state of one run in VBEMBatch.
+type vbemState struct {
+	id, iters, calm int // id: the run's index in x0 (its slot changes as runs retire)
+	fPrev           float64
+	reason          run.StopReason
+	bad             bool // the M-step's W is not positive definite
+}
+
+// saveVBEMBatch writes the state of every run of VBEMBatch to path (atomically, run.SaveCheckpoint), by run: slot i
+// holds run st[i].id. hx is host scratch of x's shape.
+func saveVBEMBatch(path string, bt *Batch, x, hx *tensor.Tensor, st []*vbemState) error {
+	if err := bt.be.Download(hx, x); err != nil {
+		return err
+	}
+	NK := bt.N * bt.K
+	c := vbemCheckpoint{N: bt.N, K: bt.K, D: bt.D, Runs: make([]vbemRun, len(st))}
+	for i, r := range st {
+		d, _, _, _ := hx.Matrix(i)
+		post := bt.posts[i]
+		c.Runs[r.id] = vbemRun{LogR: d[:NK], Mu: d[NK:], Alpha: post.Alpha, Beta: post.Beta, Nu: post.Nu, W: post.W,
+			FPrev: r.fPrev, Calm: r.calm, Iters: r.iters, Reason: r.reason}
+	}
+	return run.SaveCheckpoint(path, vbemBatchCheckpointMethod, vbemCheckpointVersion, c)
 }

@@ -39,7 +39,7 @@ func TestVBEMBatchMatchesHost(t *testing.T) {
 			maxIter int
 		}{{0, 6}, {1e-9 * 300, 0}} {
 			fs := make([][]float64, len(ms))
-			got, err := VBEMBatch(context.Background(), bt, xs, c.tol, 0, c.maxIter, func(i int, F float64) {
+			got, err := VBEMBatch(bt, xs, VBEMSettings{Tol: c.tol}, run.Control{MaxIter: c.maxIter}, func(i int, F float64) {
 				fs[i] = append(fs[i], F)
 			})
 			if err != nil {
@@ -49,7 +49,7 @@ func TestVBEMBatchMatchesHost(t *testing.T) {
 			var worstF, worstX float64
 			for i, m := range ms {
 				var hf []float64
-				want, err := VBEM(m, xs[i], c.tol, 0, 0, false, run.Control{MaxIter: c.maxIter,
+				want, err := VBEM(m, xs[i], VBEMSettings{Tol: c.tol}, run.Control{MaxIter: c.maxIter,
 					Recorder: run.Func(func(r run.Record) { hf = append(hf, r.Extra["F"]) })})
 				if err != nil {
 					t.Fatal(err)
@@ -133,13 +133,14 @@ func TestVBEMBatchBadInput(t *testing.T) {
 		"negative patience":      {[][]float64{x0, x0}, 1e-6, -1, 0},
 		"negative cap":           {[][]float64{x0, x0}, 1e-6, 0, -3},
 	} {
-		if _, err := VBEMBatch(ctx, bt, c.xs, c.tol, c.pat, c.cap, nil); !errors.Is(err, ErrBadInput) {
+		_, err := VBEMBatch(bt, c.xs, VBEMSettings{Tol: c.tol, Patience: c.pat}, run.Control{Ctx: ctx, MaxIter: c.cap}, nil)
+		if !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s: error %v, want ErrBadInput", what, err)
 		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	res, err := VBEMBatch(cctx, bt, [][]float64{x0, x0}, 0, 0, 0, nil)
+	res, err := VBEMBatch(bt, [][]float64{x0, x0}, VBEMSettings{}, run.Control{Ctx: cctx}, nil)
 	if !errors.Is(err, context.Canceled) || len(res) != 2 {
 		t.Fatalf("cancelled: %d results, error %v", len(res), err)
 	}

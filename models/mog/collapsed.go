@@ -133,28 +133,48 @@ type VBEMResult struct {
 }
 
 // VBEM runs the VB-EM comparator (61)–(69) from x (as for Collapsed): each iteration is an M-step (α, β, ν, W and
-// the means (68)) followed by an E-step, and F is evaluated after it. It stops when |ΔF| < tol for patience
-// consecutive iterations (patience 0 means 2), or when F ≤ target if useTarget. The recorder gets Objective = −F.
-func VBEM(m *Model, x []float64, tol float64, patience int, target float64, useTarget bool, ctl run.Control) (*VBEMResult, error) {
+// the means (68)) followed by an E-step, and F is evaluated after it. It stops when |ΔF| < s.Tol for s.Patience
+// consecutive iterations, or when F ≤ s.Target if s.UseTarget. The recorder gets Objective = −F. With
+// ctl.CheckpointEvery the state (log r, m, F, the calm count and the iteration) is saved every so many iterations
+// while the run goes on, and with s.Resume a call continues from ctl.CheckpointPath when that file exists (x is then
+// only checked for its length), bit for bit as the uninterrupted run.
+func VBEM(m *Model, x []float64, s VBEMSettings, ctl run.Control) (*VBEMResult, error) {
 	if err := ctl.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
 		return nil, err
 	}
 	if len(x) != m.N*m.K+m.K*m.D {
 		return nil, fmt.Errorf("%w: len(x) = %d", ErrBadInput, len(x))
 	}
-	if patience == 0 {
-		patience = 2
-	}
+	patience := s.patience()
 	logr := append([]float64(nil), x[:m.N*m.K]...)
 	mu := append([]float64(nil), x[m.N*m.K:]...)
 	post := NewPost(m.K, m.D)
-	m.MStep(post, logr, mu)
-	fPrev := m.FreeEnergy(logr, mu, post)
-	if math.IsNaN(fPrev) || math.IsInf(fPrev, 0) {
-		return nil, fmt.Errorf("%w: free energy %v at the start", ErrBadInput, fPrev)
+	var fPrev float64
+	calm, done := 0, 0
+	var ck *vbemCheckpoint
+	if s.Resume && ctl.CheckpointPath != "" {
+		var err error
+		if ck, err = loadVBEM(ctl.CheckpointPath, vbemCheckpointMethod, 1, m.N, m.K, m.D, false); err != nil {
+			return nil, err
+		}
 	}
-	loop := ctl.Start(100000, 0)
-	calm := 0
+	if ck != nil {
+		r := ck.Runs[0]
+		copy(logr, r.LogR)
+		copy(mu, r.Mu)
+		fPrev, calm, done = r.FPrev, r.Calm, r.Iters
+		m.MStep(post, logr, mu) // the result's EM parameters should the cap allow no further iteration
+	} else {
+		m.MStep(post, logr, mu)
+		fPrev = m.FreeEnergy(logr, mu, post)
+		if !run.Finite(fPrev) {
+			return nil, fmt.Errorf("%w: free energy %v at the start", ErrBadInput, fPrev)
+		}
+	}
+	loop := ctl.Start(100000, done)
 	for loop.Next() {
 		m.MeanStep(mu, logr)
 		m.MStep(post, logr, mu)
@@ -167,7 +187,7 @@ func VBEM(m *Model, x []float64, tol float64, patience int, target float64, useT
 			loop.Finish(run.NotFinite)
 			break
 		}
-		if math.Abs(f-fPrev) < tol {
+		if math.Abs(f-fPrev) < s.Tol {
 			calm++
 		} else {
 			calm = 0
@@ -175,8 +195,17 @@ func VBEM(m *Model, x []float64, tol float64, patience int, target float64, useT
 		fPrev = f
 		loop.Report(run.Record{Objective: -f, Smoothed: math.NaN(), GradNorm: math.NaN(), Step: math.NaN(),
 			Extra: map[string]float64{"F": f}})
-		if calm >= patience || (useTarget && f <= target) {
+		if calm >= patience || (s.UseTarget && f <= s.Target) {
 			loop.Finish(run.Converged)
+			break
+		}
+		if loop.CheckpointDue() {
+			c := vbemCheckpoint{N: m.N, K: m.K, D: m.D, Runs: []vbemRun{{LogR: logr, Mu: mu, FPrev: fPrev, Calm: calm,
+				Iters: loop.Iter()}}}
+			err := run.SaveCheckpoint(ctl.CheckpointPath, vbemCheckpointMethod, vbemCheckpointVersion, c)
+			if err != nil {
+				loop.Fail(err)
+			}
 		}
 	}
 	res := loop.Result()

@@ -9,7 +9,7 @@ import (
 	"github.com/geovb/geovb/rng"
 )
 
-func testModel(t *testing.T, N, K int, R float64, opt Options, seed uint64) *Model {
+func testModel(t testing.TB, N, K int, R float64, opt Options, seed uint64) *Model {
 	t.Helper()
 	m, err := New(Synthetic(R, N, 0.03, seed), N, 2, K, DefaultPrior(2), opt)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"gonum.org/v1/gonum/blas"
@@ -438,6 +439,28 @@ var workloads = []*workload{
 		},
 		setup: setupSphereFlow,
 	},
+	{
+		name: "chain.natgrad", op: backend.ChainNatGradOp.Name(),
+		desc: "natural gradient of the means of m scalar Gaussian Markov chains of n steps per state, batch states",
+		uses: []string{"batch", "m", "n"},
+		sizes: map[string]dims{
+			"quick": {Batch: 4, M: 3, N: 64}, "small": {Batch: 1, M: 5, N: 1000},
+			"medium": {Batch: 30, M: 5, N: 1000}, "large": {Batch: 30, M: 30, N: 10000},
+		},
+		check: func(d dims) dims { d.Batch = min(d.Batch, 2); return d },
+		// Per step: the backward recurrence 2 flops, the scaling by s̊ 1, the forward recurrence 2 (the sequential
+		// form; the reference's doubling scans do about 4⌈log₂ n⌉). Bytes: g, s̆, s̊ read, the result written.
+		cost: func(d dims) (float64, float64) {
+			steps := f64(d.Batch, d.M, d.N)
+			return 5 * steps, 8 * 4 * steps
+		},
+		setBytes:  func(d dims) float64 { return 8 * 4 * f64(d.Batch, d.M, d.N) },
+		tempBytes: func(d dims) float64 { return 8 * 3 * f64(d.Batch, d.M, d.N) },
+		kernel: func(b backend.Backend, d dims) string {
+			return kernelName(backend.ChainNatGradOp, b, shp(d.Batch, d.M, d.N))
+		},
+		setup: setupChainNatGrad,
+	},
 }
 
 // lookupWorkload returns the workload called name, or nil.
@@ -737,5 +760,42 @@ func setupSphereFlow(b backend.Backend, d, sel dims, ref bool, nbuf int, f *fill
 	}
 	in.run = func(i int) error { return fn(b, xs[i], vs[i], 0.05) }
 	in.outputs = func(i int) []*T { return []*T{xs[i], vs[i]} }
+	return in, nil
+}
+
+// setupChainNatGrad fills g with N(0, 1), s̆ with 0.8 sin 2πU ∈ (−0.8, 0.8) (|s̆| < 1, as for a fitted chain) and
+// s̊ with values in (1, e).
+func setupChainNatGrad(b backend.Backend, d, sel dims, ref bool, nbuf int, f *filler) (*instance, error) {
+	fn, _ := pick(backend.ChainNatGradOp, b, shp(sel.Batch, sel.M, sel.N), ref)
+	in := newInstance(b, nbuf)
+	type set struct{ dst, g, breve, ring *T }
+	sets := make([]set, nbuf)
+	for i := range sets {
+		var ts [4]*T
+		for j := range ts {
+			var err error
+			if ts[j], err = in.alloc(d.Batch, d.M, d.N); err != nil {
+				return fail(in, err)
+			}
+		}
+		sets[i] = set{ts[0], ts[1], ts[2], ts[3]}
+		if err := f.normal(sets[i].g, 1); err != nil {
+			return fail(in, err)
+		}
+		if err := f.b.FillUniform(sets[i].breve, f.counter()); err != nil {
+			return fail(in, err)
+		}
+		if err := b.Map(sets[i].breve, backend.Sin, 2*math.Pi, sets[i].breve); err != nil { // sin 2πU ∈ (−1, 1)
+			return fail(in, err)
+		}
+		if err := b.Axpby(sets[i].breve, 0.8, sets[i].breve, 0, nil); err != nil {
+			return fail(in, err)
+		}
+		if err := f.positive(sets[i].ring); err != nil {
+			return fail(in, err)
+		}
+	}
+	in.run = func(i int) error { c := sets[i]; return fn(b, c.dst, c.g, c.breve, c.ring) }
+	in.outputs = func(i int) []*T { return []*T{sets[i].dst} }
 	return in, nil
 }

@@ -150,8 +150,8 @@ func testChain(t *testing.T, b backend.Backend) {
 	wantErr(t, "broadcast dst", backend.ChainNatGrad(b, one.Broadcast(2), g, br, ri), backend.ErrShape, "dst", -1)
 }
 
-// benchChain times chain.natgrad on the NSSM's shapes (d = 5 chains of T = 1000 steps; one run and a batch of 30)
-// and reports its rate as GB/s of the least traffic any implementation needs (g, s̆, s̊ read, dst written: 32 bytes
+// benchChain times chain.natgrad (the implementation Select picks, then the reference) on the NSSM's shapes (d = 5
+// chains of T = 1000 steps; one run and a batch of 30) and reports its rate as GB/s of the least traffic any implementation needs (g, s̆, s̊ read, dst written: 32 bytes
 // per element), to be read against the copy floor of benchFloors in the same run.
 func benchChain(b *testing.B, be backend.Backend) {
 	for _, batch := range []int{1, 30} {
@@ -159,19 +159,23 @@ func benchChain(b *testing.B, be backend.Backend) {
 		hg, hb, hr := chainInputs(rand.New(rand.NewPCG(1, 2)), s)
 		g, br, ri := upload(b, be, hg), upload(b, be, hb), upload(b, be, hr)
 		dst := mustAlloc(b, be, s)
-		b.Run(fmt.Sprintf("natgrad/%dx%dx%d", s.Batch, s.Rows, s.Cols), func(b *testing.B) {
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				if err := backend.ChainNatGrad(be, dst, g, br, ri); err != nil {
+		selected, _ := backend.ChainNatGradOp.Select(be, s)
+		for _, im := range []impl[backend.ChainNatGradFunc]{{"natgrad", selected},
+			{"natgrad-reference", backend.ChainNatGradOp.Reference()}} {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", im.name, s.Batch, s.Rows, s.Cols), func(b *testing.B) {
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					if err := im.fn(be, dst, g, br, ri); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := be.Sync(); err != nil {
 					b.Fatal(err)
 				}
-			}
-			if err := be.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			sec := time.Since(start).Seconds() / float64(b.N)
-			b.ReportMetric(32*float64(s.Len())/sec/1e9, "GB/s")
-		})
+				sec := time.Since(start).Seconds() / float64(b.N)
+				b.ReportMetric(32*float64(s.Len())/sec/1e9, "GB/s")
+			})
+		}
 		for _, t := range []*tensor.Tensor{g, br, ri, dst} {
 			be.Free(t)
 		}

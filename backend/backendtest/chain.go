@@ -82,12 +82,13 @@ func chainPadded(t *testing.T, b backend.Backend, h *tensor.Tensor) *tensor.Tens
 
 // testChain checks every implementation of chain.natgrad against chainWant on chains of 1 to 1000 steps (1000: ten
 // doubling passes), batches up to 7 and up to 5 chains per item, with contiguous and padded operands and with dst
-// aliasing g: max-norm error ≤ 1e-12 × (the reference's max-norm + 1). The sequential scans and the doubling scans
-// add the same terms in different orders, so only rounding separates them. Then the shape errors.
+// aliasing g or ring: max-norm error ≤ 1e-12 × (the reference's max-norm + 1). The sequential scans and the doubling
+// scans add the same terms in different orders, so only rounding separates them. Then the shape errors.
 func testChain(t *testing.T, b backend.Backend) {
 	r := rand.New(rand.NewPCG(4, 20))
-	for _, s := range []tensor.Shape{{Batch: 1, Rows: 1, Cols: 1}, {Batch: 1, Rows: 1, Cols: 2}, {Batch: 2, Rows: 3, Cols: 7},
-		{Batch: 7, Rows: 5, Cols: 64}, {Batch: 3, Rows: 5, Cols: 1000}, {Batch: 2, Rows: 2, Cols: 33}} {
+	for _, s := range []tensor.Shape{{Batch: 1, Rows: 1, Cols: 1}, {Batch: 1, Rows: 1, Cols: 2},
+		{Batch: 2, Rows: 3, Cols: 7}, {Batch: 7, Rows: 5, Cols: 64}, {Batch: 3, Rows: 5, Cols: 1000},
+		{Batch: 2, Rows: 2, Cols: 33}} {
 		hg, hb, hr := chainInputs(r, s)
 		want := chainWant(hg, hb, hr)
 		scale := 1.0
@@ -99,16 +100,20 @@ func testChain(t *testing.T, b backend.Backend) {
 			}
 		}
 		for _, im := range implsOf(backend.ChainNatGradOp, b, s) {
-			for _, layout := range []string{"contiguous", "padded", "dst aliases g"} {
+			for _, layout := range []string{"contiguous", "padded", "dst aliases g", "dst aliases ring"} {
 				what := fmt.Sprintf("%s %v %s", im.name, s, layout)
 				var g, br, ri, dst *tensor.Tensor
 				if layout == "padded" {
 					g, br, ri, dst = chainPadded(t, b, hg), chainPadded(t, b, hb), chainPadded(t, b, hr), chainPadded(t, b, hg)
 				} else {
 					g, br, ri = upload(t, b, hg), upload(t, b, hb), upload(t, b, hr)
-					dst = g
-					if layout == "contiguous" {
+					switch layout {
+					case "contiguous":
 						dst = upload(t, b, hg)
+					case "dst aliases g":
+						dst = g
+					default:
+						dst = ri
 					}
 				}
 				if err := im.fn(b, dst, g, br, ri); err != nil {

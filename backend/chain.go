@@ -17,7 +17,7 @@ const opChainNatGrad = "chain.natgrad"
 // The reference runs each recurrence as a recursive-doubling scan, ⌈log₂ n⌉ passes of element-wise primitives on
 // shifted column views, each pass data-parallel over all chains and steps (the GPU form; models/fisher has the
 // sequential scans); it agrees with the sequential recurrences to rounding. All operands have g's shape (no
-// broadcasting); dst may alias any of them.
+// broadcasting); dst may be any of them (the same view), not a partly overlapping one.
 func ChainNatGrad(b Backend, dst, g, breve, ring *T) error {
 	if err := CheckNotNil(opChainNatGrad, []string{"dst", "g", "breve", "ring"}, dst, g, breve, ring); err != nil {
 		return err

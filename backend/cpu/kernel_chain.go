@@ -33,17 +33,12 @@ func chainNatGradSequential(be backend.Backend, dst, g, breve, ring *tensor.Tens
 		for grp := lo; grp < hi; grp++ {
 			first := grp * chainLanes
 			k := min(chainLanes, chains-first)
-			for l := range k {
-				bb, i := (first+l)/s.Rows, (first+l)%s.Rows
+			for l := range chainLanes {
+				c := first + min(l, k-1) // the last group fills its spare lanes with its last chain
+				bb, i := c/s.Rows, c%s.Rows
 				gs[l], bs[l], rs[l], ys[l] = row(g, bb, i), row(breve, bb, i), row(ring, bb, i), y[l*n:(l+1)*n]
 			}
-			if k == chainLanes {
-				chainScan4(&ys, &gs, &bs, &rs)
-			} else {
-				for l := range k {
-					chainScan1(ys[l], gs[l], bs[l], rs[l])
-				}
-			}
+			chainScan4(&ys, &gs, &bs, &rs)
 			for l := range k {
 				copy(row(dst, (first+l)/s.Rows, (first+l)%s.Rows), ys[l])
 			}
@@ -57,20 +52,8 @@ func chainNatGradSequential(be backend.Backend, dst, g, breve, ring *tensor.Tens
 	return nil
 }
 
-// chainScan1 is both scans of one chain into y.
-func chainScan1(y, g, br, r []float64) {
-	n := len(y)
-	y[n-1] = g[n-1]
-	for t := n - 2; t >= 0; t-- {
-		y[t] = g[t] + br[t+1]*y[t+1]
-	}
-	y[0] *= r[0]
-	for t := 1; t < n; t++ {
-		y[t] = r[t]*y[t] + br[t]*y[t-1]
-	}
-}
-
-// chainScan4 is chainScan1 on four chains at once.
+// chainScan4 runs both recurrences of four chains at once into y: backward y_t = g_t + s̆_{t+1}y_{t+1}, then
+// forward y_t ← s̊_t y_t + s̆_t y_{t−1}.
 func chainScan4(y, g, br, r *[chainLanes][]float64) {
 	y0, y1, y2, y3 := y[0], y[1], y[2], y[3]
 	g0, g1, g2, g3 := g[0], g[1], g[2], g[3]

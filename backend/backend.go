@@ -55,10 +55,11 @@ const (
 	Sin
 	Cos
 	Sinc // sin(x)/x, 1 at x = 0
+	Step // Heaviside: 1 for x ≥ 0, 0 for x < 0 (NaN stays NaN); a mask for the gradient of max(x, 0)
 )
 
 var unaryNames = [...]string{"identity", "neg", "abs", "square", "sqrt", "recip", "exp", "log", "log1p",
-	"sigmoid", "softplus", "tanh", "sin", "cos", "sinc"}
+	"sigmoid", "softplus", "tanh", "sin", "cos", "sinc", "step"}
 
 func (o UnaryOp) String() string {
 	if o >= 0 && int(o) < len(unaryNames) {

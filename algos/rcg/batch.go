@@ -29,6 +29,20 @@ type BatchObjective interface {
 	Swap(i, j int) error
 }
 
+// BatchUpdater is Updater for a batch: Update(x) runs the closed-form updates between steps of the first n runs at
+// their means x (n×1×Dim). MinimizeBatch calls it where Minimize calls Updater.Update: before the first gradient and
+// at the start of every later iteration of the unfinished runs.
+type BatchUpdater interface {
+	Update(x *tensor.Tensor) error
+}
+
+// BatchStateful is Stateful for a batch, by slot: the state a BatchUpdater keeps besides x, which checkpoints save
+// per run. MinimizeBatch checkpoints a BatchUpdater only when it is also BatchStateful.
+type BatchStateful interface {
+	State(i int) []float64
+	SetState(i int, s []float64) error
+}
+
 // BatchControl is the run control of MinimizeBatch: a context, the iteration cap per run (0: 10000), an optional
 // per-run recorder, called after each iteration of run i with the same Record Minimize reports, and checkpoints:
 // every CheckpointEvery rounds (one iteration of every unfinished run) the state goes to CheckpointPath
@@ -195,6 +209,12 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	case s.PowellBeale < 0 || s.Tol < 0 || s.Patience < 0 || s.RestartEvery < SqrtN:
 		return nil, fmt.Errorf("%w: negative setting", ErrBadInput)
 	}
+	upd, _ := obj.(BatchUpdater)
+	stf, _ := obj.(BatchStateful)
+	if upd != nil && stf == nil && ctl.CheckpointPath != "" && (ctl.CheckpointEvery > 0 || s.Resume) {
+		return nil, fmt.Errorf("%w: checkpoints of a batch objective with updates between steps need its state "+
+			"(BatchStateful)", ErrBadInput)
+	}
 	for i, x := range x0 {
 		if len(x) != dim || !finiteVec(x) {
 			return nil, fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), dim)
@@ -298,6 +318,11 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		}
 	}
 	grad := func() error {
+		if upd != nil { // Algorithm 1: closed-form updates first, then the gradient at the new values
+			if err := upd.Update(x.Batches(0, n)); err != nil {
+				return err
+			}
+		}
 		if err := obj.Grad(fs, g.Batches(0, n), gt.Batches(0, n), x.Batches(0, n)); err != nil {
 			return err
 		}
@@ -326,6 +351,14 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			rows [][]float64
 		}{{x, ck.X}, {gtPrev, ck.GtPrev}, {pPrev, ck.PPrev}} {
 			if err := uploadRows(be, c.t, c.rows); err != nil {
+				return nil, err
+			}
+		}
+		if stf != nil && ck.ObjState == nil {
+			return nil, fmt.Errorf("%w: %s holds no objective state", ErrBadInput, ctl.CheckpointPath)
+		}
+		for i := 0; stf != nil && i < B; i++ {
+			if err := stf.SetState(i, ck.ObjState[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -597,7 +630,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			}
 		}
 		if rounds++; ctl.CheckpointEvery > 0 && rounds%ctl.CheckpointEvery == 0 {
-			if err := saveBatch(ctl.CheckpointPath, be, s, st, x, gtPrev, pPrev); err != nil {
+			if err := saveBatch(ctl.CheckpointPath, be, s, st, stf, x, gtPrev, pPrev); err != nil {
 				return nil, err
 			}
 		}

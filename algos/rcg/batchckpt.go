@@ -28,6 +28,7 @@ type batchCheckpoint struct {
 	Method, Dim      int
 	Runs             []batchRunState
 	X, GtPrev, PPrev [][]float64
+	ObjState         [][]float64 // BatchStateful's state by run; nil for an objective without one
 }
 
 func (r *bstate) save() batchRunState {
@@ -57,10 +58,17 @@ func rowsByRun(be backend.Backend, t *tensor.Tensor, st []*bstate) ([][]float64,
 }
 
 // saveBatch writes the checkpoint of MinimizeBatch's state to path (atomically, run.SaveCheckpoint).
-func saveBatch(path string, be backend.Backend, s Settings, st []*bstate, x, gtPrev, pPrev *tensor.Tensor) error {
+func saveBatch(path string, be backend.Backend, s Settings, st []*bstate, stf BatchStateful, x, gtPrev,
+	pPrev *tensor.Tensor) error {
 	c := batchCheckpoint{Method: int(s.Method), Dim: x.Cols(), Runs: make([]batchRunState, len(st))}
-	for _, r := range st {
+	if stf != nil {
+		c.ObjState = make([][]float64, len(st))
+	}
+	for i, r := range st {
 		c.Runs[r.id] = r.save()
+		if stf != nil {
+			c.ObjState[r.id] = stf.State(i)
+		}
 	}
 	var err error
 	if c.X, err = rowsByRun(be, x, st); err != nil {
@@ -87,7 +95,7 @@ func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, err
 		return nil, false, err
 	}
 	ok := c.Method == int(s.Method) && c.Dim == dim && len(c.Runs) == B && len(c.X) == B && len(c.GtPrev) == B &&
-		len(c.PPrev) == B
+		len(c.PPrev) == B && (c.ObjState == nil || len(c.ObjState) == B)
 	for i := 0; ok && i < B; i++ {
 		r := c.Runs[i]
 		ok = len(c.X[i]) == dim && len(c.GtPrev[i]) == dim && len(c.PPrev[i]) == dim &&

@@ -603,7 +603,7 @@ func testElementwise(t *testing.T, b backend.Backend) {
 	must(b.Div(dst, dx, d1))
 	elem("div broadcast", func(bb, i, j int) float64 { return hx.At(bb, i, j) / h1.At(0, i, j) })
 	// Map: every function against package math (inputs scaled into each domain).
-	for f := backend.Identity; f <= backend.Sinc; f++ {
+	for f := backend.Identity; f <= backend.Step; f++ {
 		alpha := 3.0
 		if f == backend.Sqrt || f == backend.Log || f == backend.Log1p {
 			must(b.Map(dst, backend.Abs, 1, dx))
@@ -621,7 +621,7 @@ func testElementwise(t *testing.T, b backend.Backend) {
 	}
 	de := upload(t, b, ext)
 	do, _ := b.Alloc(ext.Shape())
-	for _, f := range []backend.UnaryOp{backend.Sigmoid, backend.Softplus, backend.Sinc} {
+	for _, f := range []backend.UnaryOp{backend.Sigmoid, backend.Softplus, backend.Sinc, backend.Step} {
 		must(b.Map(do, f, 1, de))
 		got := download(t, b, do)
 		for j := 0; j < 6; j++ {
@@ -630,6 +630,14 @@ func testElementwise(t *testing.T, b backend.Backend) {
 				t.Errorf("map %v(%v) = %v, want %v", f, ext.At(0, 0, j), g, want)
 			}
 		}
+	}
+	// Step keeps NaN (a NaN must not be masked away) and maps −0 to 1 like +0.
+	ext.Set(0, 0, 0, math.NaN())
+	ext.Set(0, 0, 1, math.Copysign(0, -1))
+	de = upload(t, b, ext)
+	must(b.Map(do, backend.Step, 1, de))
+	if got := download(t, b, do); !math.IsNaN(got.At(0, 0, 0)) || got.At(0, 0, 1) != 1 {
+		t.Errorf("map step(NaN, −0) = %v, %v, want NaN, 1", got.At(0, 0, 0), got.At(0, 0, 1))
 	}
 	// Row and column scaling, row dots.
 	hv := randHost(r, 3, 17, 1)
@@ -775,6 +783,14 @@ func refUnary(f backend.UnaryOp, x float64) float64 {
 			return 1
 		}
 		return math.Sin(x) / x
+	case backend.Step:
+		if math.IsNaN(x) {
+			return x
+		}
+		if x >= 0 {
+			return 1
+		}
+		return 0
 	}
 	panic("unknown unary op")
 }

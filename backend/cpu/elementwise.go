@@ -186,6 +186,14 @@ func Unary(f backend.UnaryOp, x float64) float64 {
 			return 1 - x2/6*(1-x2/20)
 		}
 		return math.Sin(x) / x
+	case backend.Step:
+		switch {
+		case x >= 0:
+			return 1
+		case x < 0:
+			return 0
+		}
+		return x
 	}
 	return math.NaN()
 }
@@ -195,7 +203,7 @@ func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *t
 	if err := backend.CheckNotNil("map", []string{"x"}, x); err != nil {
 		return err
 	}
-	if f < backend.Identity || f > backend.Sinc {
+	if f < backend.Identity || f > backend.Step {
 		return backend.Errorf("map", "", backend.ErrDomain, "unknown function %d", int(f))
 	}
 	if err := b.prepElementwise("map", dst, []string{"x"}, x); err != nil {

@@ -79,7 +79,7 @@ func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *t
 	if err := backend.CheckNotNil("map", []string{"x"}, x); err != nil {
 		return err
 	}
-	if f < backend.Identity || f > backend.Sinc {
+	if f < backend.Identity || f > backend.Step {
 		return backend.Errorf("map", "", backend.ErrDomain, "unknown function %d", int(f))
 	}
 	if err := b.prep("map", dst, []string{"x"}, x); err != nil {

@@ -69,6 +69,10 @@ __device__ double unary(int f, double x) {
     case 14:
         if (fabs(x) < 1e-4) { double x2 = x * x; return 1.0 - x2 / 6.0 * (1.0 - x2 / 20.0); }
         return sin(x) / x;
+    case 15:
+        if (x >= 0) return 1.0;
+        if (x < 0) return 0.0;
+        return x;
     }
     return __longlong_as_double(0x7ff8000000000000LL);
 }

@@ -1,0 +1,120 @@
+package rcg
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/models/nfa"
+)
+
+// nfaBatchRuns returns three NFA models (T = 60, p = 21, d = 3, H = 8, Gauss–Hermite), runs 0 and 1 on one
+// synthetic data set and run 2 on another, each Init'ed from its own seed, with their starting points.
+func nfaBatchRuns(t *testing.T, seedOffset uint64) ([]*nfa.Model, [][]float64) {
+	t.Helper()
+	const T = 60
+	var ms []*nfa.Model
+	var xs [][]float64
+	for i, ds := range []uint64{1, 1, 2} {
+		m, err := nfa.New(nfa.SyntheticNFA(T, ds), T, 21, nfa.Config{D: 3, H: 8, Moments: nfa.GaussHermite})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := m.Init(uint64(i+1) + seedOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, xs = append(ms, m), append(xs, x)
+	}
+	return ms, xs
+}
+
+// TestMinimizeBatchNFA: MinimizeBatch on nfa.Batch (RCG with the between-step updates as BatchUpdater) follows
+// Minimize on each run's Model: the same iterations, stop reasons and evaluation counts, and F at every iteration
+// within 1e-9 relative.
+func TestMinimizeBatchNFA(t *testing.T) {
+	be := testbackend.Open(t)
+	s := Settings{Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
+	const iters = 40
+	hostMs, xs := nfaBatchRuns(t, 0)
+	hostF := make([][]float64, len(hostMs))
+	var host []*Result
+	for i, m := range hostMs {
+		res, err := Minimize(m, xs[i], s, run.Control{MaxIter: iters,
+			Recorder: run.Func(func(r run.Record) { hostF[i] = append(hostF[i], r.Extra["F"]) })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		host = append(host, res)
+	}
+	ms, xs := nfaBatchRuns(t, 0)
+	bt, err := nfa.NewBatch(be, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	batchF := make([][]float64, len(ms))
+	got, err := MinimizeBatch(bt, xs, s, BatchControl{MaxIter: iters,
+		Record: func(i int, r run.Record) { batchF[i] = append(batchF[i], r.Extra["F"]) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for i, g := range got {
+		h := host[i]
+		if g.Iters != h.Iters || g.Reason != h.Reason || g.FEvals != h.FEvals || g.GEvals != h.GEvals ||
+			len(batchF[i]) != len(hostF[i]) {
+			t.Errorf("run %d: batch %v after %d iterations, %d/%d evaluations; host %v after %d, %d/%d", i, g.Reason,
+				g.Iters, g.FEvals, g.GEvals, h.Reason, h.Iters, h.FEvals, h.GEvals)
+			continue
+		}
+		for k, f := range batchF[i] {
+			worst = math.Max(worst, math.Abs(f-hostF[i][k])/math.Abs(hostF[i][k]))
+		}
+		if a, b := bt.Model(i).FixedPointRejected(), hostMs[i].FixedPointRejected(); a != b {
+			t.Errorf("run %d: %d rejected updates, host %d", i, a, b)
+		}
+		t.Logf("run %d: %v after %d iterations, F %.3f → %.6f", i, g.Reason, g.Iters, batchF[i][0], g.F)
+	}
+	t.Logf("largest relative difference of F at an iteration: %.2g", worst)
+	if worst > 1e-9 {
+		t.Errorf("F differs from the host run's by %.3g", worst)
+	}
+}
+
+// TestMinimizeBatchNFACheckpointResume: with a BatchStateful objective the checkpoint holds each run's state, so a
+// run resumed from it, on models Init'ed from other seeds, ends bit for bit where the uninterrupted run does.
+func TestMinimizeBatchNFACheckpointResume(t *testing.T) {
+	be := testbackend.Open(t)
+	s := Settings{Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
+	minimize := func(seedOffset uint64, s Settings, ctl BatchControl) []Result {
+		t.Helper()
+		ms, xs := nfaBatchRuns(t, seedOffset)
+		bt, err := nfa.NewBatch(be, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bt.Close()
+		res, err := MinimizeBatch(bt, xs, s, ctl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	full := minimize(0, s, BatchControl{MaxIter: 30})
+	path := filepath.Join(t.TempDir(), "nfa.ck")
+	minimize(0, s, BatchControl{MaxIter: 12, CheckpointEvery: 4, CheckpointPath: path})
+	rs := s
+	rs.Resume = true
+	got := minimize(7, rs, BatchControl{MaxIter: 30, CheckpointPath: path})
+	for i, g := range got {
+		w := full[i]
+		if g.Iters != w.Iters || g.Reason != w.Reason || g.F != w.F || !slices.Equal(g.X, w.X) {
+			t.Errorf("run %d: resumed %v after %d iterations, F %.15g; uninterrupted %v after %d, F %.15g", i, g.Reason,
+				g.Iters, g.F, w.Reason, w.Iters, w.F)
+		}
+	}
+}

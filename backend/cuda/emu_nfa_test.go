@@ -1,0 +1,74 @@
+package cuda
+
+import (
+	"math"
+	"testing"
+
+	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/backend/cpu"
+	"github.com/geovb/geovb/models/nfa"
+)
+
+// TestEmulatedNFABatch runs the batched NFA of paper 004 (nfa.Batch: batched GEMMs on strided views into the runs'
+// x, the Gauss–Hermite nonlinearity by Map(Tanh) and Map(Step), the Khatri–Rao Jacobian as n·H outer products,
+// transposes and reductions, and the between-step updates) through the CUDA backend on the emulated device, against
+// the same batch on the CPU backend (itself checked against the host model in models/nfa and algos/rcg): three runs
+// (two on one data set, T = 30, p = 21, d = 3, H = 6), 15 iterations of RCG. Required: the same iterations, stop
+// reasons and evaluation counts, and F at every iteration within 1e-10 relative. Like TestEmulatedMoGBatch, it
+// checks the backend's Go side and the kernels' algorithms, not the CUDA C.
+func TestEmulatedNFABatch(t *testing.T) {
+	cb, err := cpu.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	eb := newEmuBackend(t)
+	fit := func(be backend.Backend) ([]rcg.Result, [][]float64) {
+		var ms []*nfa.Model
+		var xs [][]float64
+		for i, ds := range []uint64{1, 1, 2} {
+			m, err := nfa.New(nfa.SyntheticNFA(30, ds), 30, 21, nfa.Config{D: 3, H: 6, Moments: nfa.GaussHermite})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, err := m.Init(uint64(i + 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, xs = append(ms, m), append(xs, x)
+		}
+		bt, err := nfa.NewBatch(be, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bt.Close()
+		F := make([][]float64, len(ms))
+		res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Tol: 1e-6, Patience: 5, PowellBeale: 0.2},
+			rcg.BatchControl{MaxIter: 15, Record: func(i int, r run.Record) { F[i] = append(F[i], r.Extra["F"]) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, F
+	}
+	want, wantF := fit(cb)
+	got, gotF := fit(eb)
+	worst := 0.0
+	for i, g := range got {
+		w := want[i]
+		if g.Iters != w.Iters || g.Reason != w.Reason || g.FEvals != w.FEvals || g.GEvals != w.GEvals ||
+			len(gotF[i]) != len(wantF[i]) {
+			t.Errorf("run %d: emulated %v after %d iterations, %d/%d evaluations; CPU %v after %d, %d/%d", i, g.Reason,
+				g.Iters, g.FEvals, g.GEvals, w.Reason, w.Iters, w.FEvals, w.GEvals)
+			continue
+		}
+		for k, f := range gotF[i] {
+			worst = math.Max(worst, math.Abs(f-wantF[i][k])/math.Abs(wantF[i][k]))
+		}
+	}
+	t.Logf("largest relative difference of F at an iteration: %.2g", worst)
+	if worst > 1e-10 {
+		t.Errorf("F differs from the CPU backend's by %.3g", worst)
+	}
+}

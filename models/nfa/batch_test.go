@@ -1,0 +1,226 @@
+package nfa
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
+)
+
+// batchCfg is the configuration of the batch tests: NFA, Gauss–Hermite with 9 nodes (an odd order, one node at
+// the mean).
+var batchCfg = Config{D: 2, H: 5, Moments: GaussHermite, GHOrder: 9}
+
+// batchRuns returns B pairs of equal models (one for the host reference, one for the batch) of T steps and p = 6
+// outputs, on one data set (shared) or one each, with random means and states; run 1's source variances are wide
+// (20–60), so that the Gauss–Hermite residual is clamped for some units and steps, and the means large (N(0, 2.1²)),
+// so that the damping of the fixed-point update rejects some steps.
+func batchRuns(t *testing.T, B, T int, shared bool) (host, bat []*Model, xs [][]float64) {
+	t.Helper()
+	const P = 6
+	for i := range B {
+		ds := uint64(1)
+		if !shared {
+			ds += uint64(i)
+		}
+		rd := rand.New(rng.NewSource(ds, 7))
+		X := make([]float64, T*P)
+		for k := range X {
+			X[k] = rd.NormFloat64()
+		}
+		var pair [2]*Model
+		for c := range pair {
+			m, err := New(X, T, P, batchCfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rng.NewSource(100+uint64(i), 3))
+			for k := range m.SVar {
+				m.SVar[k] = 0.05 + 0.3*r.Float64()
+				if i == 1 {
+					m.SVar[k] = 20 + 40*r.Float64()
+				}
+			}
+			for k := range m.WVarF {
+				m.WVarF[k] = 0.001 + 0.05*r.Float64()
+			}
+			for k := range m.VnMean {
+				m.VnMean[k] = 0.3 * r.NormFloat64()
+				m.VnVar[k] = 0.01 + 0.1*r.Float64()
+			}
+			x := make([]float64, m.Dim())
+			for k := range x {
+				x[k] = 2.1 * r.NormFloat64() // large enough for some full fixed-point steps to raise F
+			}
+			pair[c] = m
+			if c == 0 {
+				xs = append(xs, x)
+			}
+		}
+		host, bat = append(host, pair[0]), append(bat, pair[1])
+	}
+	return host, bat, xs
+}
+
+// relErr returns max|a − b| / max|b|, the norm-wise relative error of a against the reference b.
+func relErr(a, b []float64) float64 {
+	var num, den float64
+	for i := range b {
+		num = math.Max(num, math.Abs(a[i]-b[i]))
+		den = math.Max(den, math.Abs(b[i]))
+	}
+	return num / den
+}
+
+func uploadX(t *testing.T, bt *Batch, xs [][]float64) *tensor.Tensor {
+	t.Helper()
+	h := tensor.NewHost(len(xs), 1, bt.Dim())
+	for i, x := range xs {
+		d, _, _, _ := h.Matrix(i)
+		copy(d, x)
+	}
+	x, err := bt.be.Alloc(h.Shape())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bt.be.Upload(x, h); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func downloadRows(t *testing.T, bt *Batch, d *tensor.Tensor) [][]float64 {
+	t.Helper()
+	h := tensor.NewHost(d.Batch(), d.Rows(), d.Cols())
+	if err := bt.be.Download(h, d); err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]float64, d.Batch())
+	for i := range out {
+		v, _, _, _ := h.Matrix(i)
+		out[i] = append([]float64(nil), v...)
+	}
+	return out
+}
+
+// TestBatchMatchesModel: on the test backend, the batch's F, gradient and natural gradient of every run match its
+// Model's (F to 1e-12 relative, the gradients to 1e-11 of their largest element), at a point with the residual
+// clamped in some units (checked) and after an Update, whose new state (noise hyperparameters and damped fixed-point
+// variances) must match Model.Update's to 1e-10, with the same number of rejected updates (some are: checked), for five
+// rounds; runs on one data set and on three.
+func TestBatchMatchesModel(t *testing.T) {
+	be := testbackend.Open(t)
+	for _, shared := range []bool{true, false} {
+		host, bat, xs := batchRuns(t, 3, 37, shared)
+		bt, err := NewBatch(be, bat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bt.Close()
+		if bt.shared != shared {
+			t.Fatalf("shared data = %v, want %v", bt.shared, shared)
+		}
+		x := uploadX(t, bt, xs)
+		g, _ := be.Alloc(x.Shape())
+		gt, _ := be.Alloc(x.Shape())
+		check := func(stage string) {
+			t.Helper()
+			f := make([]float64, bt.B)
+			if err := bt.Grad(f, g, gt, x); err != nil {
+				t.Fatal(err)
+			}
+			fv := make([]float64, bt.B)
+			if err := bt.Value(fv, x); err != nil {
+				t.Fatal(err)
+			}
+			gs, gts := downloadRows(t, bt, g), downloadRows(t, bt, gt)
+			var worstF, worstG, worstNat float64
+			for i, m := range host {
+				gr := m.NewGrad()
+				F := m.Gradient(gr, xs[i])
+				nat := make([]float64, m.Dim())
+				m.NatGrad(nat, gr.Mean, xs[i])
+				worstF = math.Max(worstF, math.Max(math.Abs(f[i]-F), math.Abs(fv[i]-F))/math.Abs(F))
+				worstG = math.Max(worstG, relErr(gs[i], gr.Mean))
+				worstNat = math.Max(worstNat, relErr(gts[i], nat))
+			}
+			t.Logf("shared=%v %s: F %.2g, gradient %.2g, natural gradient %.2g", shared, stage, worstF, worstG, worstNat)
+			if worstF > 1e-12 || worstG > 1e-11 || worstNat > 1e-11 {
+				t.Errorf("shared=%v %s: relative errors F %.3g, gradient %.3g, natural gradient %.3g", shared, stage,
+					worstF, worstG, worstNat)
+			}
+		}
+		check("start")
+		res := downloadRows(t, bt, bt.res)
+		clamped, open := 0, 0
+		for _, r := range res {
+			for _, v := range r {
+				if v < 0 {
+					clamped++
+				} else {
+					open++
+				}
+			}
+		}
+		if clamped == 0 || open == 0 {
+			t.Fatalf("%d clamped and %d open residuals: the test needs both", clamped, open)
+		}
+		rejected := 0
+		for round := range 5 {
+			if err := bt.Update(x); err != nil {
+				t.Fatal(err)
+			}
+			var worst float64
+			for i, m := range host {
+				if err := m.Update(xs[i]); err != nil {
+					t.Fatal(err)
+				}
+				worst = math.Max(worst, relErr(bt.Model(i).State(), m.State()))
+				if a, b := bt.Model(i).FixedPointRejected(), m.FixedPointRejected(); a != b {
+					t.Errorf("round %d run %d: %d rejected updates, model %d", round, i, a, b)
+				}
+				if round == 4 {
+					rejected += m.FixedPointRejected()
+				}
+			}
+			t.Logf("shared=%v update %d: state %.2g", shared, round, worst)
+			if worst > 1e-10 {
+				t.Errorf("shared=%v update %d: state relative error %.3g", shared, round, worst)
+			}
+			check("after update")
+		}
+		if rejected == 0 {
+			t.Errorf("shared=%v: no update was rejected; the test does not reach the damping's last branch", shared)
+		}
+		t.Logf("shared=%v: %d of %d updates rejected", shared, rejected, 5*bt.B)
+	}
+}
+
+// TestBatchBadInput: NewBatch names what it does not run and models that do not fit together; the batch methods
+// refuse operands of the wrong shape.
+func TestBatchBadInput(t *testing.T) {
+	be := testbackend.Open(t)
+	_, bat, _ := batchRuns(t, 2, 9, false)
+	other, _ := New(make([]float64, 10*6), 10, 6, batchCfg)
+	taylor, _ := New(make([]float64, 9*6), 9, 6, Config{D: 2, H: 5})
+	dyn, _ := New(make([]float64, 9*6), 9, 6, Config{Dynamic: true, D: 2, H: 5, Moments: GaussHermite, GHOrder: 9})
+	for name, ms := range map[string][]*Model{"none": nil, "different T": {bat[0], other}, "Taylor": {taylor},
+		"NSSM": {dyn}, "one model twice": {bat[0], bat[1], bat[0]}} {
+		if _, err := NewBatch(be, ms); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s: error %v, want ErrBadInput", name, err)
+		}
+	}
+	bt, err := NewBatch(be, bat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	wrong, _ := be.Alloc(tensor.Shape{Batch: 2, Rows: 1, Cols: bt.Dim() - 1})
+	if err := bt.Value(make([]float64, 2), wrong); !errors.Is(err, ErrBadInput) {
+		t.Errorf("Value of a short x: error %v", err)
+	}
+}

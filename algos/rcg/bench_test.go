@@ -152,3 +152,59 @@ func BenchmarkMoGBatch30(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNFABatch8 runs 8 initialisations of NFA on one synthetic data set (p = 21, d = 5, H = 20, Gauss–Hermite:
+// the §6.7 sweep's model) for 30 iterations of RCG each — as a loop of host runs (Minimize on each Model, its time
+// steps in blocks over the cores) and as one batch on the test backend (MinimizeBatch on nfa.Batch; GEOVB_BACKEND,
+// else cpu) — and reports the wall-time ratio loop/batched measured in the same op. Both do the same iterations
+// (TestMinimizeBatchNFA).
+func BenchmarkNFABatch8(b *testing.B) {
+	be := testbackend.Open(b)
+	for _, T := range []int{300, 1000} {
+		b.Run(fmt.Sprintf("T=%d", T), func(b *testing.B) {
+			const B, iters = 8, 30
+			X := nfa.SyntheticNFA(T, 1)
+			cfg := nfa.Config{D: 5, H: 20, Moments: nfa.GaussHermite}
+			s := rcg.Settings{Tol: 1e-5 * float64(T) / 80, Patience: 5, PowellBeale: 0.2}
+			runs := func() ([]*nfa.Model, [][]float64) {
+				ms, xs := make([]*nfa.Model, B), make([][]float64, B)
+				for i := range B {
+					m, err := nfa.New(X, T, 21, cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if xs[i], err = m.Init(uint64(i + 1)); err != nil {
+						b.Fatal(err)
+					}
+					ms[i] = m
+				}
+				return ms, xs
+			}
+			var loop, batched time.Duration
+			for b.Loop() {
+				ms, xs := runs()
+				t0 := time.Now()
+				for i, m := range ms {
+					if _, err := rcg.Minimize(m, xs[i], s, run.Control{MaxIter: iters}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t1 := time.Now()
+				ms, xs = runs()
+				t2 := time.Now()
+				bt, err := nfa.NewBatch(be, ms)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: iters}); err != nil {
+					b.Fatal(err)
+				}
+				bt.Close()
+				loop, batched = loop+t1.Sub(t0), batched+time.Since(t2)
+			}
+			b.ReportMetric(loop.Seconds()/float64(b.N), "loop-s/op")
+			b.ReportMetric(batched.Seconds()/float64(b.N), "batched-s/op")
+			b.ReportMetric(loop.Seconds()/batched.Seconds(), "loop/batched")
+		})
+	}
+}

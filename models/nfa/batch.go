@@ -41,7 +41,19 @@ type Batch struct {
 
 	xd, xSwap *tensor.Tensor // data B×T×p (1×T×p when shared); swap scratch 1×T×p
 	vr, gv    *tensor.Tensor // B×1×Dim in x's layout: the variances, and ∂F/∂(variances) without the prior and entropy terms
-	gs        *tensor.Tensor // B×1×Dim: Update's gradient of the means (not used)
+	gs        *tensor.Tensor // B×1×Dim: the gradient of the means at Update's last evaluation
+	// Update's last evaluation, when every run kept the full fixed-point step: its means (B×1×Dim) and F; Grad at
+	// the same means and state takes it from gs instead of evaluating again, as Model.Grad does after Update.
+	last, diff *tensor.Tensor
+	maxd, hMax *tensor.Tensor // B×1×1: max|x − last| per run, and its host copy
+	lastF      []float64
+	lastN      int
+	lastOK     bool
+	// The line search's best point of each slot since its state last changed (best: F below bestF), with F and the
+	// sums F is made of, so that Update at the accepted point need not evaluate it again.
+	best     *tensor.Tensor // B×1×Dim
+	bestSums *tensor.Tensor // host B×1×(p+2)
+	bestF    []float64
 	psiN      *tensor.Tensor // B×1×p: e^{2ṽ−2v̄} of the noise log-stds
 	psiH      *tensor.Tensor // B×1×p: psiN/2
 	ones      *tensor.Tensor // 1×T×1
@@ -122,6 +134,9 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 	}
 	bt.xd = alloc(xb, T, P)
 	bt.vr, bt.gv, bt.gs, bt.ap = alloc(B, 1, bt.dim), alloc(B, 1, bt.dim), alloc(B, 1, bt.dim), alloc(B, 1, bt.dim)
+	bt.last, bt.diff, bt.maxd = alloc(B, 1, bt.dim), alloc(B, 1, bt.dim), alloc(B, 1, 1)
+	bt.lastF = make([]float64, B)
+	bt.best, bt.bestF = alloc(B, 1, bt.dim), make([]float64, B)
 	bt.psiN, bt.psiH = alloc(B, 1, P), alloc(B, 1, P)
 	bt.ones, bt.onesTH = alloc(1, T, 1), alloc(1, T, H)
 	bt.sq, bt.td = alloc(B, T, d), alloc(B, T, d)
@@ -154,6 +169,7 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 	}
 	bt.hSums, bt.hRow, bt.hPsi, bt.hAlpha = tensor.NewHost(B, 1, P+2), tensor.NewHost(B, 1, bt.dim),
 		tensor.NewHost(B, 1, P), tensor.NewHost(B, 1, 1)
+	bt.hMax, bt.bestSums = tensor.NewHost(B, 1, 1), tensor.NewHost(B, 1, P+2)
 	for i := 0; err == nil && i < B; i++ {
 		err = bt.sync(i)
 	}
@@ -192,6 +208,8 @@ func (bt *Batch) Model(i int) *Model { return bt.models[i] }
 // N(0, 1) priors (98)–(99), ½Σw̃ − ½Σlog(2πe w̃) of the weights, the noise log-stds' priors and entropies (100)–(101)
 // and the source entropy −½Σlog(2πe s̃).
 func (bt *Batch) sync(i int) error {
+	bt.lastOK = false
+	bt.bestF[i] = math.Inf(1)
 	m := bt.models[i]
 	row, _, _, _ := bt.hRow.Matrix(i)
 	n := bt.T * bt.D
@@ -467,6 +485,17 @@ func (bt *Batch) Value(f []float64, x *tensor.Tensor) error {
 		return err
 	}
 	copy(f, bt.F[:n])
+	for i := range n {
+		if bt.F[i] < bt.bestF[i] {
+			bt.bestF[i] = bt.F[i]
+			if err := bt.be.Copy(bt.best.Item(i), x.Item(i)); err != nil {
+				return err
+			}
+			if err := tensor.CopyHost(bt.bestSums.Item(i), bt.hSums.Item(i)); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -477,17 +506,62 @@ func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if err := bt.forward(x, n); err != nil {
+	same, err := bt.atLast(x, n)
+	if err != nil {
 		return err
 	}
-	if err := bt.backward(x, g, n); err != nil {
-		return err
+	if same {
+		if err := bt.be.Copy(g, bt.gs.Batches(0, n)); err != nil {
+			return err
+		}
+		copy(f, bt.lastF[:n])
+	} else {
+		if err := bt.forward(x, n); err != nil {
+			return err
+		}
+		if err := bt.backward(x, g, n); err != nil {
+			return err
+		}
+		copy(f, bt.F[:n])
 	}
-	if err := bt.be.Mul(gt, bt.vr.Batches(0, n), g); err != nil {
-		return err
+	return bt.be.Mul(gt, bt.vr.Batches(0, n), g)
+}
+
+// atLast reports whether x (n×1×Dim) holds exactly the means of Update's last evaluation, at the state it left.
+func (bt *Batch) atLast(x *tensor.Tensor, n int) (bool, error) {
+	if !bt.lastOK || n != bt.lastN {
+		return false, nil
 	}
-	copy(f, bt.F[:n])
-	return nil
+	return bt.same(x, bt.last, n)
+}
+
+// atBest reports whether x (n×1×Dim) holds exactly each run's best point of the line search, at the same state.
+func (bt *Batch) atBest(x *tensor.Tensor, n int) (bool, error) {
+	for i := range n {
+		if math.IsInf(bt.bestF[i], 1) {
+			return false, nil
+		}
+	}
+	return bt.same(x, bt.best, n)
+}
+
+// same reports whether the first n items of x and ref are equal element for element.
+func (bt *Batch) same(x, ref *tensor.Tensor, n int) (bool, error) {
+	o := &ops{be: bt.be}
+	d, mx := bt.diff.Batches(0, n), bt.maxd.Batches(0, n)
+	o.axpby(d, 1, x, -1, ref.Batches(0, n))
+	o.mapf(d, backend.Abs, d)
+	o.do(func() error { return bt.be.Reduce(mx, backend.ReduceMax, backend.AxisCols, d) })
+	o.do(func() error { return bt.be.Download(bt.hMax.Batches(0, n), mx) })
+	if o.err != nil {
+		return false, o.err
+	}
+	for i := range n {
+		if bt.hMax.At(i, 0, 0) != 0 { // NaN too
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Step writes x + α_b p for each run into dst (rcg.BatchObjective).
@@ -546,16 +620,29 @@ func (bt *Batch) SetState(i int, s []float64) error {
 // (rcg.BatchUpdater): the noise hyperparameters by the Newton scheme from the squared errors at x, kept only where
 // F did not increase, then the fixed-point variances (13) from the gradient at the new state, damped to the first
 // of λ = 1, ½, ¼, ⅛ with F(old + λ(fixed point − old)) ≤ F(old), else the old variances. Each trial is one batched
-// evaluation of the runs still searching (the others' results are not used).
+// evaluation (the results of runs no longer searching are not used). Like Model.Update, it takes F and the squared
+// errors at x from the line search's evaluation there when it can (best), and leaves the gradient at the final
+// state for the next Grad: each run's row of gs is written by the backward pass of the evaluation at which its
+// state was settled.
 func (bt *Batch) Update(x *tensor.Tensor) error {
 	n, err := bt.check("Update", x)
 	if err != nil {
 		return err
 	}
-	if err := bt.forward(x, n); err != nil {
+	F0 := make([]float64, n)
+	if ok, err := bt.atBest(x, n); err != nil {
 		return err
+	} else if ok {
+		copy(F0, bt.bestF[:n])
+		if err := tensor.CopyHost(bt.hSums.Batches(0, n), bt.bestSums.Batches(0, n)); err != nil {
+			return err
+		}
+	} else {
+		if err := bt.forward(x, n); err != nil {
+			return err
+		}
+		copy(F0, bt.F[:n])
 	}
-	F0 := slices.Clone(bt.F[:n])
 	saved := make([][]float64, n)
 	for i := range n {
 		m := bt.models[i]
@@ -567,7 +654,8 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 			return err
 		}
 	}
-	// F1 and the gradient of the variances at the new hyperparameters, again where they were reverted.
+	// F1 and the gradients at the new hyperparameters (means into gs, variances to the host), again where they
+	// were reverted.
 	F1 := make([]float64, n)
 	gradAt := func() error {
 		if err := bt.forward(x, n); err != nil {
@@ -617,6 +705,7 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		m.fixedPoint(gr)
 		target[i] = m.State()
 	}
+	lastF := slices.Clone(F1) // a run that keeps its old variances keeps F1 and the gradient gradAt left in gs
 	active := make([]bool, n)
 	for i := range active {
 		active[i] = true
@@ -637,9 +726,30 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		if err := bt.forward(x, n); err != nil {
 			return err
 		}
+		var kept []int
 		for i := range n {
 			if active[i] && bt.F[i] <= F1[i] {
 				active[i] = false
+				kept = append(kept, i)
+				lastF[i] = bt.F[i]
+			}
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		// The gradient of the runs settled now, from this pass's intermediates, into their rows of gs.
+		gs := bt.gs
+		if len(kept) < n {
+			gs = bt.diff
+		}
+		if err := bt.backward(x, gs.Batches(0, n), n); err != nil {
+			return err
+		}
+		for _, i := range kept {
+			if len(kept) < n {
+				if err := bt.be.Copy(bt.gs.Item(i), bt.diff.Item(i)); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -652,5 +762,10 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		}
 		bt.models[i].updates++
 	}
+	if err := bt.be.Copy(bt.last.Batches(0, n), x); err != nil {
+		return err
+	}
+	copy(bt.lastF, lastF)
+	bt.lastN, bt.lastOK = n, true
 	return nil
 }

@@ -109,7 +109,7 @@ func downloadRows(t *testing.T, bt *Batch, d *tensor.Tensor) [][]float64 {
 
 // TestBatchMatchesModel: on the test backend, the batch's F, gradient and natural gradient of every run match its
 // Model's (F to 1e-12 relative, the gradients to 1e-11 of their largest element), at a point with the residual
-// clamped in some units (checked) and after an Update, whose new state (noise hyperparameters and damped fixed-point
+// clamped in some units (checked) and after each Update (where Grad takes Update's last gradient: checked), whose new state (noise hyperparameters and damped fixed-point
 // variances) must match Model.Update's to 1e-10, with the same number of rejected updates (some are: checked), for five
 // rounds; runs on one data set and on three.
 func TestBatchMatchesModel(t *testing.T) {
@@ -169,10 +169,13 @@ func TestBatchMatchesModel(t *testing.T) {
 		if clamped == 0 || open == 0 {
 			t.Fatalf("%d clamped and %d open residuals: the test needs both", clamped, open)
 		}
-		rejected := 0
+		rejected, reused := 0, 0
 		for round := range 5 {
 			if err := bt.Update(x); err != nil {
 				t.Fatal(err)
+			}
+			if bt.lastOK { // the next Grad takes Update's last gradient
+				reused++
 			}
 			var worst float64
 			for i, m := range host {
@@ -193,10 +196,14 @@ func TestBatchMatchesModel(t *testing.T) {
 			}
 			check("after update")
 		}
+		if reused == 0 {
+			t.Errorf("shared=%v: Grad never took Update's gradient; the test does not reach that branch", shared)
+		}
 		if rejected == 0 {
 			t.Errorf("shared=%v: no update was rejected; the test does not reach the damping's last branch", shared)
 		}
-		t.Logf("shared=%v: %d of %d updates rejected", shared, rejected, 5*bt.B)
+		t.Logf("shared=%v: %d of %d updates rejected; %d of 5 gradients after Update reused", shared, rejected,
+			5*bt.B, reused)
 	}
 }
 

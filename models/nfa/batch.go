@@ -54,12 +54,12 @@ type Batch struct {
 	best     *tensor.Tensor // B×1×Dim
 	bestSums *tensor.Tensor // host B×1×(p+2)
 	bestF    []float64
-	psiN      *tensor.Tensor // B×1×p: e^{2ṽ−2v̄} of the noise log-stds
-	psiH      *tensor.Tensor // B×1×p: psiN/2
-	ones      *tensor.Tensor // 1×T×1
-	onesTH    *tensor.Tensor // 1×T×H
-	sq, td    *tensor.Tensor // B×T×d: s̄² + s̃, scratch
-	tq        *tensor.Tensor // B×(Q·T)×H: tanh at every node
+	psiN     *tensor.Tensor // B×1×p: e^{2ṽ−2v̄} of the noise log-stds
+	psiH     *tensor.Tensor // B×1×p: psiN/2
+	ones     *tensor.Tensor // 1×T×1
+	onesTH   *tensor.Tensor // 1×T×H
+	sq, td   *tensor.Tensor // B×T×d: s̄² + s̃, scratch
+	tq       *tensor.Tensor // B×(Q·T)×H: tanh at every node
 	// B×T×H: layer-1 moments, the nonlinearity's outputs and their gradients, scratch
 	y, yw, ys, yt, sd, m1, m2, k, res, phw, pv, w1, w2, gphm, gphw, gk, gys, gy, gsum, gyw *tensor.Tensor
 	a2, ac, hd                                                                             *tensor.Tensor // B×H×d

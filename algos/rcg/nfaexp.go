@@ -3,9 +3,11 @@ package rcg
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/models/nfa"
 )
 
@@ -178,6 +180,82 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 				}
 				out[FollowedRCG] = append(out[FollowedRCG], tr)
 			}
+		}
+	}
+	return out, nil
+}
+
+// SweepNFABatched is SweepNFA with each method's initialisations run as one nfa.Batch on be (MinimizeBatch; flat
+// NFA with Gauss–Hermite moments, methods RCG, RG, CG and GD). The runs of a batch advance together, so a trace's
+// times are the batch's wall-clock seconds at each of the run's iterations: when that run's F was available, on a
+// clock all the batch's runs share. RCG's runs are capped at s.RCGMaxIter iterations (0: MinimizeBatch's 10000),
+// the others at s.CapFactor × RCG's median iterations (0: the same default); RCGCap and FollowRCG are not used.
+func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
+	d, h := s.D, s.H
+	if d == 0 {
+		d = 5
+	}
+	if h == 0 {
+		h = 20
+	}
+	if s.Seeds < 1 || s.Eps < 0 || s.CapFactor < 0 || s.RCGMaxIter < 0 || len(s.Methods) == 0 || s.Methods[0] != "RCG" {
+		return nil, fmt.Errorf("%w: batched sweep with %d seeds, ε = %v, cap factor %v, RCG cap of %d iterations, "+
+			"methods %v (want seeds ≥ 1, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor,
+			s.RCGMaxIter, s.Methods)
+	}
+	if s.Dynamic || s.FollowRCG {
+		return nil, fmt.Errorf("%w: the batched sweep runs NFA without following RCG's misses", ErrBadInput)
+	}
+	X := nfa.SyntheticNFA(s.T, 1)
+	cfg := nfa.Config{D: d, H: h, Moments: s.Moments, ARD: s.ARD, Hierarchical: s.Hierarchical, HyperDelay: s.HyperDelay}
+	out := map[string][]*Trace{}
+	maxIter := s.RCGMaxIter
+	for _, name := range s.Methods {
+		meth, err := methodByName(name)
+		if err != nil {
+			return nil, err
+		}
+		ms, xs := make([]*nfa.Model, s.Seeds), make([][]float64, s.Seeds)
+		for i := range ms {
+			if ms[i], err = nfa.New(X, s.T, 21, cfg); err != nil {
+				return nil, err
+			}
+			if xs[i], err = ms[i].Init(uint64(i)); err != nil {
+				return nil, err
+			}
+		}
+		bt, err := nfa.NewBatch(be, ms)
+		if err != nil {
+			return nil, err
+		}
+		trs := make([]*Trace, s.Seeds)
+		for i := range trs {
+			trs[i] = &Trace{Method: name, Seed: i}
+		}
+		start := time.Now()
+		res, err := MinimizeBatch(bt, xs, Settings{Method: meth, Tol: s.Tol(), Patience: 5, PowellBeale: 0.2},
+			BatchControl{MaxIter: maxIter, Record: func(i int, r run.Record) {
+				tr := trs[i]
+				tr.T = append(tr.T, time.Since(start).Seconds())
+				tr.F = append(tr.F, r.Extra["F"])
+				tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
+			}})
+		bt.Close()
+		if err != nil {
+			return nil, err
+		}
+		var its []float64
+		for i, r := range res {
+			tr := trs[i]
+			tr.Final, tr.Iters, tr.Reason = r.F, r.Iters, r.Reason.String()
+			if len(tr.T) > 0 {
+				tr.Time = tr.T[len(tr.T)-1]
+			}
+			its = append(its, float64(r.Iters))
+		}
+		out[name] = trs
+		if name == "RCG" {
+			maxIter = int(math.Ceil(s.CapFactor * Median(its)))
 		}
 	}
 	return out, nil

@@ -4,6 +4,9 @@
 // of median time-to-target against size. Non-RCG runs are capped at -cap × RCG's median run time. The moments are
 // Gauss–Hermite, the hybrid of Honkela & Valpola (2005) that the paper cites for NFA; -gh=false takes Taylor's.
 // A line with "pair": "CG-RG" compares CG and RG at the worse of their own targets (§6.8 finds CG faster).
+// With -batched each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend cuda): the
+// times are then the batch's wall clock at each run's iterations, and the others are capped at -cap × RCG's median
+// iterations.
 package main
 
 import (
@@ -33,10 +36,14 @@ func main() {
 	hier := flag.Bool("hier", false, "hierarchical priors of the biases and log-stds (notes §4.2.2)")
 	delay := flag.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt (0 or negative: none)")
 	runs := flag.Bool("runs", false, "also print a JSON line per run (seed, final F, iterations, stop reason, time)")
+	batched := flag.Bool("batched", false, "run each method's initialisations as one batch on -backend (RCG, RG, CG, "+
+		"GD; Gauss–Hermite, no -ard, -hier or -follow): times are the batch's wall clock, -cap counts RCG's iterations")
+	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,
 		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
-		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg}); err != nil {
+		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg, Batched: *batched,
+		Backend: *bename}); err != nil {
 		log.Fatal(err)
 	}
 }

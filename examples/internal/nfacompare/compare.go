@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/backend"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/models/nfa"
@@ -33,6 +34,10 @@ type Options struct {
 	HyperDelay    int           // iterations before the ARD and hierarchical priors adapt (nfa.Config.HyperDelay)
 	Runs          bool          // also a JSON line per run (runLines): its seed, final F, iterations, stop reason
 	SVG           string        // figure path
+	// Batched runs each method's initialisations as one batch on the backend called Backend (rcg.SweepNFABatched;
+	// "" takes $GEOVB_BACKEND, else auto): times are then the batch's wall clock, and the others' caps iterations.
+	Batched bool
+	Backend string
 }
 
 // Main runs rcg.SweepNFA with o.Methods (RCG first: it sets the target and the others' caps) over the sizes of
@@ -53,6 +58,14 @@ func Main(o Options) error {
 	for _, m := range methods {
 		series[m] = &svgplot.Curve{Name: m, Color: rcgplot.Colors[m]}
 	}
+	var be backend.Backend
+	if o.Batched {
+		var err error
+		if be, err = rcgplot.OpenBackend(o.Backend, os.Stderr); err != nil {
+			return err
+		}
+		defer be.Close()
+	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, f := range strings.Split(o.Grid, ",") {
 		T, err := strconv.Atoi(strings.TrimSpace(f))
@@ -62,12 +75,20 @@ func Main(o Options) error {
 		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, D: o.D, H: o.H, Moments: mo, Eps: o.Eps,
 			Methods: methods, RCGCap: o.RCGCap, RCGMaxIter: o.RCGMaxIter, CapFactor: o.Cap, FollowRCG: o.Follow,
 			ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay}
-		runs, err := rcg.SweepNFA(sw)
+		var runs map[string][]*rcg.Trace
+		if be != nil {
+			runs, err = rcg.SweepNFABatched(sw, be)
+		} else {
+			runs, err = rcg.SweepNFA(sw)
+		}
 		if err != nil {
 			return err
 		}
 		for _, l := range lines(methods, runs, sw.Target(runs["RCG"])) {
 			l.N = T
+			if be != nil {
+				l.Batched = be.Info().Name
+			}
 			if err := enc.Encode(l); err != nil {
 				return err
 			}
@@ -97,7 +118,11 @@ func Main(o Options) error {
 	if o.Dynamic {
 		title = "NSSM-SYN: median time to RCG's median final F"
 	}
-	p := svgplot.Chart{Title: title, XLabel: "samples", YLabel: "CPU time (s)", LogY: true}
+	ylabel := "CPU time (s)"
+	if be != nil {
+		ylabel = "wall time in a batch of the runs (s)"
+	}
+	p := svgplot.Chart{Title: title, XLabel: "samples", YLabel: ylabel, LogY: true}
 	for _, m := range methods {
 		p.Curves = append(p.Curves, *series[m])
 	}
@@ -116,6 +141,8 @@ type line struct {
 	// significant differences between the optima the methods reach). A capped run's final F is where the cap
 	// stopped it.
 	PFinalF float64 `json:"ranksum_p_final_f,omitempty"`
+	// Batched names the backend of a batched sweep (Options.Batched): the times are the batch's wall clock.
+	Batched string `json:"batched_on,omitempty"`
 }
 
 // lines summarises the runs of each method against target (RCG's median final F + ε, from its capped runs), then

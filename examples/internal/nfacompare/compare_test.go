@@ -3,8 +3,11 @@ package nfacompare
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -195,5 +198,23 @@ func TestRunLines(t *testing.T) {
 	}
 	if rl := runLines([]string{"RCG"}, map[string][]*rcg.Trace{"RCG": runs["RCG"]}); len(rl) != 2 {
 		t.Errorf("without followed runs: %d lines, want 2", len(rl))
+	}
+}
+
+// TestMainBatched runs the batched sweep end to end on the CPU backend (T = 40, two seeds, RCG capped at 5
+// iterations, CG at 5): it writes the figure, and refuses the NSSM, whose batch does not exist.
+func TestMainBatched(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "nfa.svg")
+	o := Options{Grid: "40", Methods: "RCG,CG", Seeds: 2, RCGMaxIter: 5, Cap: 1, GH: true, D: 2, H: 4, SVG: svg,
+		Batched: true, Backend: "cpu"}
+	if err := Main(o); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(svg); err != nil || fi.Size() == 0 {
+		t.Errorf("figure: %v", err)
+	}
+	o.Dynamic = true
+	if err := Main(o); !errors.Is(err, rcg.ErrBadInput) {
+		t.Errorf("batched NSSM: error %v, want ErrBadInput", err)
 	}
 }

@@ -185,8 +185,8 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 	return out, nil
 }
 
-// SweepNFABatched is SweepNFA with each method's initialisations run as one nfa.Batch on be (MinimizeBatch; flat
-// NFA with Gauss–Hermite moments, methods RCG, RG, CG and GD). The runs of a batch advance together, so a trace's
+// SweepNFABatched is SweepNFA with each method's initialisations run as one nfa.Batch on be (MinimizeBatch; NFA or
+// the NSSM, flat priors and Gauss–Hermite moments, methods RCG, RG, CG and GD). The runs of a batch advance together, so a trace's
 // times are the batch's wall-clock seconds at each of the run's iterations: when that run's F was available, on a
 // clock all the batch's runs share. RCG's runs are capped at s.RCGMaxIter iterations (0: MinimizeBatch's 10000),
 // the others at s.CapFactor × RCG's median iterations (0: the same default); RCGCap and FollowRCG are not used.
@@ -203,11 +203,15 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 			"methods %v (want seeds ≥ 1, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor,
 			s.RCGMaxIter, s.Methods)
 	}
-	if s.Dynamic || s.FollowRCG {
-		return nil, fmt.Errorf("%w: the batched sweep runs NFA without following RCG's misses", ErrBadInput)
+	if s.FollowRCG {
+		return nil, fmt.Errorf("%w: the batched sweep does not follow RCG's misses", ErrBadInput)
 	}
 	X := nfa.SyntheticNFA(s.T, 1)
-	cfg := nfa.Config{D: d, H: h, Moments: s.Moments, ARD: s.ARD, Hierarchical: s.Hierarchical, HyperDelay: s.HyperDelay}
+	if s.Dynamic {
+		X = nfa.SyntheticNSSM(s.T, 1)
+	}
+	cfg := nfa.Config{Dynamic: s.Dynamic, D: d, H: h, Moments: s.Moments, ARD: s.ARD, Hierarchical: s.Hierarchical,
+		HyperDelay: s.HyperDelay}
 	out := map[string][]*Trace{}
 	maxIter := s.RCGMaxIter
 	for _, name := range s.Methods {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -11,25 +12,40 @@ import (
 	"github.com/geovb/geovb/models/nfa"
 )
 
-// TestEmulatedNFABatch runs the batched NFA of paper 004 (nfa.Batch: batched GEMMs on strided views into the runs'
-// x, the Gauss–Hermite nonlinearity by Map(Tanh) and Map(Step), the Khatri–Rao Jacobian as n·H outer products,
-// transposes and reductions, and the between-step updates) through the CUDA backend on the emulated device, against
-// the same batch on the CPU backend (itself checked against the host model in models/nfa and algos/rcg): three runs
-// (two on one data set, T = 30, p = 21, d = 3, H = 6), 15 iterations of RCG. Required: the same iterations, stop
-// reasons and evaluation counts, and F at every iteration within 1e-10 relative. Like TestEmulatedMoGBatch, it
-// checks the backend's Go side and the kernels' algorithms, not the CUDA C.
+// TestEmulatedNFABatch runs the batched NFA and NSSM of paper 004 (nfa.Batch: batched GEMMs on strided views into
+// the runs' x, the Gauss–Hermite nonlinearity by Map(Tanh) and Map(Step), the Khatri–Rao Jacobian as n·H outer
+// products, transposes and reductions, chain.natgrad for the NSSM's states, and the between-step updates) through
+// the CUDA backend on the emulated device, against the same batch on the CPU backend (itself checked against the
+// host model in models/nfa and algos/rcg): three runs (two on one data set, T = 30, p = 21, d = 3, H = 6), 15
+// iterations of RCG (NSSM: 5, see TestMinimizeBatchNFA for why). Required: the same iterations, stop reasons and
+// evaluation counts, and F at every iteration within 1e-10 relative. Like TestEmulatedMoGBatch, it checks the
+// backend's Go side and the kernels' algorithms, not the CUDA C.
 func TestEmulatedNFABatch(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dynamic=%v", dyn), func(t *testing.T) { testEmulatedNFABatch(t, dyn) })
+	}
+}
+
+func testEmulatedNFABatch(t *testing.T, dyn bool) {
 	cb, err := cpu.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cb.Close()
 	eb := newEmuBackend(t)
+	iters := 15
+	if dyn {
+		iters = 5
+	}
 	fit := func(be backend.Backend) ([]rcg.Result, [][]float64) {
 		var ms []*nfa.Model
 		var xs [][]float64
 		for i, ds := range []uint64{1, 1, 2} {
-			m, err := nfa.New(nfa.SyntheticNFA(30, ds), 30, 21, nfa.Config{D: 3, H: 6, Moments: nfa.GaussHermite})
+			X := nfa.SyntheticNFA(30, ds)
+			if dyn {
+				X = nfa.SyntheticNSSM(30, ds)
+			}
+			m, err := nfa.New(X, 30, 21, nfa.Config{Dynamic: dyn, D: 3, H: 6, Moments: nfa.GaussHermite})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +62,7 @@ func TestEmulatedNFABatch(t *testing.T) {
 		defer bt.Close()
 		F := make([][]float64, len(ms))
 		res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Tol: 1e-6, Patience: 5, PowellBeale: 0.2},
-			rcg.BatchControl{MaxIter: 15, Record: func(i int, r run.Record) { F[i] = append(F[i], r.Extra["F"]) }})
+			rcg.BatchControl{MaxIter: iters, Record: func(i int, r run.Record) { F[i] = append(F[i], r.Extra["F"]) }})
 		if err != nil {
 			t.Fatal(err)
 		}

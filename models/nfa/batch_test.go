@@ -12,14 +12,17 @@ import (
 )
 
 // batchCfg is the configuration of the batch tests: NFA, Gauss–Hermite with 9 nodes (an odd order, one node at
-// the mean).
-var batchCfg = Config{D: 2, H: 5, Moments: GaussHermite, GHOrder: 9}
+// the mean); nssmCfg the NSSM's, with 4 hidden units in g.
+var (
+	batchCfg = Config{D: 2, H: 5, Moments: GaussHermite, GHOrder: 9}
+	nssmCfg  = Config{Dynamic: true, D: 2, H: 5, HG: 4, Moments: GaussHermite, GHOrder: 9}
+)
 
-// batchRuns returns B pairs of equal models (one for the host reference, one for the batch) of T steps and p = 6
-// outputs, on one data set (shared) or one each, with random means and states; run 1's source variances are wide
-// (20–60), so that the Gauss–Hermite residual is clamped for some units and steps, and the means large (N(0, 2.1²)),
-// so that the damping of the fixed-point update rejects some steps.
-func batchRuns(t *testing.T, B, T int, shared bool) (host, bat []*Model, xs [][]float64) {
+// batchRuns returns B pairs of equal models of cfg (one for the host reference, one for the batch) of T steps and
+// p = 6 outputs, on one data set (shared) or one each, with random means and states; run 1's source variances (or
+// chains' s̊) are wide (20–60), so that the Gauss–Hermite residual is clamped for some units and steps, and the
+// means large (N(0, 2.1²)), so that the damping of the fixed-point update rejects some steps.
+func batchRuns(t *testing.T, cfg Config, B, T int, shared bool) (host, bat []*Model, xs [][]float64) {
 	t.Helper()
 	const P = 6
 	for i := range B {
@@ -34,23 +37,34 @@ func batchRuns(t *testing.T, B, T int, shared bool) (host, bat []*Model, xs [][]
 		}
 		var pair [2]*Model
 		for c := range pair {
-			m, err := New(X, T, P, batchCfg)
+			m, err := New(X, T, P, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := rand.New(rng.NewSource(100+uint64(i), 3))
-			for k := range m.SVar {
-				m.SVar[k] = 0.05 + 0.3*r.Float64()
-				if i == 1 {
-					m.SVar[k] = 20 + 40*r.Float64()
+			for _, v := range [][]float64{m.SVar, m.Ring} {
+				for k := range v {
+					v[k] = 0.05 + 0.3*r.Float64()
+					if i == 1 {
+						v[k] = 20 + 40*r.Float64()
+					}
 				}
 			}
-			for k := range m.WVarF {
-				m.WVarF[k] = 0.001 + 0.05*r.Float64()
+			for k := range m.Breve {
+				m.Breve[k] = 1.6*r.Float64() - 0.8
+			}
+			for _, v := range [][]float64{m.WVarF, m.WVarG} {
+				for k := range v {
+					v[k] = 0.001 + 0.05*r.Float64()
+				}
 			}
 			for k := range m.VnMean {
 				m.VnMean[k] = 0.3 * r.NormFloat64()
 				m.VnVar[k] = 0.01 + 0.1*r.Float64()
+			}
+			for k := range m.VmMean {
+				m.VmMean[k] = 0.3 * r.NormFloat64()
+				m.VmVar[k] = 0.01 + 0.1*r.Float64()
 			}
 			x := make([]float64, m.Dim())
 			for k := range x {
@@ -107,15 +121,19 @@ func downloadRows(t *testing.T, bt *Batch, d *tensor.Tensor) [][]float64 {
 	return out
 }
 
-// TestBatchMatchesModel: on the test backend, the batch's F, gradient and natural gradient of every run match its
-// Model's (F to 1e-12 relative, the gradients to 1e-11 of their largest element), at a point with the residual
+// TestBatchMatchesModel: on the test backend, for NFA and the NSSM, the batch's F, gradient and natural gradient
+// (for the NSSM the chains') of every run match its Model's (F to 1e-12 relative, the gradients to 1e-11 of their largest element), at a point with the residual
 // clamped in some units (checked) and after each Update (where Grad takes Update's last gradient: checked), whose new state (noise hyperparameters and damped fixed-point
 // variances) must match Model.Update's to 1e-10, with the same number of rejected updates (some are: checked), for five
-// rounds; runs on one data set and on three.
+// rounds, each from the host's state; runs on one data set and on three.
 func TestBatchMatchesModel(t *testing.T) {
 	be := testbackend.Open(t)
-	for _, shared := range []bool{true, false} {
-		host, bat, xs := batchRuns(t, 3, 37, shared)
+	for _, c := range []struct {
+		cfg    Config
+		shared bool
+	}{{batchCfg, true}, {batchCfg, false}, {nssmCfg, true}, {nssmCfg, false}} {
+		shared := c.shared
+		host, bat, xs := batchRuns(t, c.cfg, 3, 37, shared)
 		bt, err := NewBatch(be, bat)
 		if err != nil {
 			t.Fatal(err)
@@ -148,14 +166,14 @@ func TestBatchMatchesModel(t *testing.T) {
 				worstG = math.Max(worstG, relErr(gs[i], gr.Mean))
 				worstNat = math.Max(worstNat, relErr(gts[i], nat))
 			}
-			t.Logf("shared=%v %s: F %.2g, gradient %.2g, natural gradient %.2g", shared, stage, worstF, worstG, worstNat)
+			t.Logf("dynamic=%v shared=%v %s: F %.2g, gradient %.2g, natural gradient %.2g", c.cfg.Dynamic, shared, stage, worstF, worstG, worstNat)
 			if worstF > 1e-12 || worstG > 1e-11 || worstNat > 1e-11 {
-				t.Errorf("shared=%v %s: relative errors F %.3g, gradient %.3g, natural gradient %.3g", shared, stage,
+				t.Errorf("dynamic=%v shared=%v %s: relative errors F %.3g, gradient %.3g, natural gradient %.3g", c.cfg.Dynamic, shared, stage,
 					worstF, worstG, worstNat)
 			}
 		}
 		check("start")
-		res := downloadRows(t, bt, bt.res)
+		res := downloadRows(t, bt, bt.f.res)
 		clamped, open := 0, 0
 		for _, r := range res {
 			for _, v := range r {
@@ -190,19 +208,26 @@ func TestBatchMatchesModel(t *testing.T) {
 					rejected += m.FixedPointRejected()
 				}
 			}
-			t.Logf("shared=%v update %d: state %.2g", shared, round, worst)
+			t.Logf("dynamic=%v shared=%v update %d: state %.2g", c.cfg.Dynamic, shared, round, worst)
 			if worst > 1e-10 {
-				t.Errorf("shared=%v update %d: state relative error %.3g", shared, round, worst)
+				t.Errorf("dynamic=%v shared=%v update %d: state relative error %.3g", c.cfg.Dynamic, shared, round, worst)
 			}
 			check("after update")
+			// Start the next round from the host's state, so that each round measures one Update: repeated at a
+			// fixed x, the updates amplify round-off (for the NSSM's wide chains about fivefold per round).
+			for i, m := range host {
+				if err := bt.SetState(i, m.State()); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		if reused == 0 {
-			t.Errorf("shared=%v: Grad never took Update's gradient; the test does not reach that branch", shared)
+			t.Errorf("dynamic=%v shared=%v: Grad never took Update's gradient; the test does not reach that branch", c.cfg.Dynamic, shared)
 		}
 		if rejected == 0 {
-			t.Errorf("shared=%v: no update was rejected; the test does not reach the damping's last branch", shared)
+			t.Errorf("dynamic=%v shared=%v: no update was rejected; the test does not reach the damping's last branch", c.cfg.Dynamic, shared)
 		}
-		t.Logf("shared=%v: %d of %d updates rejected; %d of 5 gradients after Update reused", shared, rejected,
+		t.Logf("dynamic=%v shared=%v: %d of %d updates rejected; %d of 5 gradients after Update reused", c.cfg.Dynamic, shared, rejected,
 			5*bt.B, reused)
 	}
 }
@@ -211,12 +236,12 @@ func TestBatchMatchesModel(t *testing.T) {
 // refuse operands of the wrong shape.
 func TestBatchBadInput(t *testing.T) {
 	be := testbackend.Open(t)
-	_, bat, _ := batchRuns(t, 2, 9, false)
+	_, bat, _ := batchRuns(t, batchCfg, 2, 9, false)
 	other, _ := New(make([]float64, 10*6), 10, 6, batchCfg)
 	taylor, _ := New(make([]float64, 9*6), 9, 6, Config{D: 2, H: 5})
-	dyn, _ := New(make([]float64, 9*6), 9, 6, Config{Dynamic: true, D: 2, H: 5, Moments: GaussHermite, GHOrder: 9})
+	dyn, _ := New(make([]float64, 9*6), 9, 6, nssmCfg)
 	for name, ms := range map[string][]*Model{"none": nil, "different T": {bat[0], other}, "Taylor": {taylor},
-		"NSSM": {dyn}, "one model twice": {bat[0], bat[1], bat[0]}} {
+		"NFA and NSSM": {bat[0], dyn}, "one model twice": {bat[0], bat[1], bat[0]}} {
 		if _, err := NewBatch(be, ms); !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s: error %v, want ErrBadInput", name, err)
 		}

@@ -201,20 +201,24 @@ func TestRunLines(t *testing.T) {
 	}
 }
 
-// TestMainBatched runs the batched sweep end to end on the CPU backend (T = 40, two seeds, RCG capped at 5
-// iterations, CG at 5): it writes the figure, and refuses the NSSM, whose batch does not exist.
+// TestMainBatched runs the batched sweep end to end on the CPU backend for NFA and the NSSM (T = 40, two seeds, RCG
+// capped at 5 iterations, CG at 5): it writes the figure, and refuses to follow RCG's misses.
 func TestMainBatched(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "nfa.svg")
 	o := Options{Grid: "40", Methods: "RCG,CG", Seeds: 2, RCGMaxIter: 5, Cap: 1, GH: true, D: 2, H: 4, SVG: svg,
 		Batched: true, Backend: "cpu"}
-	if err := Main(o); err != nil {
-		t.Fatal(err)
+	for _, dyn := range []bool{false, true} {
+		o.Dynamic = dyn
+		if err := Main(o); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(svg); err != nil || fi.Size() == 0 {
+			t.Errorf("dynamic=%v: figure: %v", dyn, err)
+		}
+		os.Remove(svg)
 	}
-	if fi, err := os.Stat(svg); err != nil || fi.Size() == 0 {
-		t.Errorf("figure: %v", err)
-	}
-	o.Dynamic = true
+	o.Follow = true
 	if err := Main(o); !errors.Is(err, rcg.ErrBadInput) {
-		t.Errorf("batched NSSM: error %v, want ErrBadInput", err)
+		t.Errorf("batched -follow: error %v, want ErrBadInput", err)
 	}
 }

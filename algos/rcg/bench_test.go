@@ -153,18 +153,29 @@ func BenchmarkMoGBatch30(b *testing.B) {
 	}
 }
 
-// BenchmarkNFABatch8 runs 8 initialisations of NFA on one synthetic data set (p = 21, d = 5, H = 20, Gauss–Hermite:
-// the §6.7 sweep's model) for 30 iterations of RCG each — as a loop of host runs (Minimize on each Model, its time
+// BenchmarkNFABatch8 runs 8 initialisations of NFA and of the NSSM on one synthetic data set each (p = 21, d = 5,
+// H = 20, Gauss–Hermite: the §6.6–6.7 sweeps' models) for 30 iterations of RCG each — as a loop of host runs (Minimize on each Model, its time
 // steps in blocks over the cores) and as one batch on the test backend (MinimizeBatch on nfa.Batch; GEOVB_BACKEND,
 // else cpu) — and reports the wall-time ratio loop/batched measured in the same op. Both do the same iterations
-// (TestMinimizeBatchNFA).
+// (TestMinimizeBatchNFA; NSSM paths may part after a few iterations, with the same work per iteration).
 func BenchmarkNFABatch8(b *testing.B) {
 	be := testbackend.Open(b)
-	for _, T := range []int{300, 1000} {
-		b.Run(fmt.Sprintf("T=%d", T), func(b *testing.B) {
+	for _, c := range []struct {
+		dyn bool
+		T   int
+	}{{false, 300}, {false, 1000}, {true, 300}, {true, 1000}} {
+		name := "NFA"
+		if c.dyn {
+			name = "NSSM"
+		}
+		T := c.T
+		b.Run(fmt.Sprintf("%s/T=%d", name, T), func(b *testing.B) {
 			const B, iters = 8, 30
 			X := nfa.SyntheticNFA(T, 1)
-			cfg := nfa.Config{D: 5, H: 20, Moments: nfa.GaussHermite}
+			if c.dyn {
+				X = nfa.SyntheticNSSM(T, 1)
+			}
+			cfg := nfa.Config{Dynamic: c.dyn, D: 5, H: 20, Moments: nfa.GaussHermite}
 			s := rcg.Settings{Tol: 1e-5 * float64(T) / 80, Patience: 5, PowellBeale: 0.2}
 			runs := func() ([]*nfa.Model, [][]float64) {
 				ms, xs := make([]*nfa.Model, B), make([][]float64, B)

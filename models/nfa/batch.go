@@ -33,16 +33,18 @@ import (
 // The batch covers the flat models with the Gauss–Hermite moments, which the experiments use: NewBatch refuses the
 // Taylor moments, ARD and the hierarchical priors.
 type Batch struct {
-	be                backend.Backend
-	B                 int
-	T, P, D, H, Q     int
-	dyn               bool
-	fsz, gsz, dim     int
-	models            []*Model
-	shared            bool      // one data set for every run: stored once, broadcast
-	f, g              *mlpBatch // the observation MLP (T steps) and the NSSM's dynamics (T − 1 steps)
-	xd, xSwap         *tensor.Tensor
-	vr, gv            *tensor.Tensor // B×1×Dim in x's layout: s̃ (marginal for the NSSM) and the weight variances; ∂F/∂ of them without the prior and entropy terms
+	be            backend.Backend
+	B             int
+	T, P, D, H, Q int
+	dyn           bool
+	fsz, gsz, dim int
+	models        []*Model
+	shared        bool      // one data set for every run: stored once, broadcast
+	f, g          *mlpBatch // the observation MLP (T steps) and the NSSM's dynamics (T − 1 steps)
+	xd, xSwap     *tensor.Tensor
+	// B×1×Dim in x's layout: s̃ (the marginals for the NSSM) and the weight variances, and ∂F/∂ of them without the
+	// priors' ½ and the entropy terms.
+	vr, gv            *tensor.Tensor
 	gs                *tensor.Tensor // B×1×Dim: the gradient of the means at Update's last evaluation
 	psiN, psiNH       *tensor.Tensor // B×1×p: e^{2ṽ−2v̄} of the noise log-stds, and half of it
 	psiM, psiMH       *tensor.Tensor // B×1×d: the same for the process noise (NSSM)
@@ -51,14 +53,16 @@ type Batch struct {
 	brC, rgC, gC, gtC *tensor.Tensor // B×d×T: s̆, s̊ component-major, and the states' gradient and natural gradient (NSSM)
 	et, eb, cov, dir  *tensor.Tensor // B×(T−1)×d (NSSM): s̄_t − h̄, its squared error, (J_ii + 1)s̆_t, ∂F/∂s̆ direct
 	onesTd            *tensor.Tensor // 1×(T−1)×d (NSSM)
-	sums              *tensor.Tensor // B×1×ns: Σ_t E_ti (p), Σ_t Eb_ti (d, NSSM), Σ(s̄² + s̃) of the N(0, 1) priors, Σw̄²
-	ns                int
-	alpha             *tensor.Tensor // B×1×1
-	ap                *tensor.Tensor // B×1×Dim
-	// Update's last evaluation, when every run kept the full fixed-point step: its means (B×1×Dim) and F; Grad at
-	// the same means and state takes it from gs instead of evaluating again, as Model.Grad does after Update.
-	last, diff *tensor.Tensor
-	maxd, hMax *tensor.Tensor // B×1×1: max|x − last| per run, and its host copy
+	// B×1×ns: Σ_t E_ti (p), Σ_t Eb_ti (d, NSSM), Σ(s̄² + s̃) of the N(0, 1) priors, Σw̄²
+	sums  *tensor.Tensor
+	ns    int
+	alpha *tensor.Tensor // B×1×1
+	ap    *tensor.Tensor // B×1×Dim
+	// Update's means (B×1×Dim) and each run's F at its final state, whose gradient Update leaves in gs: Grad at the
+	// same means and state takes it instead of evaluating again, as Model.Grad does after Update.
+	last       *tensor.Tensor
+	diff       *tensor.Tensor // B×1×Dim scratch: x − last, or Update's gradient of the runs settled in one trial
+	maxd, hMax *tensor.Tensor // B×1×1: max|x − reference| per run, and its host copy
 	lastF      []float64
 	lastN      int
 	lastOK     bool
@@ -69,7 +73,7 @@ type Batch struct {
 	bestF                                                  []float64
 	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir *tensor.Tensor // host copies
 	cst                                                    []float64      // per run: the terms of F fixed by the state
-	F                                                      []float64      // per run: F of the last evaluation
+	vals                                                   []float64      // per run: F of the last evaluation
 	owned                                                  []*tensor.Tensor
 }
 
@@ -100,7 +104,7 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 	B, T, P, d := len(models), m0.T, m0.P, m0.Cfg.D
 	bt := &Batch{be: be, B: B, T: T, P: P, D: d, H: m0.Cfg.H, Q: m0.Cfg.GHOrder, dyn: m0.Cfg.Dynamic,
 		fsz: m0.f.size(), gsz: m0.gsize(), models: slices.Clone(models), shared: true, cst: make([]float64, B),
-		F: make([]float64, B), lastF: make([]float64, B), bestF: make([]float64, B)}
+		vals: make([]float64, B), lastF: make([]float64, B), bestF: make([]float64, B)}
 	bt.dim = T*d + bt.fsz + bt.gsz
 	bt.ns = P + 2
 	if bt.dyn {
@@ -212,17 +216,7 @@ func (bt *Batch) sync(i int) error {
 	T, d := bt.T, bt.D
 	n := T * d
 	row, _, _, _ := bt.hRow.Matrix(i)
-	if bt.dyn {
-		for j := range n {
-			m.sTil[j] = m.Ring[j]
-			if j >= d {
-				m.sTil[j] += m.Breve[j] * m.Breve[j] * m.sTil[j-d]
-			}
-		}
-		copy(row, m.sTil)
-	} else {
-		copy(row, m.SVar)
-	}
+	copy(row, m.marginals())
 	copy(row[n:], m.WVarF)
 	copy(row[n+bt.fsz:], m.WVarG)
 	ps, _, _, _ := bt.hPsiN.Matrix(i)
@@ -329,7 +323,7 @@ func (bt *Batch) data(n int) *tensor.Tensor {
 	return bt.xd.Batches(0, n)
 }
 
-// forward evaluates F at the means x of the first n runs into bt.F, leaving every intermediate for backward.
+// forward evaluates F at the means x of the first n runs into bt.vals, leaving every intermediate for backward.
 func (bt *Batch) forward(x *tensor.Tensor, n int) error {
 	T, P, d := bt.T, bt.P, bt.D
 	o := &ops{be: bt.be}
@@ -385,7 +379,7 @@ func (bt *Batch) forward(x *tensor.Tensor, n int) error {
 		}
 		F.add(0.5 * s[bt.ns-2])
 		F.add(0.5 * s[bt.ns-1])
-		bt.F[i] = F.sum()
+		bt.vals[i] = F.sum()
 	}
 	return nil
 }
@@ -448,10 +442,10 @@ func (bt *Batch) Value(f []float64, x *tensor.Tensor) error {
 	if err := bt.forward(x, n); err != nil {
 		return err
 	}
-	copy(f, bt.F[:n])
+	copy(f, bt.vals[:n])
 	for i := range n {
-		if bt.F[i] < bt.bestF[i] {
-			bt.bestF[i] = bt.F[i]
+		if bt.vals[i] < bt.bestF[i] {
+			bt.bestF[i] = bt.vals[i]
 			if err := bt.be.Copy(bt.best.Item(i), x.Item(i)); err != nil {
 				return err
 			}
@@ -487,7 +481,7 @@ func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 		if err := bt.backward(x, g, n); err != nil {
 			return err
 		}
-		copy(f, bt.F[:n])
+		copy(f, bt.vals[:n])
 	}
 	if !bt.dyn {
 		return bt.be.Mul(gt, bt.vr.Batches(0, n), g)
@@ -618,7 +612,7 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		if err := bt.forward(x, n); err != nil {
 			return err
 		}
-		copy(F0, bt.F[:n])
+		copy(F0, bt.vals[:n])
 	}
 	saved := make([][]float64, n)
 	for i := range n {
@@ -644,7 +638,7 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		if err := bt.backward(x, bt.gs.Batches(0, n), n); err != nil {
 			return err
 		}
-		copy(F1, bt.F[:n])
+		copy(F1, bt.vals[:n])
 		if bt.dyn {
 			if err := bt.be.Download(bt.hDir.Batches(0, n), bt.dir.Batches(0, n)); err != nil {
 				return err
@@ -729,10 +723,10 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		}
 		var kept []int
 		for i := range n {
-			if active[i] && bt.F[i] <= F1[i] {
+			if active[i] && bt.vals[i] <= F1[i] {
 				active[i] = false
 				kept = append(kept, i)
-				lastF[i] = bt.F[i]
+				lastF[i] = bt.vals[i]
 			}
 		}
 		if len(kept) == 0 {

@@ -270,18 +270,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 		m.last.ok = false
 		return math.NaN()
 	}
-	sTil := m.sTil
-	if dyn {
-		// Marginal variances s̃_t = s̊_t + s̆_t² s̃_{t−1} of each chain (notes §2.4).
-		for j := range sTil {
-			sTil[j] = m.Ring[j]
-			if j >= d {
-				sTil[j] += m.Breve[j] * m.Breve[j] * sTil[j-d]
-			}
-		}
-	} else {
-		copy(sTil, m.SVar)
-	}
+	sTil := m.marginals()
 	var F kahan
 	var gsm, gwf, gwg, gwvf, gwvg, gsTil []float64
 	if gr != nil {
@@ -425,6 +414,23 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 	}
 	m.last.remember(x, m.keyParts(), F.sum(), gr != nil && gr == m.grad)
 	return m.last.F
+}
+
+// marginals fills m.sTil with the sources' variances, or the chains' marginal variances s̃_t = s̊_t + s̆_t² s̃_{t−1}
+// (notes §2.4), and returns it.
+func (m *Model) marginals() []float64 {
+	if !m.Cfg.Dynamic {
+		copy(m.sTil, m.SVar)
+		return m.sTil
+	}
+	d := m.Cfg.D
+	for j := range m.sTil {
+		m.sTil[j] = m.Ring[j]
+		if j >= d {
+			m.sTil[j] += m.Breve[j] * m.Breve[j] * m.sTil[j-d]
+		}
+	}
+	return m.sTil
 }
 
 func (g *Grad) vnMean() []float64 { return g.field(func(g *Grad) []float64 { return g.VnMean }) }

@@ -261,3 +261,31 @@ func (t *Tensor) CheckFinite(name string) error {
 func (t *Tensor) String() string {
 	return fmt.Sprintf("Tensor(%v, offset %d, strides %d/%d)", t.shape, t.off, t.bstride, t.rstride)
 }
+
+// FromRows returns a new contiguous host tensor of len(rows)×1×n whose item i holds rows[i]; every row must have
+// length n. It is how per-run vectors (a batch of runs' parameters) go to a backend.
+func FromRows(rows [][]float64, n int) (*Tensor, error) {
+	t := NewHost(len(rows), 1, n)
+	for i, r := range rows {
+		if len(r) != n {
+			return nil, shapeErr("row %d has %d values, want %d", i, len(r), n)
+		}
+		copy(t.hostData()[i*n:], r)
+	}
+	return t, nil
+}
+
+// ItemRows returns a copy of every item of the host tensor t, each flattened row by row: the per-run vectors of a
+// batch, the inverse of FromRows.
+func (t *Tensor) ItemRows() [][]float64 {
+	out := make([][]float64, t.shape.Batch)
+	for b := range out {
+		row := make([]float64, 0, t.shape.Rows*t.shape.Cols)
+		for i := 0; t.shape.Cols > 0 && i < t.shape.Rows; i++ {
+			d := t.hostData()[t.Index(b, i, 0):]
+			row = append(row, d[:t.shape.Cols]...)
+		}
+		out[b] = row
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package tensor
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -137,5 +138,25 @@ func TestCopyHost(t *testing.T) {
 	}
 	if err := CopyHost(dst, NewHost(2, 2, 2)); !errors.Is(err, ErrShape) {
 		t.Fatalf("copy of batch 2 into 3: err = %v", err)
+	}
+}
+
+// TestRows: FromRows and ItemRows are inverse; ItemRows flattens a strided view item by item; a row of the wrong
+// length is an error.
+func TestRows(t *testing.T) {
+	rows := [][]float64{{1, 2, 3}, {4, 5, 6}}
+	h, err := FromRows(rows, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Shape() != (Shape{2, 1, 3}) || !reflect.DeepEqual(h.ItemRows(), rows) {
+		t.Errorf("FromRows %v, ItemRows %v", h.Shape(), h.ItemRows())
+	}
+	m, _ := FromSlice([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, 2, 2, 3)
+	if got, want := m.Slice(0, 2, 1, 3).ItemRows(), [][]float64{{2, 3, 5, 6}, {8, 9, 11, 12}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ItemRows of a column slice: %v, want %v", got, want)
+	}
+	if _, err := FromRows([][]float64{{1, 2}, {3}}, 2); err == nil {
+		t.Error("FromRows accepted a short row")
 	}
 }

@@ -654,9 +654,9 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		return nil, err
 	}
 	var cancelled error
+	xs := hx.ItemRows()
 	for i, r := range st {
-		d, _, _, _ := hx.Matrix(i)
-		r.res.X = append([]float64(nil), d...)
+		r.res.X = xs[i]
 		if r.res.Reason == run.Cancelled {
 			r.res.Err = ctx.Err()
 			cancelled = r.res.Err

@@ -49,10 +49,10 @@ func rowsByRun(be backend.Backend, t *tensor.Tensor, st []*bstate) ([][]float64,
 	if err := be.Download(h, t); err != nil {
 		return nil, err
 	}
+	rows := h.ItemRows()
 	out := make([][]float64, len(st))
 	for i, r := range st {
-		d, _, _, _ := h.Matrix(i)
-		out[r.id] = append([]float64(nil), d...)
+		out[r.id] = rows[i]
 	}
 	return out, nil
 }
@@ -110,10 +110,9 @@ func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, err
 
 // uploadRows writes rows (one per run, run i in slot i) into t.
 func uploadRows(be backend.Backend, t *tensor.Tensor, rows [][]float64) error {
-	h := tensor.NewHost(t.Batch(), 1, t.Cols())
-	for i, v := range rows {
-		d, _, _, _ := h.Matrix(i)
-		copy(d, v)
+	h, err := tensor.FromRows(rows, t.Cols())
+	if err != nil {
+		return err
 	}
 	return be.Upload(t, h)
 }

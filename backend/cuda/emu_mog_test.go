@@ -129,10 +129,9 @@ func checkEvaluations(t *testing.T, name string, cb, eb backend.Backend, ms []*m
 		}
 		defer bt.Close()
 		shape := tensor.Shape{Batch: len(xs), Rows: 1, Cols: bt.Dim()}
-		h := tensor.NewHost(len(xs), 1, bt.Dim())
-		for i, x := range xs {
-			d, _, _, _ := h.Matrix(i)
-			copy(d, x)
+		h, err := tensor.FromRows(xs, bt.Dim())
+		if err != nil {
+			t.Fatal(err)
 		}
 		var ts [5]*tensor.Tensor // x, g, g̃, the stepped point, the direction −g̃
 		for i := range ts {

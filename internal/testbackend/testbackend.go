@@ -8,6 +8,7 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/tensor"
 )
 
 // Open returns the test backend, failing the test when it cannot start, and closes it when the test ends.
@@ -23,4 +24,33 @@ func Open(t testing.TB) backend.Backend {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// UploadRows returns a tensor of len(rows)×1×n on b holding rows (a batch of runs' vectors), freed when the test
+// ends.
+func UploadRows(t testing.TB, b backend.Backend, rows [][]float64, n int) *tensor.Tensor {
+	t.Helper()
+	h, err := tensor.FromRows(rows, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.Alloc(h.Shape())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Free(d) })
+	if err := b.Upload(d, h); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// DownloadRows returns every item of the tensor d on b, flattened (tensor.ItemRows).
+func DownloadRows(t testing.TB, b backend.Backend, d *tensor.Tensor) [][]float64 {
+	t.Helper()
+	h := tensor.NewHost(d.Batch(), d.Rows(), d.Cols())
+	if err := b.Download(h, d); err != nil {
+		t.Fatal(err)
+	}
+	return h.ItemRows()
 }

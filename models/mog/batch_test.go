@@ -46,37 +46,6 @@ func batchPoints(t *testing.T, ms []*Model) [][]float64 {
 	return xs
 }
 
-func uploadRuns(t *testing.T, bt *Batch, xs [][]float64) *tensor.Tensor {
-	t.Helper()
-	h := tensor.NewHost(len(xs), 1, bt.Dim())
-	for i, x := range xs {
-		d, _, _, _ := h.Matrix(i)
-		copy(d, x)
-	}
-	x, err := bt.be.Alloc(h.Shape())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bt.be.Upload(x, h); err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
-
-func download(t *testing.T, bt *Batch, x *tensor.Tensor) [][]float64 {
-	t.Helper()
-	h := tensor.NewHost(x.Batch(), 1, x.Cols())
-	if err := bt.be.Download(h, x); err != nil {
-		t.Fatal(err)
-	}
-	out := make([][]float64, x.Batch())
-	for i := range out {
-		d, _, _, _ := h.Matrix(i)
-		out[i] = append([]float64(nil), d...)
-	}
-	return out
-}
-
 // TestBatchMatchesHost checks the batched collapsed F, gradient and natural gradient of every run against the host
 // Collapsed objective of the same model at the same point (independent code: the host loops over n and k with the
 // centred scatter, the batch uses the GEMM moment expansion), relative tolerance 1e-10 (F: |ΔF|/|F|; gradients:
@@ -101,7 +70,7 @@ func TestBatchMatchesHost(t *testing.T) {
 		}
 		xs := batchPoints(t, ms)
 		B, dim := len(ms), bt.Dim()
-		x := uploadRuns(t, bt, xs)
+		x := testbackend.UploadRows(t, bt.be, xs, bt.Dim())
 		g, _ := be.Alloc(x.Shape())
 		gt, _ := be.Alloc(x.Shape())
 		f, fv := make([]float64, B), make([]float64, B)
@@ -111,7 +80,7 @@ func TestBatchMatchesHost(t *testing.T) {
 		if err := bt.Value(fv, x); err != nil {
 			t.Fatal(err)
 		}
-		gs, gts := download(t, bt, g), download(t, bt, gt)
+		gs, gts := testbackend.DownloadRows(t, bt.be, g), testbackend.DownloadRows(t, bt.be, gt)
 		var worstF, worstG, worstN float64
 		for i, m := range ms {
 			c := NewCollapsed(m)
@@ -146,11 +115,11 @@ func TestBatchMatchesHost(t *testing.T) {
 			ph[1][j] = 3 * float64(j%3-1)
 		}
 		alpha[1] = 400
-		p := uploadRuns(t, bt, ph)
+		p := testbackend.UploadRows(t, bt.be, ph, bt.Dim())
 		if err := bt.Step(x, x, p, alpha); err != nil {
 			t.Fatal(err)
 		}
-		got := download(t, bt, x)
+		got := testbackend.DownloadRows(t, bt.be, x)
 		var worstS float64
 		floored := false
 		for i, m := range ms {

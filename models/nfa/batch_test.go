@@ -90,37 +90,6 @@ func relErr(a, b []float64) float64 {
 	return num / den
 }
 
-func uploadX(t *testing.T, bt *Batch, xs [][]float64) *tensor.Tensor {
-	t.Helper()
-	h := tensor.NewHost(len(xs), 1, bt.Dim())
-	for i, x := range xs {
-		d, _, _, _ := h.Matrix(i)
-		copy(d, x)
-	}
-	x, err := bt.be.Alloc(h.Shape())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bt.be.Upload(x, h); err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
-
-func downloadRows(t *testing.T, bt *Batch, d *tensor.Tensor) [][]float64 {
-	t.Helper()
-	h := tensor.NewHost(d.Batch(), d.Rows(), d.Cols())
-	if err := bt.be.Download(h, d); err != nil {
-		t.Fatal(err)
-	}
-	out := make([][]float64, d.Batch())
-	for i := range out {
-		v, _, _, _ := h.Matrix(i)
-		out[i] = append([]float64(nil), v...)
-	}
-	return out
-}
-
 // TestBatchMatchesModel: on the test backend, for NFA and the NSSM, the batch's F, gradient and natural gradient
 // (for the NSSM the chains') of every run match its Model's (F to 1e-12 relative, the gradients to 1e-11 of their largest element), at a point with the residual
 // clamped in some units (checked) and after each Update (where Grad takes Update's last gradient: checked), whose new state (noise hyperparameters and damped fixed-point
@@ -142,7 +111,7 @@ func TestBatchMatchesModel(t *testing.T) {
 		if bt.shared != shared {
 			t.Fatalf("shared data = %v, want %v", bt.shared, shared)
 		}
-		x := uploadX(t, bt, xs)
+		x := testbackend.UploadRows(t, be, xs, bt.Dim())
 		g, _ := be.Alloc(x.Shape())
 		gt, _ := be.Alloc(x.Shape())
 		check := func(stage string) {
@@ -155,7 +124,7 @@ func TestBatchMatchesModel(t *testing.T) {
 			if err := bt.Value(fv, x); err != nil {
 				t.Fatal(err)
 			}
-			gs, gts := downloadRows(t, bt, g), downloadRows(t, bt, gt)
+			gs, gts := testbackend.DownloadRows(t, be, g), testbackend.DownloadRows(t, be, gt)
 			var worstF, worstG, worstNat float64
 			for i, m := range host {
 				gr := m.NewGrad()
@@ -173,7 +142,7 @@ func TestBatchMatchesModel(t *testing.T) {
 			}
 		}
 		check("start")
-		res := downloadRows(t, bt, bt.f.res)
+		res := testbackend.DownloadRows(t, be, bt.f.res)
 		clamped, open := 0, 0
 		for _, r := range res {
 			for _, v := range r {

@@ -11,6 +11,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/nfa"
+	"github.com/geovb/geovb/tensor"
 )
 
 // nfaBatchRuns returns three NFA or NSSM models (T = 60, p = 21, d = 3, H = 8, Gauss–Hermite), runs 0 and 1 on one
@@ -194,5 +195,34 @@ func TestSweepNFABatched(t *testing.T) {
 		if _, err := SweepNFABatched(bad, be); !errors.Is(err, ErrBadInput) && !errors.Is(err, nfa.ErrBadInput) {
 			t.Errorf("%s: error %v, want a bad-input error", name, err)
 		}
+	}
+}
+
+// updaterOnly hides a batch's BatchStateful methods: a BatchUpdater whose state checkpoints cannot hold.
+type updaterOnly struct {
+	BatchObjective
+	up BatchUpdater
+}
+
+func (u updaterOnly) Update(x *tensor.Tensor) error { return u.up.Update(x) }
+
+// TestMinimizeBatchUpdaterNeedsState: MinimizeBatch refuses to checkpoint a BatchUpdater that is not BatchStateful
+// (its state would be lost), and runs it without checkpoints.
+func TestMinimizeBatchUpdaterNeedsState(t *testing.T) {
+	be := testbackend.Open(t)
+	ms, xs := nfaBatchRuns(t, false, 0)
+	bt, err := nfa.NewBatch(be, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	obj := updaterOnly{bt, bt}
+	s := Settings{Tol: 1e-6, Patience: 5}
+	path := filepath.Join(t.TempDir(), "x.ck")
+	if _, err := MinimizeBatch(obj, xs, s, BatchControl{MaxIter: 3, CheckpointEvery: 1, CheckpointPath: path}); !errors.Is(err, ErrBadInput) {
+		t.Errorf("checkpoints without the state: error %v, want ErrBadInput", err)
+	}
+	if _, err := MinimizeBatch(obj, xs, s, BatchControl{MaxIter: 3}); err != nil {
+		t.Errorf("without checkpoints: %v", err)
 	}
 }

@@ -30,8 +30,9 @@ import (
 // (13) with the chains' backward sweep, and their damping run on each run's Model, as Model.Update does, and the new
 // state goes back. So a run's F and gradient are its Model's up to round-off (TestBatchMatchesModel).
 //
-// The batch covers the flat models with the Gauss–Hermite moments, which the experiments use: NewBatch refuses the
-// Taylor moments, ARD and the hierarchical priors.
+// The batch covers the Gauss–Hermite moments, which the experiments use, with flat or ARD priors (the ARD groups'
+// Σw̄² come back as K more sums, through a GEMM with the groups' indicator): NewBatch refuses the Taylor moments and
+// the hierarchical priors.
 type Batch struct {
 	be            backend.Backend
 	B             int
@@ -53,7 +54,12 @@ type Batch struct {
 	brC, rgC, gC, gtC *tensor.Tensor // B×d×T: s̆, s̊ component-major, and the states' gradient and natural gradient (NSSM)
 	et, eb, cov, dir  *tensor.Tensor // B×(T−1)×d (NSSM): s̄_t − h̄, its squared error, (J_ii + 1)s̆_t, ∂F/∂s̆ direct
 	onesTd            *tensor.Tensor // 1×(T−1)×d (NSSM)
-	// B×1×ns: Σ_t E_ti (p), Σ_t Eb_ti (d, NSSM), Σ(s̄² + s̃) of the N(0, 1) priors, Σw̄²
+	// The weights' prior precisions (1, or e^{2ṽ−2v̄} of their ARD log-std), B×1×(|f| + |g|); scratch of that shape;
+	// and with ARD the indicator of each weight's group, 1×(|f| + |g|)×K.
+	psiW, wsq, grp *tensor.Tensor
+	nPhi           int // ARD groups K (0 without ARD)
+	// B×1×ns: Σ_t E_ti (p), Σ_t Eb_ti (d, NSSM), Σ(s̄² + s̃) of the N(0, 1) priors, Σ psiW w̄², and with ARD Σw̄²
+	// per group (K)
 	sums  *tensor.Tensor
 	ns    int
 	alpha *tensor.Tensor // B×1×1
@@ -68,13 +74,13 @@ type Batch struct {
 	lastOK     bool
 	// The line search's best point of each slot since its state last changed (best: F below bestF), with F and the
 	// sums F is made of, so that Update at the accepted point need not evaluate it again.
-	best                                                   *tensor.Tensor // B×1×Dim
-	bestSums                                               *tensor.Tensor // host B×1×ns
-	bestF                                                  []float64
-	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir *tensor.Tensor // host copies
-	cst                                                    []float64      // per run: the terms of F fixed by the state
-	vals                                                   []float64      // per run: F of the last evaluation
-	owned                                                  []*tensor.Tensor
+	best                                                          *tensor.Tensor // B×1×Dim
+	bestSums                                                      *tensor.Tensor // host B×1×ns
+	bestF                                                         []float64
+	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir, hPsiW *tensor.Tensor // host copies
+	cst                                                           []float64      // per run: the terms of F fixed by the state
+	vals                                                          []float64      // per run: F of the last evaluation
+	owned                                                         []*tensor.Tensor
 }
 
 // NewBatch uploads the data and state of the models (one per run, each Init'ed; runs may share a data set, not a
@@ -88,10 +94,10 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 	for i, m := range models {
 		c := m.Cfg
 		switch {
-		case c.Moments != GaussHermite || c.ARD || c.Hierarchical:
-			return nil, fmt.Errorf("%w: model %d: the batch runs the Gauss–Hermite moments and flat priors, not "+
-				"moments=%v ARD=%v hierarchical=%v", ErrBadInput, i, c.Moments, c.ARD, c.Hierarchical)
-		case c.Dynamic != m0.Cfg.Dynamic || m.T != m0.T || m.P != m0.P || c.D != m0.Cfg.D || c.H != m0.Cfg.H ||
+		case c.Moments != GaussHermite || c.Hierarchical:
+			return nil, fmt.Errorf("%w: model %d: the batch runs the Gauss–Hermite moments without the hierarchical "+
+				"priors, not moments=%v hierarchical=%v", ErrBadInput, i, c.Moments, c.Hierarchical)
+		case c.ARD != m0.Cfg.ARD || c.Dynamic != m0.Cfg.Dynamic || m.T != m0.T || m.P != m0.P || c.D != m0.Cfg.D || c.H != m0.Cfg.H ||
 			c.HG != m0.Cfg.HG || c.GHOrder != m0.Cfg.GHOrder:
 			return nil, fmt.Errorf("%w: model %d has dynamic, T, p, d, H, HG, GH = %v, %d, %d, %d, %d, %d, %d, want "+
 				"%v, %d, %d, %d, %d, %d, %d", ErrBadInput, i, c.Dynamic, m.T, m.P, c.D, c.H, c.HG, c.GHOrder,
@@ -106,7 +112,8 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 		fsz: m0.f.size(), gsz: m0.gsize(), models: slices.Clone(models), shared: true, cst: make([]float64, B),
 		vals: make([]float64, B), lastF: make([]float64, B), bestF: make([]float64, B)}
 	bt.dim = T*d + bt.fsz + bt.gsz
-	bt.ns = P + 2
+	bt.nPhi = len(m0.VPhiMean)
+	bt.ns = P + 2 + bt.nPhi
 	if bt.dyn {
 		bt.ns += d
 	}
@@ -149,6 +156,18 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 		bt.onesTd = alloc(1, T-1, d)
 	}
 	bt.sums = alloc(B, 1, bt.ns)
+	nw := bt.fsz + bt.gsz
+	bt.psiW, bt.wsq = alloc(B, 1, nw), alloc(B, 1, nw)
+	var hg *tensor.Tensor
+	if bt.nPhi > 0 {
+		bt.grp = alloc(1, nw, bt.nPhi)
+		hg = tensor.NewHost(1, nw, bt.nPhi)
+		for i, k := range append(slices.Clone(m0.ardF), m0.ardG...) {
+			if k >= 0 {
+				hg.Set(0, i, k, 1)
+			}
+		}
+	}
 	bt.alpha, bt.maxd = alloc(B, 1, 1), alloc(B, 1, 1)
 	if err == nil {
 		hx := tensor.NewHost(xb, T, P)
@@ -159,6 +178,9 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 		o := &ops{be: be}
 		o.do(func() error { return be.Upload(bt.xd, hx) })
 		bt.f.init(o)
+		if hg != nil {
+			o.do(func() error { return be.Upload(bt.grp, hg) })
+		}
 		if bt.dyn {
 			bt.g.init(o)
 			o.fill(bt.onesTd, 1)
@@ -170,6 +192,7 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 	bt.hPsiN, bt.hPsiM, bt.hAlpha, bt.hMax = tensor.NewHost(B, 1, P), tensor.NewHost(B, 1, d), tensor.NewHost(B, 1, 1),
 		tensor.NewHost(B, 1, 1)
 	bt.hChain, bt.hDir = tensor.NewHost(B, d, T), tensor.NewHost(B, max(T-1, 1), d)
+	bt.hPsiW = tensor.NewHost(B, 1, nw)
 	for i := 0; err == nil && i < B; i++ {
 		err = bt.sync(i)
 	}
@@ -222,7 +245,7 @@ func (bt *Batch) sync(i int) error {
 	ps, _, _, _ := bt.hPsiN.Matrix(i)
 	copy(ps, psi(m.VnMean, m.VnVar))
 	var F kahan
-	if !allPositive(m.SVar, m.Ring, m.WVarF, m.WVarG, m.VnVar, m.VmVar) {
+	if !allPositive(m.SVar, m.Ring, m.WVarF, m.WVarG, m.VnVar, m.VmVar, m.VPhiVar) {
 		F.add(math.NaN())
 	}
 	prior := n // the N(0, 1) priors: every source, or the states at t = 0, and every weight
@@ -239,11 +262,19 @@ func (bt *Batch) sync(i int) error {
 		}
 	}
 	hyper(srcVn, m.VnMean, m.VnVar, T)
-	for _, v := range [][]float64{m.WVarF, m.WVarG} {
-		for _, w := range v {
-			F.add(0.5*w - 0.5*math.Log(2*math.Pi*math.E*w))
+	// The weights: with ARD N(0, e^{2v_Φk}) by eq. (101), E{−log p} = ½log 2π + v̄_k + ½(w̄² + w̃)psi_k; the w̄² part is
+	// the device's.
+	pw, _, _, _ := bt.hPsiW.Matrix(i)
+	psiPhi := psi(m.VPhiMean, m.VPhiVar)
+	for j, wv := range append(slices.Clone(m.WVarF), m.WVarG...) {
+		pw[j] = 1
+		if k := bt.group(m, j); k >= 0 {
+			pw[j] = psiPhi[k]
+			F.add(m.VPhiMean[k])
 		}
+		F.add(0.5*pw[j]*wv - 0.5*math.Log(2*math.Pi*math.E*wv))
 	}
+	hyper(srcPhi, m.VPhiMean, m.VPhiVar, 0) // the ARD log-stds' prior and entropy
 	for _, v := range [][]float64{m.SVar, m.Ring} {
 		for _, w := range v {
 			F.add(-0.5 * math.Log(2*math.Pi*math.E*w))
@@ -275,10 +306,22 @@ func (bt *Batch) sync(i int) error {
 		o.do(func() error { return bt.be.Upload(bt.brT.Item(i), hbT) })
 	}
 	bt.cst[i] = F.sum()
+	o.do(func() error { return bt.be.Upload(bt.psiW.Item(i), bt.hPsiW.Item(i)) })
 	o.do(func() error { return bt.be.Upload(bt.vr.Item(i), bt.hRow.Item(i)) })
 	o.do(func() error { return bt.be.Upload(bt.psiN.Item(i), bt.hPsiN.Item(i)) })
 	o.scale(bt.psiNH.Item(i), 0.5, bt.psiN.Item(i))
 	return o.err
+}
+
+// group returns the ARD group of weight j of m (the f weights, then g's), −1 for none.
+func (bt *Batch) group(m *Model, j int) int {
+	switch {
+	case j < bt.fsz && m.ardF != nil:
+		return m.ardF[j]
+	case j >= bt.fsz && m.ardG != nil:
+		return m.ardG[j-bt.fsz]
+	}
+	return -1
 }
 
 func (bt *Batch) check(name string, ts ...*tensor.Tensor) (int, error) {
@@ -357,8 +400,14 @@ func (bt *Batch) forward(x *tensor.Tensor, n int) error {
 		o.sum(sums.Slice(0, 1, P, P+d), backend.AxisRows, eb)
 		prior = prior.Slice(0, 1, 0, d)
 	}
-	o.sum(sums.Slice(0, 1, bt.ns-2, bt.ns-1), backend.AxisAll, prior)
-	o.rowDots(sums.Slice(0, 1, bt.ns-1, bt.ns), W, W)
+	k0 := bt.ns - 2 - bt.nPhi
+	o.sum(sums.Slice(0, 1, k0, k0+1), backend.AxisAll, prior)
+	wsq := it(bt.wsq)
+	o.mul(wsq, W, W)
+	o.rowDots(sums.Slice(0, 1, k0+1, k0+2), wsq, it(bt.psiW))
+	if bt.nPhi > 0 {
+		o.gemm(nt, nt, 1, wsq, bt.grp, 0, sums.Slice(0, 1, k0+2, bt.ns))
+	}
 	hs := bt.hSums.Batches(0, n)
 	o.do(func() error { return bt.be.Download(hs, sums) })
 	if o.err != nil {
@@ -377,8 +426,8 @@ func (bt *Batch) forward(x *tensor.Tensor, n int) error {
 				F.add(0.5 * pm[k] * s[P+k])
 			}
 		}
-		F.add(0.5 * s[bt.ns-2])
-		F.add(0.5 * s[bt.ns-1])
+		F.add(0.5 * s[k0])
+		F.add(0.5 * s[k0+1])
 		bt.vals[i] = F.sum()
 	}
 	return nil
@@ -429,7 +478,9 @@ func (bt *Batch) backward(x, g *tensor.Tensor, n int) error {
 	} else {
 		o.axpby(gS, 1, gS, 1, S)
 	}
-	o.axpby(gW, 1, gW, 1, W) // the weights' N(0, 1) prior
+	wsq := it(bt.wsq) // the weights' priors: ∂/∂w̄ of ½ psiW w̄²
+	o.mul(wsq, W, it(bt.psiW))
+	o.axpby(gW, 1, gW, 1, wsq)
 	return o.err
 }
 
@@ -623,7 +674,15 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		if bt.dyn {
 			copy(m.stE, s[bt.P:bt.P+bt.D])
 		}
-		m.updateHyper(nil, true) // without ARD or the hierarchy: the noise log-stds only
+		if bt.nPhi > 0 { // Σ(w̄² + w̃) per ARD group: the device's w̄² sums and the state's w̃
+			copy(m.phiE, s[bt.ns-bt.nPhi:])
+			for j, wv := range append(slices.Clone(m.WVarF), m.WVarG...) {
+				if k := bt.group(m, j); k >= 0 {
+					m.phiE[k] += wv
+				}
+			}
+		}
+		m.updateHyper(nil, m.hyperDue()) // the noise log-stds, and when due the ARD log-stds (no hierarchy here)
 		if err := bt.sync(i); err != nil {
 			return err
 		}
@@ -674,11 +733,12 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		m := bt.models[i]
 		row, _, _, _ := bt.hGrad.Matrix(i)
 		gr := &Grad{WVarF: make([]float64, bt.fsz), WVarG: make([]float64, bt.gsz)}
-		for k, v := range m.WVarF { // with the N(0, 1) prior's ½ and the entropy's −½/w̃
-			gr.WVarF[k] = row[nS+k] + 0.5 - 0.5/v
+		pw, _, _, _ := bt.hPsiW.Matrix(i)
+		for k, v := range m.WVarF { // with the prior's ½psi and the entropy's −½/w̃
+			gr.WVarF[k] = row[nS+k] + 0.5*pw[k] - 0.5/v
 		}
 		for k, v := range m.WVarG {
-			gr.WVarG[k] = row[nS+bt.fsz+k] + 0.5 - 0.5/v
+			gr.WVarG[k] = row[nS+bt.fsz+k] + 0.5*pw[bt.fsz+k] - 0.5/v
 		}
 		if bt.dyn {
 			// The chains' sweep reads ∂C/∂s̃_t (the prior's ½ at t = 0) and the direct ∂F/∂s̆_t from the model, and

@@ -2,6 +2,7 @@ package nfa
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -17,6 +18,12 @@ var (
 	batchCfg = Config{D: 2, H: 5, Moments: GaussHermite, GHOrder: 9}
 	nssmCfg  = Config{Dynamic: true, D: 2, H: 5, HG: 4, Moments: GaussHermite, GHOrder: 9}
 )
+
+// ardCfg is c with the ARD priors, adapting after delay updates (negative: from the first).
+func ardCfg(c Config, delay int) Config {
+	c.ARD, c.HyperDelay = true, delay
+	return c
+}
 
 // batchRuns returns B pairs of equal models of cfg (one for the host reference, one for the batch) of T steps and
 // p = 6 outputs, on one data set (shared) or one each, with random means and states; run 1's source variances (or
@@ -66,6 +73,10 @@ func batchRuns(t *testing.T, cfg Config, B, T int, shared bool) (host, bat []*Mo
 				m.VmMean[k] = 0.3 * r.NormFloat64()
 				m.VmVar[k] = 0.01 + 0.1*r.Float64()
 			}
+			for k := range m.VPhiMean {
+				m.VPhiMean[k] = 0.3 * r.NormFloat64()
+				m.VPhiVar[k] = 0.01 + 0.1*r.Float64()
+			}
 			x := make([]float64, m.Dim())
 			for k := range x {
 				x[k] = 2.1 * r.NormFloat64() // large enough for some full fixed-point steps to raise F
@@ -90,18 +101,22 @@ func relErr(a, b []float64) float64 {
 	return num / den
 }
 
-// TestBatchMatchesModel: on the test backend, for NFA and the NSSM, the batch's F, gradient and natural gradient
+// TestBatchMatchesModel: on the test backend, for NFA and the NSSM, without and with ARD (NFA adapting from the
+// first update, the NSSM from the third), the batch's F, gradient and natural gradient
 // (for the NSSM the chains') of every run match its Model's (F to 1e-12 relative, the gradients to 1e-11 of their largest element), at a point with the residual
 // clamped in some units (checked) and after each Update (where Grad takes Update's last gradient: checked), whose new state (noise hyperparameters and damped fixed-point
-// variances) must match Model.Update's to 1e-10, with the same number of rejected updates (some are: checked), for five
+// variances) must match Model.Update's to 1e-10, with the same number of rejected updates (some are, over all the settings: checked), for five
 // rounds, each from the host's state; runs on one data set and on three.
 func TestBatchMatchesModel(t *testing.T) {
 	be := testbackend.Open(t)
+	totalRejected := 0
 	for _, c := range []struct {
 		cfg    Config
 		shared bool
-	}{{batchCfg, true}, {batchCfg, false}, {nssmCfg, true}, {nssmCfg, false}} {
+	}{{batchCfg, true}, {batchCfg, false}, {nssmCfg, true}, {nssmCfg, false}, {ardCfg(batchCfg, -1), false},
+		{ardCfg(nssmCfg, 2), true}} {
 		shared := c.shared
+		name := fmt.Sprintf("dynamic=%v ard=%v shared=%v", c.cfg.Dynamic, c.cfg.ARD, shared)
 		host, bat, xs := batchRuns(t, c.cfg, 3, 37, shared)
 		bt, err := NewBatch(be, bat)
 		if err != nil {
@@ -135,9 +150,9 @@ func TestBatchMatchesModel(t *testing.T) {
 				worstG = math.Max(worstG, relErr(gs[i], gr.Mean))
 				worstNat = math.Max(worstNat, relErr(gts[i], nat))
 			}
-			t.Logf("dynamic=%v shared=%v %s: F %.2g, gradient %.2g, natural gradient %.2g", c.cfg.Dynamic, shared, stage, worstF, worstG, worstNat)
+			t.Logf("%s %s: F %.2g, gradient %.2g, natural gradient %.2g", name, stage, worstF, worstG, worstNat)
 			if worstF > 1e-12 || worstG > 1e-11 || worstNat > 1e-11 {
-				t.Errorf("dynamic=%v shared=%v %s: relative errors F %.3g, gradient %.3g, natural gradient %.3g", c.cfg.Dynamic, shared, stage,
+				t.Errorf("%s %s: relative errors F %.3g, gradient %.3g, natural gradient %.3g", name, stage,
 					worstF, worstG, worstNat)
 			}
 		}
@@ -177,9 +192,9 @@ func TestBatchMatchesModel(t *testing.T) {
 					rejected += m.FixedPointRejected()
 				}
 			}
-			t.Logf("dynamic=%v shared=%v update %d: state %.2g", c.cfg.Dynamic, shared, round, worst)
+			t.Logf("%s update %d: state %.2g", name, round, worst)
 			if worst > 1e-10 {
-				t.Errorf("dynamic=%v shared=%v update %d: state relative error %.3g", c.cfg.Dynamic, shared, round, worst)
+				t.Errorf("%s update %d: state relative error %.3g", name, round, worst)
 			}
 			check("after update")
 			// Start the next round from the host's state, so that each round measures one Update: repeated at a
@@ -191,13 +206,14 @@ func TestBatchMatchesModel(t *testing.T) {
 			}
 		}
 		if reused == 0 {
-			t.Errorf("dynamic=%v shared=%v: Grad never took Update's gradient; the test does not reach that branch", c.cfg.Dynamic, shared)
+			t.Errorf("%s: Grad never took Update's gradient; the test does not reach that branch", name)
 		}
-		if rejected == 0 {
-			t.Errorf("dynamic=%v shared=%v: no update was rejected; the test does not reach the damping's last branch", c.cfg.Dynamic, shared)
-		}
-		t.Logf("dynamic=%v shared=%v: %d of %d updates rejected; %d of 5 gradients after Update reused", c.cfg.Dynamic, shared, rejected,
+		totalRejected += rejected
+		t.Logf("%s: %d of %d updates rejected; %d of 5 gradients after Update reused", name, rejected,
 			5*bt.B, reused)
+	}
+	if totalRejected == 0 {
+		t.Error("no update was rejected; the test does not reach the damping's last branch")
 	}
 }
 
@@ -209,8 +225,13 @@ func TestBatchBadInput(t *testing.T) {
 	other, _ := New(make([]float64, 10*6), 10, 6, batchCfg)
 	taylor, _ := New(make([]float64, 9*6), 9, 6, Config{D: 2, H: 5})
 	dyn, _ := New(make([]float64, 9*6), 9, 6, nssmCfg)
+	ard, _ := New(make([]float64, 9*6), 9, 6, ardCfg(batchCfg, 0))
+	hcfg := batchCfg
+	hcfg.Hierarchical = true
+	hier, _ := New(make([]float64, 9*6), 9, 6, hcfg)
 	for name, ms := range map[string][]*Model{"none": nil, "different T": {bat[0], other}, "Taylor": {taylor},
-		"NFA and NSSM": {bat[0], dyn}, "one model twice": {bat[0], bat[1], bat[0]}} {
+		"NFA and NSSM": {bat[0], dyn}, "ARD and not": {bat[0], ard}, "hierarchical": {hier},
+		"one model twice": {bat[0], bat[1], bat[0]}} {
 		if _, err := NewBatch(be, ms); !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s: error %v, want ErrBadInput", name, err)
 		}

@@ -62,11 +62,7 @@ func (m *Model) Update(x []float64) error {
 	if !m.last.at(x, m.keyParts()) {
 		F0 = m.eval(x, nil)
 	}
-	delay := m.Cfg.HyperDelay
-	if delay == 0 && m.Cfg.Dynamic {
-		delay = DefaultHyperDelay
-	}
-	m.updateHyper(x, m.updates >= delay)
+	m.updateHyper(x, m.hyperDue())
 	F1 := m.eval(x, m.grad)
 	if !(F1 <= F0+1e-12*math.Abs(F0)) || math.IsNaN(F1) {
 		m.SetState(saved)
@@ -146,6 +142,15 @@ func (m *Model) fixedPoint(gr *Grad) {
 			}
 		}
 	}
+}
+
+// hyperDue reports whether the ARD log-stds and the hierarchy's nodes adapt in this update (Config.HyperDelay).
+func (m *Model) hyperDue() bool {
+	delay := m.Cfg.HyperDelay
+	if delay == 0 && m.Cfg.Dynamic {
+		delay = DefaultHyperDelay
+	}
+	return m.updates >= delay
 }
 
 // updateHyper sets q(v) of every noise log-std from the squared-error sums of the last evaluation (notes §4.2.6),

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
@@ -244,5 +245,58 @@ func TestBatchBadInput(t *testing.T) {
 	wrong, _ := be.Alloc(tensor.Shape{Batch: 2, Rows: 1, Cols: bt.Dim() - 1})
 	if err := bt.Value(make([]float64, 2), wrong); !errors.Is(err, ErrBadInput) {
 		t.Errorf("Value of a short x: error %v", err)
+	}
+}
+
+// BenchmarkBatchGrad compares one gradient of 8 NFA and 8 NSSM runs (NFA-SYN / NSSM-SYN, T = 1000, p = 21, d = 5,
+// H = 20, Gauss–Hermite) as one nfa.Batch on the test backend with the 8 host Model gradients (time steps in blocks
+// over the cores), reporting both times and host/batched measured in the same op.
+func BenchmarkBatchGrad(b *testing.B) {
+	be := testbackend.Open(b)
+	for _, dyn := range []bool{false, true} {
+		b.Run(fmt.Sprintf("dynamic=%v", dyn), func(b *testing.B) {
+			const B, T = 8, 1000
+			X := SyntheticNFA(T, 1)
+			if dyn {
+				X = SyntheticNSSM(T, 1)
+			}
+			var ms []*Model
+			var xs [][]float64
+			for i := range B {
+				m, err := New(X, T, 21, Config{Dynamic: dyn, D: 5, H: 20, Moments: GaussHermite})
+				if err != nil {
+					b.Fatal(err)
+				}
+				x, err := m.Init(uint64(i + 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms, xs = append(ms, m), append(xs, x)
+			}
+			bt, err := NewBatch(be, ms)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bt.Close()
+			x := testbackend.UploadRows(b, be, xs, bt.Dim())
+			g, gt := testbackend.UploadRows(b, be, xs, bt.Dim()), testbackend.UploadRows(b, be, xs, bt.Dim())
+			f := make([]float64, B)
+			gr := ms[0].NewGrad()
+			var host, batched time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				for i, m := range ms {
+					m.Gradient(gr, xs[i])
+				}
+				t1 := time.Now()
+				if err := bt.Grad(f, g, gt, x); err != nil {
+					b.Fatal(err)
+				}
+				host, batched = host+t1.Sub(t0), batched+time.Since(t1)
+			}
+			b.ReportMetric(host.Seconds()*1e3/float64(b.N), "host-ms/op")
+			b.ReportMetric(batched.Seconds()*1e3/float64(b.N), "batched-ms/op")
+			b.ReportMetric(host.Seconds()/batched.Seconds(), "host/batched")
+		})
 	}
 }

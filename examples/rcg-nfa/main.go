@@ -37,7 +37,7 @@ func main() {
 	delay := flag.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt (0 or negative: none)")
 	runs := flag.Bool("runs", false, "also print a JSON line per run (seed, final F, iterations, stop reason, time)")
 	batched := flag.Bool("batched", false, "run each method's initialisations as one batch on -backend (RCG, RG, CG, "+
-		"GD; Gauss–Hermite, no -hier or -follow): times are the batch's wall clock, -cap counts RCG's iterations")
+		"GD; Gauss–Hermite, no -follow): times are the batch's wall clock, -cap counts RCG's iterations")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,

@@ -30,9 +30,10 @@ import (
 // (13) with the chains' backward sweep, and their damping run on each run's Model, as Model.Update does, and the new
 // state goes back. So a run's F and gradient are its Model's up to round-off (TestBatchMatchesModel).
 //
-// The batch covers the Gauss–Hermite moments, which the experiments use, with flat or ARD priors (the ARD groups'
-// Σw̄² come back as K more sums, through a GEMM with the groups' indicator): NewBatch refuses the Taylor moments and
-// the hierarchical priors.
+// The batch covers the Gauss–Hermite moments, which the experiments use, with every prior of the model: flat, ARD
+// (the groups' Σw̄² come back as K more sums, through a GEMM with the groups' indicator) and hierarchical (the biases'
+// prior means and precisions per weight; the nodes' updates read the means from the device). NewBatch refuses the
+// Taylor moments.
 type Batch struct {
 	be            backend.Backend
 	B             int
@@ -54,10 +55,11 @@ type Batch struct {
 	brC, rgC, gC, gtC *tensor.Tensor // B×d×T: s̆, s̊ component-major, and the states' gradient and natural gradient (NSSM)
 	et, eb, cov, dir  *tensor.Tensor // B×(T−1)×d (NSSM): s̄_t − h̄, its squared error, (J_ii + 1)s̆_t, ∂F/∂s̆ direct
 	onesTd            *tensor.Tensor // 1×(T−1)×d (NSSM)
-	// The weights' prior precisions (1, or e^{2ṽ−2v̄} of their ARD log-std), B×1×(|f| + |g|); scratch of that shape;
-	// and with ARD the indicator of each weight's group, 1×(|f| + |g|)×K.
-	psiW, wsq, grp *tensor.Tensor
-	nPhi           int // ARD groups K (0 without ARD)
+	// The weights' prior means and precisions (0 and 1; with ARD the precision e^{2ṽ−2v̄} of the column's log-std;
+	// with the hierarchy the biases' group mean and precision), B×1×(|f| + |g|); scratch of that shape; and with ARD
+	// the indicator of each weight's group, 1×(|f| + |g|)×K.
+	pmW, psiW, wsq, grp *tensor.Tensor
+	nPhi                int // ARD groups K (0 without ARD)
 	// B×1×ns: Σ_t E_ti (p), Σ_t Eb_ti (d, NSSM), Σ(s̄² + s̃) of the N(0, 1) priors, Σ psiW w̄², and with ARD Σw̄²
 	// per group (K)
 	sums  *tensor.Tensor
@@ -74,13 +76,13 @@ type Batch struct {
 	lastOK     bool
 	// The line search's best point of each slot since its state last changed (best: F below bestF), with F and the
 	// sums F is made of, so that Update at the accepted point need not evaluate it again.
-	best                                                          *tensor.Tensor // B×1×Dim
-	bestSums                                                      *tensor.Tensor // host B×1×ns
-	bestF                                                         []float64
-	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir, hPsiW *tensor.Tensor // host copies
-	cst                                                           []float64      // per run: the terms of F fixed by the state
-	vals                                                          []float64      // per run: F of the last evaluation
-	owned                                                         []*tensor.Tensor
+	best                                                                *tensor.Tensor // B×1×Dim
+	bestSums                                                            *tensor.Tensor // host B×1×ns
+	bestF                                                               []float64
+	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir, hPsiW, hPmW *tensor.Tensor // host copies
+	cst                                                                 []float64      // per run: the terms of F fixed by the state
+	vals                                                                []float64      // per run: F of the last evaluation
+	owned                                                               []*tensor.Tensor
 }
 
 // NewBatch uploads the data and state of the models (one per run, each Init'ed; runs may share a data set, not a
@@ -94,10 +96,10 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 	for i, m := range models {
 		c := m.Cfg
 		switch {
-		case c.Moments != GaussHermite || c.Hierarchical:
-			return nil, fmt.Errorf("%w: model %d: the batch runs the Gauss–Hermite moments without the hierarchical "+
-				"priors, not moments=%v hierarchical=%v", ErrBadInput, i, c.Moments, c.Hierarchical)
-		case c.ARD != m0.Cfg.ARD || c.Dynamic != m0.Cfg.Dynamic || m.T != m0.T || m.P != m0.P || c.D != m0.Cfg.D || c.H != m0.Cfg.H ||
+		case c.Moments != GaussHermite:
+			return nil, fmt.Errorf("%w: model %d: the batch runs the Gauss–Hermite moments, not %v", ErrBadInput, i,
+				c.Moments)
+		case c.ARD != m0.Cfg.ARD || c.Hierarchical != m0.Cfg.Hierarchical || c.Dynamic != m0.Cfg.Dynamic || m.T != m0.T || m.P != m0.P || c.D != m0.Cfg.D || c.H != m0.Cfg.H ||
 			c.HG != m0.Cfg.HG || c.GHOrder != m0.Cfg.GHOrder:
 			return nil, fmt.Errorf("%w: model %d has dynamic, T, p, d, H, HG, GH = %v, %d, %d, %d, %d, %d, %d, want "+
 				"%v, %d, %d, %d, %d, %d, %d", ErrBadInput, i, c.Dynamic, m.T, m.P, c.D, c.H, c.HG, c.GHOrder,
@@ -157,7 +159,7 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 	}
 	bt.sums = alloc(B, 1, bt.ns)
 	nw := bt.fsz + bt.gsz
-	bt.psiW, bt.wsq = alloc(B, 1, nw), alloc(B, 1, nw)
+	bt.pmW, bt.psiW, bt.wsq = alloc(B, 1, nw), alloc(B, 1, nw), alloc(B, 1, nw)
 	var hg *tensor.Tensor
 	if bt.nPhi > 0 {
 		bt.grp = alloc(1, nw, bt.nPhi)
@@ -192,7 +194,7 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 	bt.hPsiN, bt.hPsiM, bt.hAlpha, bt.hMax = tensor.NewHost(B, 1, P), tensor.NewHost(B, 1, d), tensor.NewHost(B, 1, 1),
 		tensor.NewHost(B, 1, 1)
 	bt.hChain, bt.hDir = tensor.NewHost(B, d, T), tensor.NewHost(B, max(T-1, 1), d)
-	bt.hPsiW = tensor.NewHost(B, 1, nw)
+	bt.hPsiW, bt.hPmW = tensor.NewHost(B, 1, nw), tensor.NewHost(B, 1, nw)
 	for i := 0; err == nil && i < B; i++ {
 		err = bt.sync(i)
 	}
@@ -245,14 +247,14 @@ func (bt *Batch) sync(i int) error {
 	ps, _, _, _ := bt.hPsiN.Matrix(i)
 	copy(ps, psi(m.VnMean, m.VnVar))
 	var F kahan
-	if !allPositive(m.SVar, m.Ring, m.WVarF, m.WVarG, m.VnVar, m.VmVar, m.VPhiVar) {
+	if !allPositive(m.SVar, m.Ring, m.WVarF, m.WVarG, m.VnVar, m.VmVar, m.VPhiVar, m.TopVar) {
 		F.add(math.NaN())
 	}
-	prior := n // the N(0, 1) priors: every source, or the states at t = 0, and every weight
+	nPrior := n // the N(0, 1) priors: every source, or the states at t = 0, and every weight
 	if bt.dyn {
-		prior = d
+		nPrior = d
 	}
-	F.add(float64(prior+bt.fsz+bt.gsz) * 0.5 * log2pi)
+	F.add(float64(nPrior+bt.fsz+bt.gsz) * 0.5 * log2pi)
 	hyper := func(src hsrc, vm, vv []float64, cnt int) {
 		for k := range vm {
 			F.add(float64(cnt) * (0.5*log2pi + vm[k]))
@@ -262,19 +264,31 @@ func (bt *Batch) sync(i int) error {
 		}
 	}
 	hyper(srcVn, m.VnMean, m.VnVar, T)
-	// The weights: with ARD N(0, e^{2v_Φk}) by eq. (101), E{−log p} = ½log 2π + v̄_k + ½(w̄² + w̃)psi_k; the w̄² part is
-	// the device's.
+	// The weights: with ARD N(0, e^{2v_Φk}), with the hierarchy a bias's group prior N(m, e^{2v}), by eq. (101)
+	// E{−log p} = ½log 2π + v̄ + ½[(w̄ − m̄)² + w̃ + m̃]psi; the (w̄ − m̄)² part is the device's.
 	pw, _, _, _ := bt.hPsiW.Matrix(i)
+	pmw, _, _, _ := bt.hPmW.Matrix(i)
 	psiPhi := psi(m.VPhiMean, m.VPhiVar)
 	for j, wv := range append(slices.Clone(m.WVarF), m.WVarG...) {
-		pw[j] = 1
-		if k := bt.group(m, j); k >= 0 {
+		pw[j], pmw[j] = 1, 0
+		src, jj := srcF, j
+		if j >= bt.fsz {
+			src, jj = srcG, j-bt.fsz
+		}
+		if pr, k := m.childPrior(src, jj, prior{}); k >= 0 {
+			pw[j], pmw[j] = pr.psi, pr.m
+			F.add(pr.c - 0.5*log2pi + 0.5*pr.psi*pr.mv)
+		} else if k := bt.group(m, j); k >= 0 {
 			pw[j] = psiPhi[k]
 			F.add(m.VPhiMean[k])
 		}
 		F.add(0.5*pw[j]*wv - 0.5*math.Log(2*math.Pi*math.E*wv))
 	}
 	hyper(srcPhi, m.VPhiMean, m.VPhiVar, 0) // the ARD log-stds' prior and entropy
+	for k := range m.TopMean {              // the hierarchy's nodes under the vague prior
+		c, _ := vague.cost(m.TopMean[k], m.TopVar[k])
+		F.add(c - 0.5*math.Log(2*math.Pi*math.E*m.TopVar[k]))
+	}
 	for _, v := range [][]float64{m.SVar, m.Ring} {
 		for _, w := range v {
 			F.add(-0.5 * math.Log(2*math.Pi*math.E*w))
@@ -307,6 +321,7 @@ func (bt *Batch) sync(i int) error {
 	}
 	bt.cst[i] = F.sum()
 	o.do(func() error { return bt.be.Upload(bt.psiW.Item(i), bt.hPsiW.Item(i)) })
+	o.do(func() error { return bt.be.Upload(bt.pmW.Item(i), bt.hPmW.Item(i)) })
 	o.do(func() error { return bt.be.Upload(bt.vr.Item(i), bt.hRow.Item(i)) })
 	o.do(func() error { return bt.be.Upload(bt.psiN.Item(i), bt.hPsiN.Item(i)) })
 	o.scale(bt.psiNH.Item(i), 0.5, bt.psiN.Item(i))
@@ -402,8 +417,9 @@ func (bt *Batch) forward(x *tensor.Tensor, n int) error {
 	}
 	k0 := bt.ns - 2 - bt.nPhi
 	o.sum(sums.Slice(0, 1, k0, k0+1), backend.AxisAll, prior)
-	wsq := it(bt.wsq)
-	o.mul(wsq, W, W)
+	wsq := it(bt.wsq) // (w̄ − m̄)², m̄ = 0 but for the hierarchy's biases (never in an ARD group)
+	o.axpby(wsq, 1, W, -1, it(bt.pmW))
+	o.mul(wsq, wsq, wsq)
 	o.rowDots(sums.Slice(0, 1, k0+1, k0+2), wsq, it(bt.psiW))
 	if bt.nPhi > 0 {
 		o.gemm(nt, nt, 1, wsq, bt.grp, 0, sums.Slice(0, 1, k0+2, bt.ns))
@@ -478,8 +494,9 @@ func (bt *Batch) backward(x, g *tensor.Tensor, n int) error {
 	} else {
 		o.axpby(gS, 1, gS, 1, S)
 	}
-	wsq := it(bt.wsq) // the weights' priors: ∂/∂w̄ of ½ psiW w̄²
-	o.mul(wsq, W, it(bt.psiW))
+	wsq := it(bt.wsq) // the weights' priors: ∂/∂w̄ of ½ psiW (w̄ − m̄)²
+	o.axpby(wsq, 1, W, -1, it(bt.pmW))
+	o.mul(wsq, wsq, it(bt.psiW))
 	o.axpby(gW, 1, gW, 1, wsq)
 	return o.err
 }
@@ -665,6 +682,14 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		}
 		copy(F0, bt.vals[:n])
 	}
+	var xh [][]float64 // the means, for the hierarchy's nodes (their children include the biases)
+	if bt.models[0].groups != nil {
+		h := tensor.NewHost(n, 1, bt.dim)
+		if err := bt.be.Download(h, x); err != nil {
+			return err
+		}
+		xh = h.ItemRows()
+	}
 	saved := make([][]float64, n)
 	for i := range n {
 		m := bt.models[i]
@@ -682,7 +707,11 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 				}
 			}
 		}
-		m.updateHyper(nil, m.hyperDue()) // the noise log-stds, and when due the ARD log-stds (no hierarchy here)
+		var xi []float64
+		if xh != nil {
+			xi = xh[i]
+		}
+		m.updateHyper(xi, m.hyperDue()) // the noise log-stds, and when due the ARD log-stds and the hierarchy's nodes
 		if err := bt.sync(i); err != nil {
 			return err
 		}

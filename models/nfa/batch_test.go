@@ -26,6 +26,12 @@ func ardCfg(c Config, delay int) Config {
 	return c
 }
 
+// hierCfg is c with the hierarchical priors.
+func hierCfg(c Config) Config {
+	c.Hierarchical = true
+	return c
+}
+
 // batchRuns returns B pairs of equal models of cfg (one for the host reference, one for the batch) of T steps and
 // p = 6 outputs, on one data set (shared) or one each, with random means and states; run 1's source variances (or
 // chains' s̊) are wide (20–60), so that the Gauss–Hermite residual is clamped for some units and steps, and the
@@ -78,6 +84,10 @@ func batchRuns(t *testing.T, cfg Config, B, T int, shared bool) (host, bat []*Mo
 				m.VPhiMean[k] = 0.3 * r.NormFloat64()
 				m.VPhiVar[k] = 0.01 + 0.1*r.Float64()
 			}
+			for k := range m.TopMean {
+				m.TopMean[k] = 0.3 * r.NormFloat64()
+				m.TopVar[k] = 0.01 + 0.1*r.Float64()
+			}
 			x := make([]float64, m.Dim())
 			for k := range x {
 				x[k] = 2.1 * r.NormFloat64() // large enough for some full fixed-point steps to raise F
@@ -102,8 +112,8 @@ func relErr(a, b []float64) float64 {
 	return num / den
 }
 
-// TestBatchMatchesModel: on the test backend, for NFA and the NSSM, without and with ARD (NFA adapting from the
-// first update, the NSSM from the third), the batch's F, gradient and natural gradient
+// TestBatchMatchesModel: on the test backend, for NFA and the NSSM, flat, with ARD (NFA adapting from the first
+// update, the NSSM from the third) and with the hierarchical priors (NFA alone, the NSSM with ARD), the batch's F, gradient and natural gradient
 // (for the NSSM the chains') of every run match its Model's (F to 1e-12 relative, the gradients to 1e-11 of their largest element), at a point with the residual
 // clamped in some units (checked) and after each Update (where Grad takes Update's last gradient: checked), whose new state (noise hyperparameters and damped fixed-point
 // variances) must match Model.Update's to 1e-10, with the same number of rejected updates (some are, over all the settings: checked), for five
@@ -115,9 +125,9 @@ func TestBatchMatchesModel(t *testing.T) {
 		cfg    Config
 		shared bool
 	}{{batchCfg, true}, {batchCfg, false}, {nssmCfg, true}, {nssmCfg, false}, {ardCfg(batchCfg, -1), false},
-		{ardCfg(nssmCfg, 2), true}} {
+		{ardCfg(nssmCfg, 2), true}, {hierCfg(batchCfg), false}, {hierCfg(ardCfg(nssmCfg, 2)), false}} {
 		shared := c.shared
-		name := fmt.Sprintf("dynamic=%v ard=%v shared=%v", c.cfg.Dynamic, c.cfg.ARD, shared)
+		name := fmt.Sprintf("dynamic=%v ard=%v hier=%v shared=%v", c.cfg.Dynamic, c.cfg.ARD, c.cfg.Hierarchical, shared)
 		host, bat, xs := batchRuns(t, c.cfg, 3, 37, shared)
 		bt, err := NewBatch(be, bat)
 		if err != nil {
@@ -227,11 +237,9 @@ func TestBatchBadInput(t *testing.T) {
 	taylor, _ := New(make([]float64, 9*6), 9, 6, Config{D: 2, H: 5})
 	dyn, _ := New(make([]float64, 9*6), 9, 6, nssmCfg)
 	ard, _ := New(make([]float64, 9*6), 9, 6, ardCfg(batchCfg, 0))
-	hcfg := batchCfg
-	hcfg.Hierarchical = true
-	hier, _ := New(make([]float64, 9*6), 9, 6, hcfg)
+	hier, _ := New(make([]float64, 9*6), 9, 6, hierCfg(batchCfg))
 	for name, ms := range map[string][]*Model{"none": nil, "different T": {bat[0], other}, "Taylor": {taylor},
-		"NFA and NSSM": {bat[0], dyn}, "ARD and not": {bat[0], ard}, "hierarchical": {hier},
+		"NFA and NSSM": {bat[0], dyn}, "ARD and not": {bat[0], ard}, "hierarchical and not": {bat[0], hier},
 		"one model twice": {bat[0], bat[1], bat[0]}} {
 		if _, err := NewBatch(be, ms); !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s: error %v, want ErrBadInput", name, err)

@@ -99,11 +99,13 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 		case c.Moments != GaussHermite:
 			return nil, fmt.Errorf("%w: model %d: the batch runs the Gauss–Hermite moments, not %v", ErrBadInput, i,
 				c.Moments)
-		case c.ARD != m0.Cfg.ARD || c.Hierarchical != m0.Cfg.Hierarchical || c.Dynamic != m0.Cfg.Dynamic || m.T != m0.T || m.P != m0.P || c.D != m0.Cfg.D || c.H != m0.Cfg.H ||
-			c.HG != m0.Cfg.HG || c.GHOrder != m0.Cfg.GHOrder:
-			return nil, fmt.Errorf("%w: model %d has dynamic, T, p, d, H, HG, GH = %v, %d, %d, %d, %d, %d, %d, want "+
-				"%v, %d, %d, %d, %d, %d, %d", ErrBadInput, i, c.Dynamic, m.T, m.P, c.D, c.H, c.HG, c.GHOrder,
-				m0.Cfg.Dynamic, m0.T, m0.P, m0.Cfg.D, m0.Cfg.H, m0.Cfg.HG, m0.Cfg.GHOrder)
+		case c.Dynamic != m0.Cfg.Dynamic || c.ARD != m0.Cfg.ARD || c.Hierarchical != m0.Cfg.Hierarchical ||
+			m.T != m0.T || m.P != m0.P || c.D != m0.Cfg.D || c.H != m0.Cfg.H || c.HG != m0.Cfg.HG ||
+			c.GHOrder != m0.Cfg.GHOrder:
+			return nil, fmt.Errorf("%w: model %d has dynamic, ARD, hierarchical, T, p, d, H, HG, GH = %v, %v, %v, %d, "+
+				"%d, %d, %d, %d, %d, want %v, %v, %v, %d, %d, %d, %d, %d, %d", ErrBadInput, i, c.Dynamic, c.ARD,
+				c.Hierarchical, m.T, m.P, c.D, c.H, c.HG, c.GHOrder, m0.Cfg.Dynamic, m0.Cfg.ARD, m0.Cfg.Hierarchical,
+				m0.T, m0.P, m0.Cfg.D, m0.Cfg.H, m0.Cfg.HG, m0.Cfg.GHOrder)
 		case slices.Index(models, m) != i:
 			return nil, fmt.Errorf("%w: model %d is also run %d; each run needs its own Model", ErrBadInput, i,
 				slices.Index(models, m))

@@ -398,6 +398,57 @@ func rcgInstance(b backend.Backend, obj rcg.Objective, start func() ([]float64, 
 	return selfTimedInstance(b, timer, step, out)
 }
 
+// setupNSSMBatch times rcgIters − 1 rounds of a MinimizeBatch run of d.Batch NSSM runs (NSSM-SYN with d.N steps,
+// one data set, seeds 0 … d.Batch − 1) as one nfa.Batch on b; a round's time is the time between two records of
+// run 0 (the first round, with the batch's set-up, is not timed).
+func setupNSSMBatch(b backend.Backend, d dims, f *filler) (*instance, error) {
+	X := nfa.SyntheticNSSM(d.N, 1)
+	var res []rcg.Result
+	timer := &iterTimer{from: 1}
+	step := func() error {
+		ms, xs := make([]*nfa.Model, d.Batch), make([][]float64, d.Batch)
+		for i := range ms {
+			m, err := nfa.New(X, d.N, nssmP, nfa.Config{Dynamic: true, D: 5, H: 20, Moments: nfa.GaussHermite})
+			if err != nil {
+				return err
+			}
+			if xs[i], err = m.Init(f.seed + uint64(i)); err != nil {
+				return err
+			}
+			ms[i] = m
+		}
+		bt, err := nfa.NewBatch(b, ms)
+		if err != nil {
+			return err
+		}
+		defer bt.Close()
+		return timer.fitTimed(rcgIters-1, func() error {
+			last := time.Now()
+			r, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{PowellBeale: 0.2}, rcg.BatchControl{MaxIter: rcgIters,
+				Record: func(i int, r algorun.Record) {
+					if i == 0 {
+						now := time.Now()
+						r.IterTime, last = now.Sub(last), now
+						timer.Record(r)
+					}
+				}})
+			res = r
+			return err
+		})
+	}
+	out := func() ([]float64, error) {
+		if res == nil {
+			return nil, fmt.Errorf("no iteration")
+		}
+		var x []float64
+		for _, r := range res {
+			x = append(x, r.X...)
+		}
+		return x, nil
+	}
+	return selfTimedInstance(b, timer, step, out), nil
+}
+
 // nssmP is the observation dimension of NSSM-SYN.
 const nssmP = 21
 
@@ -549,6 +600,25 @@ var algoWorkloads = []*workload{
 		setBytes:  func(d dims) float64 { return 8 * float64(d.N) * (nssmP + 4*5) },
 		tempBytes: func(d dims) float64 { return 8 * float64(d.N) * 8 * 5 },
 	}, "models/nfa", setupNSSM),
+	algoWorkload(&workload{
+		name: "algo.nssm.batch",
+		desc: "one RCG round (mean of rounds 2–4 of a MinimizeBatch run: one iteration of every run) of batch NSSM runs as one nfa.Batch on the backend, NSSM-SYN with n time steps, d = 5, H = 20, p = 21, Gauss–Hermite moments (10 nodes)",
+		uses: []string{"batch", "n"},
+		sizes: map[string]dims{
+			"quick": {Batch: 2, N: 40}, "small": {Batch: 8, N: 200}, "medium": {Batch: 8, N: 1000},
+			"large": {Batch: 30, N: 1000},
+		},
+		// As algo.nssm per run (≈ 1.6e5·n flops per iteration); the lockstep rounds evaluate every unfinished run
+		// in each line-search and damping trial, so this undercounts what the batch computes. Bytes: as algo.nssm
+		// per run. Scratch, per run and step, of each of the two MLPs: tanh at 10 nodes and 20 moment and gradient
+		// arrays of H units, the Khatri–Rao factor and its gradient (2Hd) and three copies of J (3pd): ≈ 2200 values.
+		cost: func(d dims) (float64, float64) {
+			b, n := float64(d.Batch), float64(d.N)
+			return b * 1.6e5 * n, b * 8 * 7 * n * (4*5 + nssmP)
+		},
+		setBytes:  func(d dims) float64 { return 8 * float64(d.Batch) * float64(d.N) * (nssmP + 4*5) },
+		tempBytes: func(d dims) float64 { return 8 * float64(d.Batch) * float64(d.N) * 2200 },
+	}, "models/nfa", setupNSSMBatch),
 }
 
 func init() { workloads = append(workloads, algoWorkloads...) }

@@ -107,7 +107,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	backends := fs.String("backend", "", "backends to run, comma-separated (e.g. cpu,cuda); auto is the best that starts (default $GEOVB_BACKEND, else auto)")
 	ops := fs.String("ops", "all", "hot-operation workloads to run, comma-separated names or groups (qr, spd, kron, lowrank, sphere, chain), or all; see -list (default all, or none when -algos is given)")
-	algos := fs.String("algos", "", "method steps to run, comma-separated method names (mgvb, nnvb, lrvga, sggmc, cholng, rcg, nssm) or all: the algo.* workloads (default none)")
+	algos := fs.String("algos", "", "method steps to run, comma-separated method names (mgvb, nnvb, lrvga, sggmc, cholng, rcg, nssm, nssm.batch) or all: the algo.* workloads (default none)")
 	sizes := fs.String("sizes", "small,medium", "size classes, comma-separated: small, medium, large, quick, or all")
 	fs.Var(intFlag{&cfg.custom.Batch}, "batch", "explicit dimension `N`: batch count (qr.batch, spd.*, kron.solve, sphere.flow, chain.natgrad)")
 	fs.Var(intFlag{&cfg.custom.M}, "m", "explicit dimension `N`: rows of G (kron.solve), spheres per state (sphere.flow), chains per state (chain.natgrad)")

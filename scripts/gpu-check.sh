@@ -51,6 +51,9 @@ run)
 	run vb-qr-64x8 "$here/vbbench" -backend cuda -ops qr.batch -batch 100000 -n 64 -p 8 -json "$out/vb-qr.json"
 	run vb-sphere-1e7x3 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000000 -n 3 -json "$out/vb-sphere1.json"
 	run vb-sphere-1e4x5000 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000 -n 5000 -json "$out/vb-sphere2.json"
+	# Paper 004's batched runs: the NSSM's repetitions as one batch against the host model's iteration.
+	run vb-nssm-batch "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium -json "$out/vb-nssm.json"
+	run vb-nssm-batch30 "$here/vbbench" -backend cuda -algos nssm.batch -sizes large -json "$out/vb-nssm30.json"
 	tail -n 5 "$out"/*.log | tail -n 60
 	cat "$out/summary.txt"
 	exit $status

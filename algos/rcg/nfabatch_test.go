@@ -219,7 +219,8 @@ func TestMinimizeBatchUpdaterNeedsState(t *testing.T) {
 	obj := updaterOnly{bt, bt}
 	s := Settings{Tol: 1e-6, Patience: 5}
 	path := filepath.Join(t.TempDir(), "x.ck")
-	if _, err := MinimizeBatch(obj, xs, s, BatchControl{MaxIter: 3, CheckpointEvery: 1, CheckpointPath: path}); !errors.Is(err, ErrBadInput) {
+	ctl := BatchControl{MaxIter: 3, CheckpointEvery: 1, CheckpointPath: path}
+	if _, err := MinimizeBatch(obj, xs, s, ctl); !errors.Is(err, ErrBadInput) {
 		t.Errorf("checkpoints without the state: error %v, want ErrBadInput", err)
 	}
 	if _, err := MinimizeBatch(obj, xs, s, BatchControl{MaxIter: 3}); err != nil {

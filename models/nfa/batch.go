@@ -46,13 +46,14 @@ type Batch struct {
 	xd, xSwap     *tensor.Tensor
 	// B×1×Dim in x's layout: s̃ (the marginals for the NSSM) and the weight variances, and ∂F/∂ of them without the
 	// priors' ½ and the entropy terms.
-	vr, gv            *tensor.Tensor
-	gs                *tensor.Tensor // B×1×Dim: the gradient of the means at Update's last evaluation
-	psiN, psiNH       *tensor.Tensor // B×1×p: e^{2ṽ−2v̄} of the noise log-stds, and half of it
-	psiM, psiMH       *tensor.Tensor // B×1×d: the same for the process noise (NSSM)
-	r, e              *tensor.Tensor // B×T×p: x̄ − x (then ∂F/∂x̄), squared errors
-	brT               *tensor.Tensor // B×T×d: s̆ (NSSM)
-	brC, rgC, gC, gtC *tensor.Tensor // B×d×T: s̆, s̊ component-major, and the states' gradient and natural gradient (NSSM)
+	vr, gv      *tensor.Tensor
+	gs          *tensor.Tensor // B×1×Dim: the gradient of the means at Update's last evaluation
+	psiN, psiNH *tensor.Tensor // B×1×p: e^{2ṽ−2v̄} of the noise log-stds, and half of it
+	psiM, psiMH *tensor.Tensor // B×1×d: the same for the process noise (NSSM)
+	r, e        *tensor.Tensor // B×T×p: x̄ − x (then ∂F/∂x̄), squared errors
+	brT         *tensor.Tensor // B×T×d: s̆ (NSSM)
+	// B×d×T (NSSM): s̆, s̊ component-major, and the states' gradient and natural gradient
+	brC, rgC, gC, gtC *tensor.Tensor
 	et, eb, cov, dir  *tensor.Tensor // B×(T−1)×d (NSSM): s̄_t − h̄, its squared error, (J_ii + 1)s̆_t, ∂F/∂s̆ direct
 	onesTd            *tensor.Tensor // 1×(T−1)×d (NSSM)
 	// The weights' prior means and precisions (0 and 1; with ARD the precision e^{2ṽ−2v̄} of the column's log-std;

@@ -112,12 +112,13 @@ func relErr(a, b []float64) float64 {
 	return num / den
 }
 
-// TestBatchMatchesModel: on the test backend, for NFA and the NSSM, flat, with ARD (NFA adapting from the first
-// update, the NSSM from the third) and with the hierarchical priors (NFA alone, the NSSM with ARD), the batch's F, gradient and natural gradient
-// (for the NSSM the chains') of every run match its Model's (F to 1e-12 relative, the gradients to 1e-11 of their largest element), at a point with the residual
-// clamped in some units (checked) and after each Update (where Grad takes Update's last gradient: checked), whose new state (noise hyperparameters and damped fixed-point
-// variances) must match Model.Update's to 1e-10, with the same number of rejected updates (some are, over all the settings: checked), for five
-// rounds, each from the host's state; runs on one data set and on three.
+// TestBatchMatchesModel: on the test backend, for NFA and the NSSM, flat, with ARD (NFA adapting from the first update,
+// the NSSM from the third) and with the hierarchical priors (NFA alone, the NSSM with ARD), the batch's F, gradient and
+// natural gradient (for the NSSM the chains') of every run match its Model's (F to 1e-12 relative, the gradients to
+// 1e-11 of their largest element), at a point with the residual clamped in some units (checked) and after each Update
+// (where Grad takes Update's last gradient: checked), whose new state (noise hyperparameters and damped fixed-point
+// variances) must match Model.Update's to 1e-10, with the same number of rejected updates (some are, over all the
+// settings: checked), for five rounds, each from the host's state; runs on one data set and on three.
 func TestBatchMatchesModel(t *testing.T) {
 	be := testbackend.Open(t)
 	totalRejected := 0

@@ -170,7 +170,8 @@ func (m *mlpBatch) forward(o *ops, n int, S, V, Vf, wm, wv *tensor.Tensor) {
 // (n×1×|l|) and adds those of the input means and variances into gS, gV (n×R×in; gVf is gV as n×1×(R·in)), given
 // ∂F/∂x̄ = gxm (R×out, not changed), ∂F/∂x̃ = psiH (n×1×out, the same at every step; psi = 2 psiH) and, with the
 // skip, gJd: an extra ∂F/∂J_ii (R×out; nil for none).
-func (m *mlpBatch) backward(o *ops, n int, S, V, Vf, wm, wv, gxm, psi, psiH, gJd, gS, gV, gVf, gwm, gwv *tensor.Tensor) {
+func (m *mlpBatch) backward(o *ops, n int, S, V, Vf, wm, wv, gxm, psi, psiH, gJd, gS, gV, gVf, gwm,
+	gwv *tensor.Tensor) {
 	in, H, out, R := m.l.in, m.l.hid, m.l.out, m.R
 	it := func(t *tensor.Tensor) *tensor.Tensor { return t.Batches(0, n) }
 	A, _, Bm, _ := m.weights(wm, n, 0)

@@ -144,18 +144,28 @@ func gemmCase(t *testing.T, rnd *rand.Rand, tA, tB blas.Transpose, m, n, k int, 
 
 var edgeSizes = []int{1, 2, 7, 8, 15, 16, 17, 23, 24, 25, 31, 33, 100, 257}
 
+// sweepSizes are the sizes the size sweeps run: edgeSizes, or under the race detector a subset that still covers
+// one element, a whole kernel tile, a partial tile past it and several tiles (the runs without the detector check
+// every size; under it the sweeps are there for the concurrent paths, and its instrumented references are slow).
+func sweepSizes() []int {
+	if raceEnabled {
+		return []int{1, 8, 17, 33, 257}
+	}
+	return edgeSizes
+}
+
 func TestDgemmSizes(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		rnd := rand.New(rand.NewPCG(1, 2))
 		for _, tA := range trans {
 			for _, tB := range trans {
-				for _, m := range edgeSizes {
-					for _, n := range edgeSizes {
+				for _, m := range sweepSizes() {
+					for _, n := range sweepSizes() {
 						// k sweeps the sizes on the diagonal of (m, n) and a fixed pair elsewhere, to keep the
 						// reference affordable.
 						ks := []int{7, 33}
 						if m == n {
-							ks = edgeSizes
+							ks = sweepSizes()
 						}
 						for _, k := range ks {
 							if !gemmCase(t, rnd, tA, tB, m, n, k, -0.7, 0.3, 3) {
@@ -293,7 +303,7 @@ func TestDsyrk(t *testing.T) {
 		rnd := rand.New(rand.NewPCG(9, 10))
 		for _, ul := range []blas.Uplo{blas.Upper, blas.Lower} {
 			for _, tA := range trans {
-				for _, n := range edgeSizes {
+				for _, n := range sweepSizes() {
 					for _, k := range []int{1, 7, 24, 33, 257} {
 						if !syrkCase(t, rnd, ul, tA, n, k, -0.7, 0.3, 3) {
 							return

@@ -75,7 +75,7 @@ func TestDsyr2k(t *testing.T) {
 		rnd := rand.New(rand.NewPCG(41, 42))
 		for _, ul := range []blas.Uplo{blas.Upper, blas.Lower} {
 			for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans, blas.ConjTrans} {
-				for _, n := range edgeSizes {
+				for _, n := range sweepSizes() {
 					for _, k := range []int{1, 7, 32, 257} {
 						if !syr2kCase(t, rnd, ul, tA, n, k, -0.7, 0.3, 3) {
 							return

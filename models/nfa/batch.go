@@ -272,7 +272,8 @@ func (bt *Batch) sync(i int) error {
 	pw, _, _, _ := bt.hPsiW.Matrix(i)
 	pmw, _, _, _ := bt.hPmW.Matrix(i)
 	psiPhi := psi(m.VPhiMean, m.VPhiVar)
-	for j, wv := range append(slices.Clone(m.WVarF), m.WVarG...) {
+	for j := range pw {
+		wv := bt.weightVar(m, j)
 		pw[j], pmw[j] = 1, 0
 		src, jj := srcF, j
 		if j >= bt.fsz {
@@ -329,6 +330,14 @@ func (bt *Batch) sync(i int) error {
 	o.do(func() error { return bt.be.Upload(bt.psiN.Item(i), bt.hPsiN.Item(i)) })
 	o.scale(bt.psiNH.Item(i), 0.5, bt.psiN.Item(i))
 	return o.err
+}
+
+// weightVar returns the variance of weight j of m (the f weights, then g's).
+func (bt *Batch) weightVar(m *Model, j int) float64 {
+	if j < bt.fsz {
+		return m.WVarF[j]
+	}
+	return m.WVarG[j-bt.fsz]
 }
 
 // group returns the ARD group of weight j of m (the f weights, then g's), −1 for none.
@@ -704,9 +713,9 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		}
 		if bt.nPhi > 0 { // Σ(w̄² + w̃) per ARD group: the device's w̄² sums and the state's w̃
 			copy(m.phiE, s[bt.ns-bt.nPhi:])
-			for j, wv := range append(slices.Clone(m.WVarF), m.WVarG...) {
+			for j := range bt.fsz + bt.gsz {
 				if k := bt.group(m, j); k >= 0 {
-					m.phiE[k] += wv
+					m.phiE[k] += bt.weightVar(m, j)
 				}
 			}
 		}
@@ -764,7 +773,7 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 	for i := range n {
 		m := bt.models[i]
 		row, _, _, _ := bt.hGrad.Matrix(i)
-		gr := &Grad{WVarF: make([]float64, bt.fsz), WVarG: make([]float64, bt.gsz)}
+		gr := m.grad // its variance parts: the model's own scratch, which the batch does not otherwise use
 		pw, _, _, _ := bt.hPsiW.Matrix(i)
 		for k, v := range m.WVarF { // with the prior's ½psi and the entropy's −½/w̃
 			gr.WVarF[k] = row[nS+k] + 0.5*pw[k] - 0.5/v
@@ -783,7 +792,6 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 			clear(m.direct[:d])
 			copy(m.direct[d:], dir[:nS-d])
 		} else {
-			gr.SVar = make([]float64, nS)
 			for k, v := range m.SVar {
 				gr.SVar[k] = row[k] + 0.5 - 0.5/v
 			}

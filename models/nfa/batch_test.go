@@ -72,21 +72,12 @@ func batchRuns(t *testing.T, cfg Config, B, T int, shared bool) (host, bat []*Mo
 					v[k] = 0.001 + 0.05*r.Float64()
 				}
 			}
-			for k := range m.VnMean {
-				m.VnMean[k] = 0.3 * r.NormFloat64()
-				m.VnVar[k] = 0.01 + 0.1*r.Float64()
-			}
-			for k := range m.VmMean {
-				m.VmMean[k] = 0.3 * r.NormFloat64()
-				m.VmVar[k] = 0.01 + 0.1*r.Float64()
-			}
-			for k := range m.VPhiMean {
-				m.VPhiMean[k] = 0.3 * r.NormFloat64()
-				m.VPhiVar[k] = 0.01 + 0.1*r.Float64()
-			}
-			for k := range m.TopMean {
-				m.TopMean[k] = 0.3 * r.NormFloat64()
-				m.TopVar[k] = 0.01 + 0.1*r.Float64()
+			for _, q := range [][2][]float64{{m.VnMean, m.VnVar}, {m.VmMean, m.VmVar}, {m.VPhiMean, m.VPhiVar},
+				{m.TopMean, m.TopVar}} { // the log-std nodes' means and variances
+				for k := range q[0] {
+					q[0][k] = 0.3 * r.NormFloat64()
+					q[1][k] = 0.01 + 0.1*r.Float64()
+				}
 			}
 			x := make([]float64, m.Dim())
 			for k := range x {

@@ -213,6 +213,30 @@ func (t *Tensor) Slice(r0, r1, c0, c1 int) *Tensor {
 	return &u
 }
 
+// Window returns a view of matrices [0, n) that reads each as a rows×cols matrix with row stride rowStride,
+// starting off elements into the matrix, with the batch stride kept. Batched models use it to address the parts of
+// a packed per-run vector (one 1×len row per run) as matrices. The window must lie inside each matrix's elements.
+func (t *Tensor) Window(n, off, rows, cols, rowStride int) *Tensor {
+	s := t.shape
+	extent := 0 // elements from a matrix's first to one past its last
+	if s.Rows > 0 && s.Cols > 0 {
+		extent = (s.Rows-1)*t.rstride + s.Cols
+	}
+	need := off
+	if rows > 0 && cols > 0 {
+		need += (rows-1)*rowStride + cols
+	}
+	if n < 0 || n > s.Batch || off < 0 || rows < 0 || cols < 0 || (rows > 1 && rowStride < cols) || need > extent {
+		panic(fmt.Sprintf("tensor: window of %d×%d×%d at offset %d with row stride %d out of range %v",
+			n, rows, cols, off, rowStride, s))
+	}
+	u := *t
+	u.off += off
+	u.shape = Shape{n, rows, cols}
+	u.rstride = rowStride
+	return &u
+}
+
 // Broadcast returns a view that repeats a single matrix n times (batch stride 0).
 func (t *Tensor) Broadcast(n int) *Tensor {
 	if t.shape.Batch != 1 {

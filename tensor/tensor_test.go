@@ -55,6 +55,64 @@ func TestViews(t *testing.T) {
 	}
 }
 
+func TestWindow(t *testing.T) {
+	x := NewHost(3, 1, 20) // three packed vectors, element (b, 0, i) = 100b + i
+	for b := 0; b < 3; b++ {
+		for i := 0; i < 20; i++ {
+			x.Set(b, 0, i, float64(100*b+i))
+		}
+	}
+	for _, c := range []struct{ n, off, rows, cols, rs int }{
+		{2, 5, 3, 4, 4}, // a dense 3×4 block after 5 elements, first two vectors
+		{3, 1, 3, 2, 6}, // rows 6 apart: the last element read is 1 + 2·6 + 1 = 14
+		{3, 0, 1, 20, 20},
+		{3, 20, 0, 0, 0}, // empty window at the end
+	} {
+		w := x.Window(c.n, c.off, c.rows, c.cols, c.rs)
+		if w.Shape() != (Shape{c.n, c.rows, c.cols}) || w.BatchStride() != 20 {
+			t.Fatalf("Window%v: shape %v batch stride %d", c, w.Shape(), w.BatchStride())
+		}
+		for b := 0; b < c.n; b++ {
+			for i := 0; i < c.rows; i++ {
+				for j := 0; j < c.cols; j++ {
+					if got, want := w.At(b, i, j), float64(100*b+c.off+i*c.rs+j); got != want {
+						t.Fatalf("Window%v At(%d,%d,%d) = %v, want %v", c, b, i, j, got, want)
+					}
+				}
+			}
+		}
+	}
+	// On a strided parent the window counts elements from each matrix's first, row stride included.
+	m := NewHost(2, 4, 5).Slice(1, 4, 0, 3) // 2×3×3 with row stride 5: extent 2·5 + 3 = 13
+	if got := m.Window(2, 5, 2, 2, 5).Offset(); got != m.Offset()+5 {
+		t.Fatalf("window offset %d, want %d", got, m.Offset()+5)
+	}
+	for _, c := range []struct{ n, off, rows, cols, rs int }{
+		{4, 0, 1, 1, 1},  // more matrices than the batch
+		{1, 17, 1, 4, 4}, // past the end of the vector
+		{1, 0, 2, 4, 3},  // rows overlap
+		{1, -1, 1, 1, 1},
+		{1, 0, -1, 1, 1},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Window%v on %v did not panic", c, x.Shape())
+				}
+			}()
+			x.Window(c.n, c.off, c.rows, c.cols, c.rs)
+		}()
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Errorf("window past a strided matrix's extent did not panic")
+			}
+		}()
+		m.Window(1, 10, 1, 4, 4) // 10 + 4 > 13
+	}()
+}
+
 func TestNewChecks(t *testing.T) {
 	st := NewHostStorage(make([]float64, 10), nil)
 	for _, c := range []struct {

@@ -177,15 +177,6 @@ func (bt *Batch) Model(i int) *Model { return bt.models[i] }
 // Post returns the EM parameters of slot i after the last evaluation.
 func (bt *Batch) Post(i int) *Post { return bt.posts[i] }
 
-// view returns a view of the first n items of t (b×1×Dim) as n×rows×cols at column offset off with row stride rs.
-func view(t *tensor.Tensor, n, off, rows, cols, rs int) *tensor.Tensor {
-	v, err := tensor.New(t.Storage(), t.Offset()+off, tensor.Shape{Batch: n, Rows: rows, Cols: cols}, t.BatchStride(), rs)
-	if err != nil {
-		panic(err) // the shapes are the batch's own
-	}
-	return v
-}
-
 func (bt *Batch) check(name string, ts ...*tensor.Tensor) (int, error) {
 	n := ts[0].Batch()
 	for _, t := range ts {
@@ -198,14 +189,16 @@ func (bt *Batch) check(name string, ts ...*tensor.Tensor) (int, error) {
 }
 
 // logr and mu views of the first n runs of x.
-func (bt *Batch) logr(x *tensor.Tensor, n int) *tensor.Tensor { return view(x, n, 0, bt.N, bt.K, bt.K) }
+func (bt *Batch) logr(x *tensor.Tensor, n int) *tensor.Tensor {
+	return x.Window(n, 0, bt.N, bt.K, bt.K)
+}
 func (bt *Batch) mu(x *tensor.Tensor, n int) *tensor.Tensor {
-	return view(x, n, bt.N*bt.K, bt.K, bt.D, bt.D)
+	return x.Window(n, bt.N*bt.K, bt.K, bt.D, bt.D)
 }
 
 // flat returns the first n items of a B×N×K tensor (or of the log r part of x) as n×1×NK.
 func (bt *Batch) flat(t *tensor.Tensor, n int) *tensor.Tensor {
-	return view(t, n, 0, 1, bt.N*bt.K, bt.N*bt.K)
+	return t.Window(n, 0, 1, bt.N*bt.K, bt.N*bt.K)
 }
 
 func (bt *Batch) zs(n int) *tensor.Tensor {

@@ -367,13 +367,13 @@ func (bt *Batch) check(name string, ts ...*tensor.Tensor) (int, error) {
 func (bt *Batch) parts(t *tensor.Tensor, n int) (s, sf, wf, wg, w *tensor.Tensor) {
 	T, d := bt.T, bt.D
 	o := T * d
-	s = view(t, n, 0, T, d, d)
-	sf = view(t, n, 0, 1, o, o)
-	wf = view(t, n, o, 1, bt.fsz, bt.fsz)
+	s = t.Window(n, 0, T, d, d)
+	sf = t.Window(n, 0, 1, o, o)
+	wf = t.Window(n, o, 1, bt.fsz, bt.fsz)
 	if bt.dyn {
-		wg = view(t, n, o+bt.fsz, 1, bt.gsz, bt.gsz)
+		wg = t.Window(n, o+bt.fsz, 1, bt.gsz, bt.gsz)
 	}
-	w = view(t, n, o, 1, bt.fsz+bt.gsz, bt.fsz+bt.gsz)
+	w = t.Window(n, o, 1, bt.fsz+bt.gsz, bt.fsz+bt.gsz)
 	return
 }
 
@@ -382,7 +382,7 @@ func (bt *Batch) parts(t *tensor.Tensor, n int) (s, sf, wf, wg, w *tensor.Tensor
 func (bt *Batch) lagged(s *tensor.Tensor, n int) (prev, next, prevF *tensor.Tensor) {
 	T, d := bt.T, bt.D
 	prev, next = s.Slice(0, T-1, 0, d), s.Slice(1, T, 0, d)
-	prevF = view(s, n, 0, 1, (T-1)*d, (T-1)*d)
+	prevF = s.Window(n, 0, 1, (T-1)*d, (T-1)*d)
 	return
 }
 

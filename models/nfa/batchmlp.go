@@ -73,10 +73,10 @@ func (m *mlpBatch) init(o *ops) {
 // weights of this layer start at column off (layer.split's order).
 func (m *mlpBatch) weights(t *tensor.Tensor, n, off int) (A, a, B, b *tensor.Tensor) {
 	in, H, out := m.l.in, m.l.hid, m.l.out
-	A = view(t, n, off, H, in, in)
-	a = view(t, n, off+H*in, 1, H, H)
-	B = view(t, n, off+H*in+H, out, H, H)
-	b = view(t, n, off+H*in+H+out*H, 1, out, out)
+	A = t.Window(n, off, H, in, in)
+	a = t.Window(n, off+H*in, 1, H, H)
+	B = t.Window(n, off+H*in+H, out, H, H)
+	b = t.Window(n, off+H*in+H+out*H, 1, out, out)
 	return
 }
 

@@ -60,15 +60,6 @@ func (o *ops) sum(dst *tensor.Tensor, axis backend.Axis, x *tensor.Tensor) {
 	o.do(func() error { return o.be.Reduce(dst, backend.ReduceSum, axis, x) })
 }
 
-// view returns items [0, n) of t (b×1×len) as n×rows×cols at column offset off with row stride rs.
-func view(t *tensor.Tensor, n, off, rows, cols, rs int) *tensor.Tensor {
-	v, err := tensor.New(t.Storage(), t.Offset()+off, tensor.Shape{Batch: n, Rows: rows, Cols: cols}, t.BatchStride(), rs)
-	if err != nil {
-		panic(err) // the shapes are the batch's own
-	}
-	return v
-}
-
 // re reinterprets the leading batch×rows×cols elements of the contiguous scratch tensor t, e.g. n runs of H×T as
 // n·H matrices of T×1.
 func re(t *tensor.Tensor, batch, rows, cols int) *tensor.Tensor {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glmm"
 )
@@ -16,7 +17,7 @@ func relOK(a, b []float64, tol float64) (float64, bool) {
 	if len(a) != len(b) {
 		return math.Inf(1), false
 	}
-	e := relErr(a, b)
+	e := numtest.MaxRel(a, b, 1)
 	return e, e <= tol
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/nfa"
 	"github.com/geovb/geovb/tensor"
@@ -268,8 +269,8 @@ func TestBatchFollowsHostPath(t *testing.T) {
 		gh, nat := make([]float64, len(res.X)), make([]float64, len(res.X))
 		F := m.Grad(gh, res.X)
 		m.NatGrad(nat, gh, res.X)
-		e := max(maxRelDiff(bt.Model(0).State(), m.State()), math.Abs(f[0]-F)/math.Abs(F),
-			maxRelDiff(testbackend.DownloadRows(t, be, g)[0], gh), maxRelDiff(testbackend.DownloadRows(t, be, gt)[0], nat))
+		e := max(numtest.MaxRel(bt.Model(0).State(), m.State(), 0), math.Abs(f[0]-F)/math.Abs(F),
+			numtest.MaxRel(testbackend.DownloadRows(t, be, g)[0], gh, 0), numtest.MaxRel(testbackend.DownloadRows(t, be, gt)[0], nat, 0))
 		worst = max(worst, e)
 		bt.Close()
 	}
@@ -298,14 +299,4 @@ func TestBatchFollowsHostPath(t *testing.T) {
 			t.Logf("after iteration %d: F relative difference %.2g", k+1, math.Abs(batchF[k]-hostF[k])/math.Abs(hostF[k]))
 		}
 	}
-}
-
-// maxRelDiff returns max|a − b| / max|b|.
-func maxRelDiff(a, b []float64) float64 {
-	var num, den float64
-	for i := range b {
-		num = math.Max(num, math.Abs(a[i]-b[i]))
-		den = math.Max(den, math.Abs(b[i]))
-	}
-	return num / den
 }

@@ -5,20 +5,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
-
-// maxRel returns max|a − b| / max|b|, the norm-wise relative error of a against the reference b.
-func maxRel(a, b []float64) float64 {
-	var num, den float64
-	for i := range b {
-		num = math.Max(num, math.Abs(a[i]-b[i]))
-		den = math.Max(den, math.Abs(b[i]))
-	}
-	return num / den
-}
 
 // batchPoints returns one x per model: the §6.2 initialisation, random responsibilities and means (randomPoint),
 // and a random point with some log-responsibilities below −745 (the φ guard of the host model).
@@ -89,7 +80,7 @@ func TestBatchMatchesHost(t *testing.T) {
 			c.NatGrad(hn, hg, xs[i])
 			hv := c.Value(xs[i])
 			ef := math.Max(math.Abs(f[i]-hf)/math.Abs(hf), math.Abs(fv[i]-hv)/math.Abs(hv))
-			eg, en := maxRel(gs[i], hg), maxRel(gts[i], hn)
+			eg, en := numtest.MaxRel(gs[i], hg, 0), numtest.MaxRel(gts[i], hn, 0)
 			if !(ef <= 1e-10 && eg <= 1e-10 && en <= 1e-10) {
 				t.Errorf("%s run %d: F %v vs host %v (rel %.2g), gradient rel %.2g, natural gradient rel %.2g", name,
 					i, f[i], hf, ef, eg, en)
@@ -125,7 +116,7 @@ func TestBatchMatchesHost(t *testing.T) {
 		for i, m := range ms {
 			want := make([]float64, dim)
 			NewCollapsed(m).Step(want, xs[i], ph[i], alpha[i])
-			e := maxRel(got[i], want)
+			e := numtest.MaxRel(got[i], want, 0)
 			if !(e <= 1e-12) {
 				t.Errorf("%s run %d: step rel. error %.2g", name, i, e)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -93,16 +94,6 @@ func batchRuns(t *testing.T, cfg Config, B, T int, shared bool) (host, bat []*Mo
 	return host, bat, xs
 }
 
-// relErr returns max|a − b| / max|b|, the norm-wise relative error of a against the reference b.
-func relErr(a, b []float64) float64 {
-	var num, den float64
-	for i := range b {
-		num = math.Max(num, math.Abs(a[i]-b[i]))
-		den = math.Max(den, math.Abs(b[i]))
-	}
-	return num / den
-}
-
 // TestBatchMatchesModel: on the test backend, for NFA and the NSSM, flat, with ARD (NFA adapting from the first update,
 // the NSSM from the third) and with the hierarchical priors (NFA alone, the NSSM with ARD), the batch's F, gradient and
 // natural gradient (for the NSSM the chains') of every run match its Model's (F to 1e-12 relative, the gradients to
@@ -150,8 +141,8 @@ func TestBatchMatchesModel(t *testing.T) {
 				nat := make([]float64, m.Dim())
 				m.NatGrad(nat, gr.Mean, xs[i])
 				worstF = math.Max(worstF, math.Max(math.Abs(f[i]-F), math.Abs(fv[i]-F))/math.Abs(F))
-				worstG = math.Max(worstG, relErr(gs[i], gr.Mean))
-				worstNat = math.Max(worstNat, relErr(gts[i], nat))
+				worstG = math.Max(worstG, numtest.MaxRel(gs[i], gr.Mean, 0))
+				worstNat = math.Max(worstNat, numtest.MaxRel(gts[i], nat, 0))
 			}
 			t.Logf("%s %s: F %.2g, gradient %.2g, natural gradient %.2g", name, stage, worstF, worstG, worstNat)
 			if worstF > 1e-12 || worstG > 1e-11 || worstNat > 1e-11 {
@@ -187,7 +178,7 @@ func TestBatchMatchesModel(t *testing.T) {
 				if err := m.Update(xs[i]); err != nil {
 					t.Fatal(err)
 				}
-				worst = math.Max(worst, relErr(bt.Model(i).State(), m.State()))
+				worst = math.Max(worst, numtest.MaxRel(bt.Model(i).State(), m.State(), 0))
 				if a, b := bt.Model(i).FixedPointRejected(), m.FixedPointRejected(); a != b {
 					t.Errorf("round %d run %d: %d rejected updates, model %d", round, i, a, b)
 				}

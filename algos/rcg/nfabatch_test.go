@@ -149,10 +149,21 @@ func TestSweepNFABatched(t *testing.T) {
 	be := testbackend.Open(t)
 	sw := Sweep{T: 60, Seeds: 3, D: 3, H: 8, Moments: nfa.GaussHermite, Methods: []string{"RCG", "CG"},
 		RCGMaxIter: 20, CapFactor: 1.5}
+	var reported []*Trace
+	sw.Progress = func(m string, tr *Trace) {
+		if tr.Method != m {
+			t.Errorf("progress of a %s run reported as %s", tr.Method, m)
+		}
+		reported = append(reported, tr)
+	}
 	got, err := SweepNFABatched(sw, be)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if want := append(slices.Clone(got["RCG"]), got["CG"]...); !slices.Equal(reported, want) {
+		t.Errorf("progress reported %d runs, want the 3 RCG and 3 CG runs in order", len(reported))
+	}
+	sw.Progress = nil
 	host := sw
 	host.Methods = []string{"RCG"}
 	want, err := SweepNFA(host)

@@ -87,15 +87,24 @@ type Sweep struct {
 	RCGMaxIter int
 	CapFactor  float64 // the others' cap, × RCG's median run time (0: none)
 	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0) and no iteration cap, each
-	// RCG run that missed the target (RCG's median final F + Tol()) within RCGCap and RCGMaxIter: the runs are
-	// deterministic, so the rerun retraces the first run and goes on where the cap stopped it, or stops where it
-	// stopped on its own, now a miss under the others' budget. The results go under FollowedRCG, the other runs'
+	// RCG run that missed the target (RCG's median final F + Tol()) within RCGCap and RCGMaxIter and took less time
+	// than that budget: the runs are deterministic, so the rerun retraces the first run and goes on where the cap
+	// stopped it, or stops where it stopped on its own, now a miss under the others' budget. The results go under FollowedRCG, the other runs'
 	// traces shared with "RCG".
 	FollowRCG bool
 	// ARD and Hierarchical switch on the model's ARD and hierarchical priors, held fixed for the first HyperDelay
 	// iterations (nfa.Config).
 	ARD, Hierarchical bool
 	HyperDelay        int
+	// Progress, when set, is called as each run ends, with its method (FollowedRCG for a rerun miss) and trace, so
+	// that a sweep of hours can report as it goes. The batched sweep calls it for each run as its batch ends.
+	Progress func(method string, tr *Trace)
+}
+
+func (s Sweep) progress(method string, tr *Trace) {
+	if s.Progress != nil {
+		s.Progress(method, tr)
+	}
 }
 
 // FollowedRCG is the key of SweepNFA's result under which Sweep.FollowRCG puts RCG's runs, the capped misses rerun.
@@ -165,6 +174,7 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 				return nil, err
 			}
 			out[meth] = append(out[meth], tr)
+			s.progress(meth, tr)
 			if meth == "RCG" {
 				rcgTimes = append(rcgTimes, tr.Time)
 			}
@@ -173,10 +183,11 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			target := s.Target(out[meth])
 			limit := time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
 			for _, tr := range out[meth] {
-				if _, _, ok := tr.TimeOrBound(target); !ok && limit > s.RCGCap {
+				if _, _, ok := tr.TimeOrBound(target); !ok && limit.Seconds() > tr.Time {
 					if tr, err = RunNFA(m, uint64(tr.Seed), meth, s.Tol(), 5, limit); err != nil {
 						return nil, err
 					}
+					s.progress(FollowedRCG, tr)
 				}
 				out[FollowedRCG] = append(out[FollowedRCG], tr)
 			}
@@ -256,6 +267,7 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 				tr.Time = tr.T[len(tr.T)-1]
 			}
 			its = append(its, float64(r.Iters))
+			s.progress(name, tr)
 		}
 		out[name] = trs
 		if name == "RCG" {

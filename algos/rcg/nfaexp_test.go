@@ -56,14 +56,33 @@ func TestSweepFollowRCG(t *testing.T) {
 }
 
 // RCGMaxIter stops every RCG run after that many iterations, at the same F in every sweep, and caps no other
-// method; FollowRCG reruns the misses past it. A negative cap is bad input.
+// method; FollowRCG reruns the misses past it, also when a CPU-time cap longer than the others' budget is set
+// beside it (RCGCap one hour here). A negative cap is bad input. Progress reports every run as it ends, in the order
+// they ran.
 func TestSweepRCGMaxIter(t *testing.T) {
+	type report struct {
+		method string
+		tr     *Trace
+	}
+	var reports []report
 	s := Sweep{Dynamic: true, T: 30, Seeds: 2, Methods: []string{"RCG", "RG"}, RCGMaxIter: 5, CapFactor: 3,
-		FollowRCG: true}
+		RCGCap: time.Hour, FollowRCG: true, Progress: func(m string, tr *Trace) { reports = append(reports, report{m, tr}) }}
 	runs, err := SweepNFA(s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var want []report
+	for _, m := range []string{"RCG", FollowedRCG, "RG"} {
+		for i, tr := range runs[m] {
+			if m != FollowedRCG || tr != runs["RCG"][i] { // a run that reached the target is not rerun
+				want = append(want, report{m, tr})
+			}
+		}
+	}
+	if !slices.Equal(reports, want) || len(want) < 5 {
+		t.Errorf("progress reports %v, want %v (2 RCG runs, the reruns, 2 RG runs)", reports, want)
+	}
+	s.Progress = nil
 	again, err := SweepNFA(s)
 	if err != nil {
 		t.Fatal(err)

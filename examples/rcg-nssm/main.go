@@ -21,6 +21,7 @@ package main
 import (
 	"flag"
 	"log"
+	"os"
 	"time"
 
 	"github.com/geovb/geovb/examples/internal/nfacompare"
@@ -52,7 +53,7 @@ func main() {
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: true, Grid: *grid, Methods: *methods, Seeds: *seeds,
 		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
 		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg,
-		Batched: *batched, Backend: *bename}); err != nil {
+		Batched: *batched, Backend: *bename, Log: os.Stderr}); err != nil {
 		log.Fatal(err)
 	}
 }

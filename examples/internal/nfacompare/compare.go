@@ -4,6 +4,7 @@ package nfacompare
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -38,6 +39,7 @@ type Options struct {
 	// "" takes $GEOVB_BACKEND, else auto): times are then the batch's wall clock, and the others' caps iterations.
 	Batched bool
 	Backend string
+	Log     io.Writer // a progress line per finished run (nil: none)
 }
 
 // Main runs rcg.SweepNFA with o.Methods (RCG first: it sets the target and the others' caps) over the sizes of
@@ -75,6 +77,12 @@ func Main(o Options) error {
 		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, D: o.D, H: o.H, Moments: mo, Eps: o.Eps,
 			Methods: methods, RCGCap: o.RCGCap, RCGMaxIter: o.RCGMaxIter, CapFactor: o.Cap, FollowRCG: o.Follow,
 			ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay}
+		if o.Log != nil {
+			sw.Progress = func(m string, tr *rcg.Trace) {
+				fmt.Fprintf(o.Log, "T=%d %s seed %d: F %.6g after %d iterations, %.1f s (%s)\n", T, m, tr.Seed,
+					tr.Final, tr.Iters, tr.Time, tr.Reason)
+			}
+		}
 		var runs map[string][]*rcg.Trace
 		if be != nil {
 			runs, err = rcg.SweepNFABatched(sw, be)

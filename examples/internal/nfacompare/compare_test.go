@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/geovb/geovb/algos/rcg"
@@ -202,15 +203,23 @@ func TestRunLines(t *testing.T) {
 }
 
 // TestMainBatched runs the batched sweep end to end on the CPU backend for NFA and the NSSM (T = 40, two seeds, RCG
-// capped at 5 iterations, CG at 5): it writes the figure, and refuses to follow RCG's misses.
+// capped at 5 iterations, CG at 5): it writes the figure and a progress line per run, and refuses to follow RCG's
+// misses.
 func TestMainBatched(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "nfa.svg")
+	var log bytes.Buffer
 	o := Options{Grid: "40", Methods: "RCG,CG", Seeds: 2, RCGMaxIter: 5, Cap: 1, GH: true, D: 2, H: 4, SVG: svg,
-		Batched: true, Backend: "cpu"}
+		Batched: true, Backend: "cpu", Log: &log}
 	for _, dyn := range []bool{false, true} {
 		o.Dynamic = dyn
+		log.Reset()
 		if err := Main(o); err != nil {
 			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+		if len(lines) != 4 || !strings.HasPrefix(lines[0], "T=40 RCG seed 0: F ") ||
+			!strings.Contains(lines[0], " after 5 iterations, ") || !strings.HasPrefix(lines[3], "T=40 CG seed 1: ") {
+			t.Errorf("dynamic=%v: progress %q, want a line per run, RCG's two then CG's", dyn, lines)
 		}
 		if fi, err := os.Stat(svg); err != nil || fi.Size() == 0 {
 			t.Errorf("dynamic=%v: figure: %v", dyn, err)

@@ -71,24 +71,33 @@ func (b *builder) add(name string, c []float64) {
 	b.names = append(b.names, name)
 }
 
-// std adds a column standardised with the sample sd (notes §7.2.2).
+// std adds a column standardised with the sample sd (notes §7.2.2). The column is first divided by its largest
+// magnitude, which leaves the standardised values as they are but keeps the sums finite for any finite input; a
+// constant column, or a single row, has no sd and is only centred.
 func (b *builder) std(name string, c []float64) {
 	n := float64(len(c))
+	scale := 0.0
+	for _, v := range c {
+		scale = math.Max(scale, math.Abs(v))
+	}
+	if scale == 0 {
+		scale = 1
+	}
 	mean, ss := 0.0, 0.0
 	for _, v := range c {
-		mean += v
+		mean += v / scale
 	}
 	mean /= n
 	for _, v := range c {
-		ss += (v - mean) * (v - mean)
+		ss += (v/scale - mean) * (v/scale - mean)
 	}
-	sd := math.Sqrt(ss / (n - 1))
-	if sd == 0 {
-		sd = 1
+	sd := 1.0
+	if len(c) > 1 && ss > 0 {
+		sd = math.Sqrt(ss / (n - 1))
 	}
 	out := make([]float64, len(c))
 	for i, v := range c {
-		out[i] = (v - mean) / sd
+		out[i] = (v/scale - mean) / sd
 	}
 	b.add(name, out)
 }

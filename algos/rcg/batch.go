@@ -75,7 +75,7 @@ type lsState struct {
 	bestA, bestF, a, trial float64
 	k                      int
 	ok                     bool
-	unit, mayBacktrack     bool // Search Unit: α = 1, then backtracking only if mayBacktrack
+	unit, steepest         bool // Search Unit: α = 1, then backtracking only if steepest (optimizer.search)
 }
 
 const (
@@ -88,12 +88,12 @@ const (
 )
 
 // start begins a search from F0 with slope d0: the parabolic search from α₀ = a0, or with unit the unit rule (α = 1,
-// a0 unused), which backtracks only if mayBacktrack (optimizer.search's backtrack).
-func (l *lsState) start(F0, d0, a0 float64, unit, mayBacktrack bool) {
+// a0 unused); steepest is optimizer.search's.
+func (l *lsState) start(F0, d0, a0 float64, unit, steepest bool) {
 	if unit {
 		a0 = 1
 	}
-	*l = lsState{stage: lsFirst, F0: F0, d0: d0, a0: a0, bestF: F0, trial: a0, unit: unit, mayBacktrack: mayBacktrack}
+	*l = lsState{stage: lsFirst, F0: F0, d0: d0, a0: a0, bestF: F0, trial: a0, unit: unit, steepest: steepest}
 }
 
 // feed takes F at the current trial step (+Inf for a rejected point) and moves to the next trial or to lsDone; the
@@ -103,7 +103,7 @@ func (l *lsState) feed(f float64, ls LineSearch) {
 		switch {
 		case f <= l.F0:
 			l.stage, l.ok, l.a, l.bestF = lsDone, true, 1, f
-		case !l.mayBacktrack:
+		case !l.steepest:
 			l.stage, l.ok = lsDone, false
 		default:
 			l.a, l.k = 1, 0
@@ -161,7 +161,7 @@ func (l *lsState) feed(f float64, ls LineSearch) {
 		}
 		decide()
 	case lsBack:
-		if armijo(l.a, f) {
+		if armijo(l.a, f) && (l.k <= ls.MaxBacktrack || f < l.F0) {
 			l.stage, l.ok, l.bestF = lsDone, true, f
 			return
 		}
@@ -170,7 +170,11 @@ func (l *lsState) feed(f float64, ls LineSearch) {
 }
 
 func (l *lsState) backtrack(ls LineSearch) {
-	if l.k >= ls.MaxBacktrack {
+	limit := ls.MaxBacktrack
+	if l.steepest {
+		limit = ls.MaxBacktrackSteepest
+	}
+	if l.k >= limit {
 		l.stage, l.ok = lsDone, false
 		return
 	}

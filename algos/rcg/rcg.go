@@ -123,6 +123,11 @@ type LineSearch struct {
 	Backtrack    float64 // backtracking factor [0.25; 0.5 for Unit]
 	MaxBacktrack int     // [8] (Old halves until F falls or the step no longer moves x, at most 60 times)
 	MaxExpand    int     // [3]
+	// MaxBacktrackSteepest is the backtracking limit along −g̃ (or −g), where a failed search ends the run as
+	// converged [40]. Past MaxBacktrack a trial must also lower F strictly. A unit natural step can overshoot by
+	// five orders of magnitude where the metric is a poor curvature model (docs/rcg.md, "The false stop"), so the
+	// 8 backtracks of a conjugate direction are too few to tell a stationary point.
+	MaxBacktrackSteepest int
 	// Refine adds up to Refine unclamped parabolic refits through F(0), F'(0) and the best point (an exact line
 	// search on quadratics, for tests of CG theory). Default 0.
 	Refine int
@@ -154,6 +159,9 @@ func (l LineSearch) withDefaults(s Search, method Method) LineSearch {
 	def(&l.MaxAlpha, 1e2)
 	if l.MaxBacktrack == 0 {
 		l.MaxBacktrack = 8
+	}
+	if l.MaxBacktrackSteepest == 0 {
+		l.MaxBacktrackSteepest = 40
 	}
 	if l.MaxExpand == 0 {
 		l.MaxExpand = 3
@@ -287,23 +295,27 @@ func (o *optimizer) eval(x, p []float64, alpha float64) float64 {
 }
 
 // search runs the step rule along p from x (F0 = F(x), d0 = ∇Fᵀp < 0, a0 the trial step). It returns the accepted
-// α and F(x + αp), or ok = false when no acceptable point was found. backtrack = false makes the unit rule try α = 1
-// only.
-func (o *optimizer) search(x, p []float64, F0, d0, a0 float64, backtrack bool) (alpha, f float64, ok bool) {
+// α and F(x + αp), or ok = false when no acceptable point was found. steepest says p is −g̃ (or −g): the unit rule
+// backtracks only then, and both rules backtrack up to MaxBacktrackSteepest times instead of MaxBacktrack.
+func (o *optimizer) search(x, p []float64, F0, d0, a0 float64, steepest bool) (alpha, f float64, ok bool) {
 	ls := o.ls
 	armijo := func(a, fa float64) bool { return fa <= F0+ls.C1*a*d0 }
+	limit := ls.MaxBacktrack
+	if steepest {
+		limit = ls.MaxBacktrackSteepest
+	}
 	if o.s.Search == Unit {
 		f1 := o.eval(x, p, 1)
 		if f1 <= F0 {
 			return 1, f1, true
 		}
-		if !backtrack {
+		if !steepest {
 			return 0, 0, false
 		}
 		a := 1.0
-		for range ls.MaxBacktrack {
+		for k := range limit {
 			a *= ls.Backtrack
-			if fa := o.eval(x, p, a); armijo(a, fa) {
+			if fa := o.eval(x, p, a); armijo(a, fa) && (k < ls.MaxBacktrack || fa < F0) {
 				return a, fa, true
 			}
 		}
@@ -342,9 +354,9 @@ func (o *optimizer) search(x, p []float64, F0, d0, a0 float64, backtrack bool) (
 	if bestA > 0 {
 		a = math.Min(a, bestA)
 	}
-	for range ls.MaxBacktrack {
+	for k := range limit {
 		a *= ls.Backtrack
-		if fa := o.eval(x, p, a); armijo(a, fa) {
+		if fa := o.eval(x, p, a); armijo(a, fa) && (k < ls.MaxBacktrack || fa < F0) {
 			a, fa = o.refine(x, p, F0, d0, a, fa)
 			return a, fa, true
 		}

@@ -3,6 +3,7 @@ package rcg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -436,6 +437,101 @@ func TestLineSearchParabola(t *testing.T) {
 		t.Errorf("bump: α = %v, F = %v, ok %v: Armijo not met", a, fa, ok)
 	}
 }
+
+// A steepest (−g̃) search backtracks up to MaxBacktrackSteepest = 40 times, a conjugate one 8, and past 8 a trial must
+// lower F strictly. Along f(α) = (1 − sα)², a unit step overshoots the minimiser 1/s by s: with s = 1e7 the 8
+// backtracks (to 0.25⁸ = 1.5e-5) fall short and only the steepest search succeeds; on an f that is F₀ near 0 and
+// higher from α = 0.5, with a (false) negative slope, the steepest search makes all its evaluations (42 parabolic,
+// 41 unit) and fails, although once c₁αF'₀ is below F₀'s rounding (from the 21st backtrack) plain Armijo would
+// accept the unchanged F. The batched line search (lsState) must
+// make the same trials and decisions.
+func TestSteepestSearchBacktracksFar(t *testing.T) {
+	ls := LineSearch{}.withDefaults(Parabolic, RCG)
+	type outcome struct {
+		a, f  float64
+		ok    bool
+		evals int
+	}
+	host := func(f func(float64) float64, d0 float64, search Search, steepest bool) outcome {
+		o := &optimizer{s: Settings{Search: search}, ls: LineSearch{}.withDefaults(search, RCG), xt: make([]float64, 1),
+			res: &Result{}, obj: lineObj{f}}
+		a, fa, ok := o.search([]float64{0}, []float64{1}, f(0), d0, 1, steepest)
+		return outcome{a, fa, ok, o.res.FEvals}
+	}
+	batched := func(f func(float64) float64, d0 float64, search Search, steepest bool) outcome {
+		var l lsState
+		l.start(f(0), d0, 1, search == Unit, steepest)
+		n := 0
+		for l.stage != lsDone && n < 1000 {
+			l.feed(f(l.trial), LineSearch{}.withDefaults(search, RCG))
+			n++
+		}
+		if !l.ok {
+			return outcome{0, 0, false, n}
+		}
+		return outcome{l.a, l.bestF, true, n}
+	}
+	for _, sc := range []float64{1e3, 1e5, 1e7} {
+		f := func(a float64) float64 { return (1 - sc*a) * (1 - sc*a) }
+		for _, search := range []Search{Parabolic, Unit} {
+			for _, steepest := range []bool{false, true} {
+				h, b := host(f, -2*sc, search, steepest), batched(f, -2*sc, search, steepest)
+				name := fmt.Sprintf("s %g, search %d, steepest %v", sc, search, steepest)
+				if h != b {
+					t.Errorf("%s: host %+v, batched %+v", name, h, b)
+				}
+				wantOK := steepest || search == Parabolic && sc < 1e7
+				if h.ok != wantOK || h.ok && !(h.f <= 1+ls.C1*h.a*(-2*sc)) {
+					t.Errorf("%s: %+v, want ok = %v and Armijo", name, h, wantOK)
+				}
+			}
+		}
+	}
+	flat := func(a float64) float64 { // F₀ = 1 up to α = 0.5, higher beyond: α₀ = 1 fails, then nothing decreases
+		if a >= 0.5 {
+			return 2
+		}
+		return 1
+	}
+	for _, search := range []Search{Parabolic, Unit} {
+		h, b := host(flat, -1, search, true), batched(flat, -1, search, true)
+		want := 2 + ls.MaxBacktrackSteepest // α₀ and the parabola's clamped point, then every backtrack
+		if search == Unit {
+			want = 1 + ls.MaxBacktrackSteepest
+		}
+		if h.ok || h.evals != want || h != b {
+			t.Errorf("F flat near 0, search %d: host %+v, batched %+v; want a failure after %d evaluations", search, h, b,
+				want)
+		}
+	}
+}
+
+// Minimize on F = ½cx² with a metric whose natural gradient is 1e7/c·g, a unit natural step 1e7 times too long:
+// RCG reaches the minimum (the steepest search backtracks far enough) where the 8 backtracks of a conjugate search
+// stopped it at x₀ as "converged".
+func TestMisscaledMetric(t *testing.T) {
+	for _, limit := range []int{0, 8} {
+		res, err := Minimize(misscaled{c: 3}, []float64{1}, Settings{Tol: 1e-12, LS: LineSearch{MaxBacktrackSteepest: limit}},
+			run.Control{MaxIter: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("MaxBacktrackSteepest %d: %d iterations, F %.3g, %v", limit, res.Iters, res.F, res.Reason)
+		if reached := res.F < 1e-10; reached != (limit == 0) {
+			t.Errorf("MaxBacktrackSteepest %d: F %v after %d iterations (%v)", limit, res.F, res.Iters, res.Reason)
+		}
+	}
+}
+
+type misscaled struct{ c float64 }
+
+func (m misscaled) Dim() int                  { return 1 }
+func (m misscaled) Value(x []float64) float64 { return 0.5 * m.c * x[0] * x[0] }
+func (m misscaled) Grad(g, x []float64) float64 {
+	g[0] = m.c * x[0]
+	return m.Value(x)
+}
+func (m misscaled) NatGrad(dst, g, x []float64) { dst[0] = 1e7 / m.c * g[0] }
 
 type lineObj struct{ f func(float64) float64 }
 

@@ -334,7 +334,8 @@ func TestUnequalCheckpointResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.LHat != want.LHat || numtest.MaxRel(got.Lambda, want.Lambda, 1) != 0 {
-		t.Errorf("resumed run differs: L̂ %v vs %v, λ rel %.2g", got.LHat, want.LHat, numtest.MaxRel(got.Lambda, want.Lambda, 1))
+		t.Errorf("resumed run differs: L̂ %v vs %v, λ rel %.2g", got.LHat, want.LHat,
+			numtest.MaxRel(got.Lambda, want.Lambda, 1))
 	}
 	// The same d and ℓ_λ with the sizes in another order is another layout.
 	swapped := append([]int(nil), m.sizes...)

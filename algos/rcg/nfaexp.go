@@ -86,11 +86,11 @@ type Sweep struct {
 	// not depend on the machine's speed, while the others' budget still scales with it.
 	RCGMaxIter int
 	CapFactor  float64 // the others' cap, × RCG's median run time (0: none)
-	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0) and no iteration cap, each
-	// RCG run that missed the target (RCG's median final F + Tol()) within RCGCap and RCGMaxIter and took less time
-	// than that budget: the runs are deterministic, so the rerun retraces the first run and goes on where the cap
-	// stopped it, or stops where it stopped on its own, now a miss under the others' budget. The results go under FollowedRCG, the other runs'
-	// traces shared with "RCG".
+	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0) and no iteration cap, each RCG
+	// run that missed the target (RCG's median final F + Tol()) within RCGCap and RCGMaxIter and took less time than
+	// that budget: the runs are deterministic, so the rerun retraces the first run and goes on where the cap stopped
+	// it, or stops where it stopped on its own, now a miss under the others' budget. The results go under FollowedRCG,
+	// the other runs' traces shared with "RCG".
 	FollowRCG bool
 	// ARD and Hierarchical switch on the model's ARD and hierarchical priors, held fixed for the first HyperDelay
 	// iterations (nfa.Config).

@@ -443,8 +443,7 @@ func TestLineSearchParabola(t *testing.T) {
 // backtracks (to 0.25⁸ = 1.5e-5) fall short and only the steepest search succeeds; on an f that is F₀ near 0 and
 // higher from α = 0.5, with a (false) negative slope, the steepest search makes all its evaluations (42 parabolic,
 // 41 unit) and fails, although once c₁αF'₀ is below F₀'s rounding (from the 21st backtrack) plain Armijo would
-// accept the unchanged F. The batched line search (lsState) must
-// make the same trials and decisions.
+// accept the unchanged F. The batched line search (lsState) must make the same trials and decisions.
 func TestSteepestSearchBacktracksFar(t *testing.T) {
 	ls := LineSearch{}.withDefaults(Parabolic, RCG)
 	type outcome struct {

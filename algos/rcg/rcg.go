@@ -125,8 +125,8 @@ type LineSearch struct {
 	MaxExpand    int     // [3]
 	// MaxBacktrackSteepest is the backtracking limit along −g̃ (or −g), where a failed search ends the run as
 	// converged [40]. Past MaxBacktrack a trial must also lower F strictly. A unit natural step can overshoot by
-	// five orders of magnitude where the metric is a poor curvature model (docs/rcg.md, "The false stop"), so the
-	// 8 backtracks of a conjugate direction are too few to tell a stationary point.
+	// more than four orders of magnitude where the metric is a poor curvature model (docs/rcg.md, "The false
+	// stop"), so the 8 backtracks of a conjugate direction are too few to tell a stationary point.
 	MaxBacktrackSteepest int
 	// Refine adds up to Refine unclamped parabolic refits through F(0), F'(0) and the best point (an exact line
 	// search on quadratics, for tests of CG theory). Default 0.

@@ -14,14 +14,21 @@ import (
 // The long NFA/NSSM experiments of paper 004 (notes §6.6–6.8, gates 19–20) and the curvature premise of RCG on the
 // NSSM; they moved here from models/nfa, which no longer imports this package.
 
-// warmNSSM returns the gate's NSSM (NSSM-SYN, d = 5, H = 20) of size T after iters RCG iterations from Init(0),
-// with the between-step update applied at the returned means.
-func warmNSSM(t *testing.T, T int, mo nfa.Moments, iters int) (*nfa.Model, []float64) {
+// gateNSSM returns the gate's NSSM (NSSM-SYN, d = 5, H = 20, Fig. 9's model) of size T with moments mo.
+func gateNSSM(t *testing.T, T int, mo nfa.Moments) *nfa.Model {
 	t.Helper()
 	m, err := nfa.New(nfa.SyntheticNSSM(T, 1), T, 21, nfa.Config{Dynamic: true, D: 5, H: 20, Moments: mo})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// warmNSSM returns the gate's NSSM of size T after iters RCG iterations from Init(0), with the between-step update
+// applied at the returned means.
+func warmNSSM(t *testing.T, T int, mo nfa.Moments, iters int) (*nfa.Model, []float64) {
+	t.Helper()
+	m := gateNSSM(t, T, mo)
 	x0, err := m.Init(0)
 	if err != nil {
 		t.Fatal(err)

@@ -210,8 +210,9 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	case ctl.MaxIter < 0 || ctl.CheckpointEvery < 0 || ctl.CheckpointEvery > 0 && ctl.CheckpointPath == "":
 		return nil, fmt.Errorf("%w: iteration cap %d, checkpoint every %d rounds to %q", ErrBadInput, ctl.MaxIter,
 			ctl.CheckpointEvery, ctl.CheckpointPath)
-	case s.PowellBeale < 0 || s.Tol < 0 || s.Patience < 0 || s.RestartEvery < SqrtN:
-		return nil, fmt.Errorf("%w: negative setting", ErrBadInput)
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
 	upd, _ := obj.(BatchUpdater)
 	stf, _ := obj.(BatchStateful)
@@ -294,9 +295,10 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	out := make([]Result, B)
 	n := B
 	// retire moves the run in slot i behind the unfinished ones; the caller walks slots downwards.
-	retire := func(i int, reason run.StopReason) error {
+	retire := func(i int, reason run.StopReason, by Convergence) error {
 		r := st[i]
 		r.res.Result = run.Result{Reason: reason, Iters: r.iters}
+		r.res.ConvergedBy = by
 		r.res.F = r.fPrev
 		n--
 		if i != n {
@@ -370,7 +372,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			c := ck.Runs[i]
 			st[i].load(c)
 			if c.Done {
-				if err := retire(i, c.Reason); err != nil {
+				if err := retire(i, c.Reason, c.ConvergedBy); err != nil {
 					return nil, err
 				}
 			}
@@ -448,7 +450,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	for n > 0 {
 		if ctx.Err() != nil {
 			for i := n - 1; i >= 0; i-- {
-				if err := retire(i, run.Cancelled); err != nil {
+				if err := retire(i, run.Cancelled, NotConverged); err != nil {
 					return nil, err
 				}
 			}
@@ -456,7 +458,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		}
 		for i := n - 1; i >= 0; i-- {
 			if st[i].iters >= maxIter {
-				if err := retire(i, run.MaxIter); err != nil {
+				if err := retire(i, run.MaxIter, NotConverged); err != nil {
 					return nil, err
 				}
 			}
@@ -474,7 +476,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			}
 			for i := n - 1; i >= 0; i-- {
 				if !run.Finite(fs[i], gg[i]) {
-					if err := retire(i, run.NotFinite); err != nil {
+					if err := retire(i, run.NotFinite, NotConverged); err != nil {
 						return nil, err
 					}
 				}
@@ -543,7 +545,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			}
 			if !(r.d0 < 0) || r.gn == 0 { // stationary to working precision
 				report(r, r.f, r.gn, 0, r.beta)
-				if err := retire(i, run.Converged); err != nil {
+				if err := retire(i, run.Converged, Stationary); err != nil {
 					return nil, err
 				}
 				continue
@@ -595,7 +597,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			if r := st[i]; !r.search.ok {
 				// No decrease along the natural gradient: converged to working precision.
 				report(r, r.f, r.gn, 0, r.beta)
-				if err := retire(i, run.Converged); err != nil {
+				if err := retire(i, run.Converged, NoDecrease); err != nil {
 					return nil, err
 				}
 			}
@@ -627,8 +629,12 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			}
 			r.fPrev = fNew
 			report(r, fNew, r.gn, r.search.a, r.beta)
-			if r.calm >= patience || (s.UseTarget && fNew <= s.Target) {
-				if err := retire(i, run.Converged); err != nil {
+			if s.UseTarget && fNew <= s.Target {
+				if err := retire(i, run.Converged, TargetReached); err != nil {
+					return nil, err
+				}
+			} else if r.calm >= patience {
+				if err := retire(i, run.Converged, Tolerance); err != nil {
 					return nil, err
 				}
 			}

@@ -127,10 +127,10 @@ func TestMinimizeBatchMatchesHost(t *testing.T) {
 				nx = math.Max(nx, math.Abs(want.X[j]))
 			}
 			t.Logf("%s: F %.10f (host %.10f, rel %.1g), iterations %d (host %d), F evals %d (%d), restarts %d (%d), "+
-				"%v (%v), x rel %.1g", name, g.F, want.F, ef, g.Iters, want.Iters, g.FEvals, want.FEvals, g.Restarts,
-				want.Restarts, g.Reason, want.Reason, dx/nx)
+				"%v %v (%v %v), x rel %.1g", name, g.F, want.F, ef, g.Iters, want.Iters, g.FEvals, want.FEvals, g.Restarts,
+				want.Restarts, g.Reason, g.ConvergedBy, want.Reason, want.ConvergedBy, dx/nx)
 			if !(ef <= 1e-8) || abs(g.Iters-want.Iters) > 2 || abs(g.FEvals-want.FEvals) > 20 || g.Reason != want.Reason ||
-				!(dx <= 1e-6*nx) {
+				g.ConvergedBy != want.ConvergedBy || !(dx <= 1e-6*nx) {
 				t.Errorf("%s differs from the host run", name)
 			}
 			if g.Iters == want.Iters && g.FEvals == want.FEvals && g.GEvals == want.GEvals && g.Restarts == want.Restarts {
@@ -161,13 +161,16 @@ func TestMinimizeBatchBadInput(t *testing.T) {
 		s  Settings
 		xs [][]float64
 	}{
-		"Old":    {Settings{Method: Old}, xs},
-		"method": {Settings{Method: Old + 1}, xs},
-		"HS":     {Settings{Beta: HestenesStiefel}, xs},
-		"search": {Settings{Search: Unit + 1}, xs},
-		"Refine": {Settings{LS: LineSearch{Refine: 2}}, xs},
-		"count":  {Settings{}, xs[:3]},
-		"length": {Settings{}, append(xs[:5:5], xs[5][:10])},
+		"Old":        {Settings{Method: Old}, xs},
+		"method":     {Settings{Method: Old + 1}, xs},
+		"HS":         {Settings{Beta: HestenesStiefel}, xs},
+		"search":     {Settings{Search: Unit + 1}, xs},
+		"Refine":     {Settings{LS: LineSearch{Refine: 2}}, xs},
+		"count":      {Settings{}, xs[:3]},
+		"length":     {Settings{}, append(xs[:5:5], xs[5][:10])},
+		"C1":         {Settings{LS: LineSearch{C1: 1}}, xs},
+		"Tol NaN":    {Settings{Tol: math.NaN()}, xs},
+		"backtracks": {Settings{LS: LineSearch{MaxBacktrackSteepest: -1}}, xs},
 	} {
 		if _, err := MinimizeBatch(bt, c.xs, c.s, BatchControl{}); !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s: err = %v", name, err)
@@ -336,7 +339,7 @@ func TestMinimizeBatchCheckpointResume(t *testing.T) {
 	got := minimize(other, rs, BatchControl{CheckpointPath: path})
 	for i, g := range got {
 		w := full[i]
-		same := g.Iters == w.Iters && g.Reason == w.Reason && g.F == w.F && g.FEvals == w.FEvals &&
+		same := g.Iters == w.Iters && g.Reason == w.Reason && g.ConvergedBy == w.ConvergedBy && g.F == w.F && g.FEvals == w.FEvals &&
 			g.GEvals == w.GEvals && g.Restarts == w.Restarts && g.Rejected == w.Rejected && slices.Equal(g.X, w.X)
 		if !same {
 			t.Errorf("run %d: resumed %v after %d iterations, F %.15g, evaluations %d/%d, restarts %d; uninterrupted "+
@@ -375,6 +378,13 @@ func TestMinimizeBatchCheckpointResume(t *testing.T) {
 	}
 	if _, err := MinimizeBatch(bt, xs, rs, BatchControl{CheckpointPath: odd}); !errors.Is(err, ErrBadInput) {
 		t.Errorf("a finished run without a stop reason: error %v, want ErrBadInput", err)
+	}
+	c.Runs[0].Done, c.Runs[0].Reason, c.Runs[0].ConvergedBy = true, run.MaxIter, Tolerance
+	if err := run.SaveCheckpoint(odd, batchCheckpointMethod, batchCheckpointVersion, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MinimizeBatch(bt, xs, rs, BatchControl{CheckpointPath: odd}); !errors.Is(err, ErrBadInput) {
+		t.Errorf("a run stopped by the cap with a convergence test: error %v, want ErrBadInput", err)
 	}
 	rg := rs
 	rg.Method = RG

@@ -19,6 +19,7 @@ type batchRunState struct {
 	SinceReset, Calm, Iters            int
 	HavePrev, Done                     bool
 	Reason                             run.StopReason
+	ConvergedBy                        Convergence
 	FEvals, GEvals, Rejected, Restarts int
 }
 
@@ -34,7 +35,8 @@ type batchCheckpoint struct {
 func (r *bstate) save() batchRunState {
 	return batchRunState{GnPrev: r.gnPrev, AlphaPrev: r.alphaPrev, FPrev: r.fPrev, SinceReset: r.sinceReset,
 		Calm: r.calm, Iters: r.iters, HavePrev: r.havePrev, Done: r.res.Reason != run.Running, Reason: r.res.Reason,
-		FEvals: r.res.FEvals, GEvals: r.res.GEvals, Rejected: r.res.Rejected, Restarts: r.res.Restarts}
+		ConvergedBy: r.res.ConvergedBy, FEvals: r.res.FEvals, GEvals: r.res.GEvals, Rejected: r.res.Rejected,
+		Restarts: r.res.Restarts}
 }
 
 func (r *bstate) load(c batchRunState) {
@@ -99,7 +101,10 @@ func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, err
 	for i := 0; ok && i < B; i++ {
 		r := c.Runs[i]
 		ok = len(c.X[i]) == dim && len(c.GtPrev[i]) == dim && len(c.PPrev[i]) == dim &&
-			r.Done == (r.Reason != run.Running) && r.Iters >= 0
+			r.Done == (r.Reason != run.Running) && r.Iters >= 0 &&
+			// A checkpoint written before ConvergedBy existed holds NotConverged for its converged runs.
+			r.ConvergedBy >= NotConverged && r.ConvergedBy <= NoDecrease &&
+			(r.Reason == run.Converged || r.ConvergedBy == NotConverged)
 	}
 	if !ok {
 		return nil, false, fmt.Errorf("%w: %s: a checkpoint of method %v with %d runs of length %d, want %v, %d runs "+

@@ -201,7 +201,8 @@ func TestFalseStop(t *testing.T) {
 		}{{"host", *host}, {"batch", res[0]}} {
 			t.Logf("MaxBacktrackSteepest %d, %s: %v after %d iterations at F %.6f", limit, r.name, r.res.Reason,
 				r.res.Iters, r.res.F)
-			stopped := r.res.Reason == run.Converged && r.res.Iters <= 2 && math.Abs(r.res.F-F0) < 1e-3
+			stopped := r.res.Reason == run.Converged && r.res.ConvergedBy == NoDecrease && r.res.Iters <= 2 &&
+				math.Abs(r.res.F-F0) < 1e-3
 			goesOn := r.res.Iters == 60 && r.res.F < F0-1000
 			if limit == 8 && !stopped || limit == 0 && !goesOn {
 				t.Errorf("MaxBacktrackSteepest %d, %s: %v after %d iterations at F %v (stop at %v)", limit, r.name,

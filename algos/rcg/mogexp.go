@@ -20,8 +20,10 @@ type Trace struct {
 	Final  float64   `json:"final_f"`
 	Iters  int       `json:"iters"`
 	Reason string    `json:"reason"`
-	Time   float64   `json:"time_s"`  // total run time (process CPU seconds)
-	Limit  float64   `json:"limit_s"` // the run's CPU-time budget in seconds (0: none)
+	// ConvergedBy names the test that ended a converged run of a gradient method (Result.ConvergedBy).
+	ConvergedBy string  `json:"converged_by,omitempty"`
+	Time        float64 `json:"time_s"`  // total run time (process CPU seconds)
+	Limit       float64 `json:"limit_s"` // the run's CPU-time budget in seconds (0: none)
 }
 
 // TimeToTarget returns the first time (seconds) and evaluation count at which the run reached F ≤ target, or +Inf
@@ -99,7 +101,7 @@ func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.D
 		if out == nil {
 			return nil, err
 		}
-		tr.Final, res = out.F, out.Result
+		tr.Final, res, tr.ConvergedBy = out.F, out.Result, out.ConvergedBy.String()
 	}
 	tr.Iters, tr.Reason, tr.Time = res.Iters, res.Reason.String(), (run.CPUTime() - start).Seconds()
 	return tr, nil

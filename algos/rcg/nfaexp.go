@@ -67,6 +67,7 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 		return nil, err
 	}
 	tr.Final, tr.Iters, tr.Reason, tr.Time = res.F, res.Iters, res.Reason.String(), (run.CPUTime() - start).Seconds()
+	tr.ConvergedBy = res.ConvergedBy.String()
 	return tr, nil
 }
 
@@ -262,7 +263,7 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 		var its []float64
 		for i, r := range res {
 			tr := trs[i]
-			tr.Final, tr.Iters, tr.Reason = r.F, r.Iters, r.Reason.String()
+			tr.Final, tr.Iters, tr.Reason, tr.ConvergedBy = r.F, r.Iters, r.Reason.String(), r.ConvergedBy.String()
 			if len(tr.T) > 0 {
 				tr.Time = tr.T[len(tr.T)-1]
 			}

@@ -169,6 +169,55 @@ func (l LineSearch) withDefaults(s Search, method Method) LineSearch {
 	return l
 }
 
+// validate reports the first field of the line search l (after withDefaults) that cannot work, by name.
+func (l LineSearch) validate() error {
+	bad := func(name string, v any, want string) error {
+		return fmt.Errorf("%w: LineSearch.%s = %v, want %s", ErrBadInput, name, v, want)
+	}
+	open01 := func(v float64) bool { return v > 0 && v < 1 }
+	switch {
+	case !open01(l.C1):
+		return bad("C1", l.C1, "0 < C1 < 1")
+	case !(l.Shrink > 0 && l.Shrink <= 1):
+		return bad("Shrink", l.Shrink, "0 < Shrink ≤ 1")
+	case !(l.Grow >= 1 && !math.IsInf(l.Grow, 1)):
+		return bad("Grow", l.Grow, "1 ≤ Grow < ∞")
+	case !open01(l.Backtrack):
+		return bad("Backtrack", l.Backtrack, "0 < Backtrack < 1")
+	case l.MaxBacktrack < 0:
+		return bad("MaxBacktrack", l.MaxBacktrack, "≥ 0")
+	case l.MaxBacktrackSteepest < 0:
+		return bad("MaxBacktrackSteepest", l.MaxBacktrackSteepest, "≥ 0")
+	case l.MaxExpand < 0:
+		return bad("MaxExpand", l.MaxExpand, "≥ 0")
+	case l.Refine < 0:
+		return bad("Refine", l.Refine, "≥ 0")
+	case !(l.MinAlpha > 0 && l.MinAlpha <= l.MaxAlpha && !math.IsInf(l.MaxAlpha, 1)):
+		return fmt.Errorf("%w: LineSearch.MinAlpha = %v, MaxAlpha = %v, want 0 < MinAlpha ≤ MaxAlpha < ∞", ErrBadInput,
+			l.MinAlpha, l.MaxAlpha)
+	case !(l.OldUp >= 1 && !math.IsInf(l.OldUp, 1)):
+		return bad("OldUp", l.OldUp, "1 ≤ OldUp < ∞")
+	case !(l.OldDown > 0 && l.OldDown <= 1):
+		return bad("OldDown", l.OldDown, "0 < OldDown ≤ 1")
+	}
+	return nil
+}
+
+// validate reports settings of s that cannot work: a NaN, a negative tolerance or rule, an unknown search, a bad
+// line search. Minimize and MinimizeBatch check the methods they run themselves.
+func (s Settings) validate() error {
+	switch {
+	case !(s.PowellBeale >= 0) || !(s.Tol >= 0) || s.Patience < 0 || s.RestartEvery < SqrtN:
+		return fmt.Errorf("%w: PowellBeale %v, Tol %v, Patience %d, RestartEvery %d: want none negative or NaN",
+			ErrBadInput, s.PowellBeale, s.Tol, s.Patience, s.RestartEvery)
+	case s.UseTarget && math.IsNaN(s.Target):
+		return fmt.Errorf("%w: Target is NaN", ErrBadInput)
+	case s.Search != Parabolic && s.Search != Unit:
+		return fmt.Errorf("%w: search %d", ErrBadInput, s.Search)
+	}
+	return s.LS.withDefaults(s.Search, s.Method).validate()
+}
+
 // Settings configure a run. The zero value is paper-faithful RCG with Polak–Ribière β, the parabolic line search
 // and no restart rule other than the descent safeguard; set PowellBeale = 0.2 (eq. 7) or RestartEvery.
 type Settings struct {
@@ -221,7 +270,36 @@ type Result struct {
 	GEvals   int // gradient evaluations
 	Rejected int // trial points whose F was NaN or ±Inf
 	Restarts int // directions reset to −g̃ (first iteration included)
+	// ConvergedBy says which test ended a run that stopped as run.Converged (NotConverged otherwise).
+	ConvergedBy Convergence
 }
+
+// Convergence names the test that ended a converged run. The tests mean different things: Tolerance and
+// TargetReached are the stopping rules of §3.5 and time-to-target runs, while Stationary and NoDecrease say that no
+// step of the method lowers F any more, which before the steepest search's longer backtracking could also be a
+// false stop (docs/rcg.md, "The false stop").
+type Convergence int
+
+// Convergence tests.
+const (
+	NotConverged  Convergence = iota // the run did not stop as converged
+	Tolerance                        // |F_t − F_{t−1}| < Tol for Patience consecutive iterations
+	TargetReached                    // F ≤ Settings.Target
+	Stationary                       // gᵀg̃ = 0, or no descent direction, to working precision
+	NoDecrease                       // no step along −g̃ (−g) lowered F; for Old, none with every multiplier shrunk
+)
+
+var convergenceNames = [...]string{"", "tolerance", "target", "stationary", "no-decrease"}
+
+func (c Convergence) String() string {
+	if c >= 0 && int(c) < len(convergenceNames) {
+		return convergenceNames[c]
+	}
+	return fmt.Sprintf("Convergence(%d)", int(c))
+}
+
+// MarshalText writes the test's name, so that JSON lines read "no-decrease", not 4.
+func (c Convergence) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // Errors.
 var (
@@ -406,8 +484,9 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 		return nil, fmt.Errorf("%w: method %d", ErrBadInput, s.Method)
 	case s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
 		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
-	case s.PowellBeale < 0 || s.Tol < 0 || s.Patience < 0 || s.RestartEvery < SqrtN:
-		return nil, fmt.Errorf("%w: negative setting", ErrBadInput)
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
 	o := &optimizer{obj: obj, s: s, ls: s.LS.withDefaults(s.Search, s.Method), xt: make([]float64, dim), res: &Result{}}
 	o.stepper, _ = obj.(Stepper)
@@ -518,6 +597,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 		if s.Method == Old {
 			if gn == 0 {
 				loop.Report(o.record(F, gn, 0, 0))
+				res.ConvergedBy = Stationary
 				loop.Finish(run.Converged)
 				break
 			}
@@ -525,6 +605,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 			if fNew, ok = o.oldStep(x, gt, p, pPrev, mult, havePrev, F); !ok {
 				// No decrease even with every multiplier shrunk: converged to working precision.
 				loop.Report(o.record(F, gn, 0, 0))
+				res.ConvergedBy = NoDecrease
 				loop.Finish(run.Converged)
 				break
 			}
@@ -576,6 +657,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 			if !(d0 < 0) || gn == 0 {
 				// Stationary to working precision.
 				loop.Report(o.record(F, gn, 0, beta))
+				res.ConvergedBy = Stationary
 				loop.Finish(run.Converged)
 				break
 			}
@@ -606,6 +688,7 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 			if !ok {
 				// No decrease along the steepest (natural) direction: converged to working precision.
 				loop.Report(o.record(F, gn, 0, beta))
+				res.ConvergedBy = NoDecrease
 				loop.Finish(run.Converged)
 				break
 			}
@@ -624,7 +707,11 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 		}
 		fPrev, fLast = fNew, fNew
 		loop.Report(o.record(fNew, gn, alpha, beta))
-		if calm >= patience || (s.UseTarget && fNew <= s.Target) {
+		if s.UseTarget && fNew <= s.Target {
+			res.ConvergedBy = TargetReached
+			loop.Finish(run.Converged)
+		} else if calm >= patience {
+			res.ConvergedBy = Tolerance
 			loop.Finish(run.Converged)
 		}
 		if loop.CheckpointDue() {

@@ -2,12 +2,14 @@ package rcg
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -368,6 +370,43 @@ func TestBadInput(t *testing.T) {
 	if _, err := Minimize(nanWall{}, []float64{0}, Settings{Method: 9}, run.Control{}); !errors.Is(err, ErrBadInput) {
 		t.Errorf("bad method: err = %v", err)
 	}
+	// Settings that cannot work are errors that name the field; zero means the default.
+	nan := math.NaN()
+	for _, c := range []struct {
+		s    Settings
+		name string
+	}{
+		{Settings{Tol: nan}, "Tol"},
+		{Settings{Tol: -1}, "Tol"},
+		{Settings{PowellBeale: nan}, "PowellBeale"},
+		{Settings{Patience: -1}, "Patience"},
+		{Settings{Target: nan, UseTarget: true}, "Target"},
+		{Settings{Search: Unit + 1}, "search"},
+		{Settings{LS: LineSearch{C1: 1}}, "C1"},
+		{Settings{LS: LineSearch{C1: nan}}, "C1"},
+		{Settings{LS: LineSearch{Shrink: 2}}, "Shrink"},
+		{Settings{LS: LineSearch{Grow: 0.5}}, "Grow"},
+		{Settings{LS: LineSearch{Backtrack: 1}}, "Backtrack"},
+		{Settings{LS: LineSearch{Backtrack: -0.5}}, "Backtrack"},
+		{Settings{LS: LineSearch{MaxBacktrack: -1}}, "MaxBacktrack"},
+		{Settings{LS: LineSearch{MaxBacktrackSteepest: -3}}, "MaxBacktrackSteepest"},
+		{Settings{LS: LineSearch{MaxExpand: -1}}, "MaxExpand"},
+		{Settings{LS: LineSearch{Refine: -1}}, "Refine"},
+		{Settings{LS: LineSearch{MinAlpha: 10, MaxAlpha: 1}}, "MinAlpha"},
+		{Settings{LS: LineSearch{MaxAlpha: math.Inf(1)}}, "MaxAlpha"},
+		{Settings{Method: Old, LS: LineSearch{OldUp: 0.9}}, "OldUp"},
+		{Settings{Method: Old, LS: LineSearch{OldDown: 1.5}}, "OldDown"},
+	} {
+		_, err := Minimize(nanWall{}, []float64{0}, c.s, run.Control{})
+		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%+v: err = %v, want ErrBadInput naming %s", c.s, err, c.name)
+		}
+	}
+	// The defaults and in-range values pass.
+	if _, err := Minimize(nanWall{}, []float64{0}, Settings{LS: LineSearch{C1: 0.45, Grow: 1.5, Shrink: 1, MaxBacktrack: 0}},
+		run.Control{MaxIter: 1}); err != nil {
+		t.Errorf("valid settings: %v", err)
+	}
 }
 
 func TestCancelled(t *testing.T) {
@@ -515,10 +554,53 @@ func TestMisscaledMetric(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("MaxBacktrackSteepest %d: %d iterations, F %.3g, %v", limit, res.Iters, res.F, res.Reason)
-		if reached := res.F < 1e-10; reached != (limit == 0) {
+		t.Logf("MaxBacktrackSteepest %d: %d iterations, F %.3g, %v (%v)", limit, res.Iters, res.F, res.Reason,
+			res.ConvergedBy)
+		if reached := res.F < 1e-10; reached != (limit == 0) || limit == 8 && res.ConvergedBy != NoDecrease {
 			t.Errorf("MaxBacktrackSteepest %d: F %v after %d iterations (%v)", limit, res.F, res.Iters, res.Reason)
 		}
+	}
+}
+
+// Each way a run ends names its test in Result.ConvergedBy: the §3.5 tolerance, the target, a stationary start
+// (g = 0, for the gradient methods and Old) and, in TestMisscaledMetric and TestFalseStop, no decrease.
+func TestConvergedBy(t *testing.T) {
+	cases := []struct {
+		name   string
+		obj    Objective
+		x0     []float64
+		s      Settings
+		max    int
+		reason run.StopReason
+		want   Convergence
+	}{
+		{"tolerance", &toy{1, 1}, []float64{0.1, 0.2}, Settings{Tol: 1e-9}, 1000, run.Converged, Tolerance},
+		{"target", &toy{1, 1}, []float64{0.1, 0.2}, Settings{Tol: 1e-9, Target: 6, UseTarget: true}, 1000,
+			run.Converged, TargetReached},
+		{"stationary", misscaled{c: 3}, []float64{0}, Settings{}, 10, run.Converged, Stationary},
+		{"stationary Old", misscaled{c: 3}, []float64{0}, Settings{Method: Old}, 10, run.Converged, Stationary},
+		{"stationary GD", misscaled{c: 3}, []float64{0}, Settings{Method: GD}, 10, run.Converged, Stationary},
+		{"cap", &toy{1, 1}, []float64{0.1, 0.2}, Settings{Tol: 1e-9}, 1, run.MaxIter, NotConverged},
+	}
+	for _, c := range cases {
+		res, err := Minimize(c.obj, c.x0, c.s, run.Control{MaxIter: c.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Reason != c.reason || res.ConvergedBy != c.want {
+			t.Errorf("%s: %v (%v) after %d iterations at F %v, want %v (%v)", c.name, res.Reason, res.ConvergedBy,
+				res.Iters, res.F, c.reason, c.want)
+		}
+		if c.want == TargetReached && !(res.F <= c.s.Target) {
+			t.Errorf("%s: F %v above the target %v", c.name, res.F, c.s.Target)
+		}
+	}
+	b, err := json.Marshal(struct{ A, B Convergence }{NoDecrease, NotConverged})
+	if err != nil || string(b) != `{"A":"no-decrease","B":""}` {
+		t.Errorf("JSON %s, %v", b, err)
+	}
+	if got := Convergence(9).String(); got != "Convergence(9)" {
+		t.Errorf("Convergence(9) prints %q", got)
 	}
 }
 

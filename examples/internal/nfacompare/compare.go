@@ -79,8 +79,12 @@ func Main(o Options) error {
 			ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay}
 		if o.Log != nil {
 			sw.Progress = func(m string, tr *rcg.Trace) {
+				why := tr.Reason
+				if tr.ConvergedBy != "" {
+					why += ": " + tr.ConvergedBy
+				}
 				fmt.Fprintf(o.Log, "T=%d %s seed %d: F %.6g after %d iterations, %.1f s (%s)\n", T, m, tr.Seed,
-					tr.Final, tr.Iters, tr.Time, tr.Reason)
+					tr.Final, tr.Iters, tr.Time, why)
 			}
 		}
 		var runs map[string][]*rcg.Trace

@@ -728,6 +728,9 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 		}
 	}
 	res.Result = loop.Result()
+	if res.Reason != run.Converged { // the first stop reason wins (run.Loop.Finish)
+		res.ConvergedBy = NotConverged
+	}
 	res.X = x
 	res.F = fLast
 	return res, res.Err

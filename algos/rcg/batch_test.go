@@ -127,8 +127,8 @@ func TestMinimizeBatchMatchesHost(t *testing.T) {
 				nx = math.Max(nx, math.Abs(want.X[j]))
 			}
 			t.Logf("%s: F %.10f (host %.10f, rel %.1g), iterations %d (host %d), F evals %d (%d), restarts %d (%d), "+
-				"%v %v (%v %v), x rel %.1g", name, g.F, want.F, ef, g.Iters, want.Iters, g.FEvals, want.FEvals, g.Restarts,
-				want.Restarts, g.Reason, g.ConvergedBy, want.Reason, want.ConvergedBy, dx/nx)
+				"%v %v (%v %v), x rel %.1g", name, g.F, want.F, ef, g.Iters, want.Iters, g.FEvals, want.FEvals,
+				g.Restarts, want.Restarts, g.Reason, g.ConvergedBy, want.Reason, want.ConvergedBy, dx/nx)
 			if !(ef <= 1e-8) || abs(g.Iters-want.Iters) > 2 || abs(g.FEvals-want.FEvals) > 20 || g.Reason != want.Reason ||
 				g.ConvergedBy != want.ConvergedBy || !(dx <= 1e-6*nx) {
 				t.Errorf("%s differs from the host run", name)
@@ -339,8 +339,9 @@ func TestMinimizeBatchCheckpointResume(t *testing.T) {
 	got := minimize(other, rs, BatchControl{CheckpointPath: path})
 	for i, g := range got {
 		w := full[i]
-		same := g.Iters == w.Iters && g.Reason == w.Reason && g.ConvergedBy == w.ConvergedBy && g.F == w.F && g.FEvals == w.FEvals &&
-			g.GEvals == w.GEvals && g.Restarts == w.Restarts && g.Rejected == w.Rejected && slices.Equal(g.X, w.X)
+		same := g.Iters == w.Iters && g.Reason == w.Reason && g.ConvergedBy == w.ConvergedBy && g.F == w.F &&
+			g.FEvals == w.FEvals && g.GEvals == w.GEvals && g.Restarts == w.Restarts && g.Rejected == w.Rejected &&
+			slices.Equal(g.X, w.X)
 		if !same {
 			t.Errorf("run %d: resumed %v after %d iterations, F %.15g, evaluations %d/%d, restarts %d; uninterrupted "+
 				"%v after %d, F %.15g, %d/%d, %d", i, g.Reason, g.Iters, g.F, g.FEvals, g.GEvals, g.Restarts, w.Reason,

@@ -84,8 +84,8 @@ func testMinimizeBatchNFA(t *testing.T, dyn bool) {
 	worst := 0.0
 	for i, g := range got {
 		h := host[i]
-		if g.Iters != h.Iters || g.Reason != h.Reason || g.ConvergedBy != h.ConvergedBy || g.FEvals != h.FEvals || g.GEvals != h.GEvals ||
-			len(batchF[i]) != len(hostF[i]) {
+		if g.Iters != h.Iters || g.Reason != h.Reason || g.ConvergedBy != h.ConvergedBy || g.FEvals != h.FEvals ||
+			g.GEvals != h.GEvals || len(batchF[i]) != len(hostF[i]) {
 			t.Errorf("run %d: batch %v after %d iterations, %d/%d evaluations; host %v after %d, %d/%d", i, g.Reason,
 				g.Iters, g.FEvals, g.GEvals, h.Reason, h.Iters, h.FEvals, h.GEvals)
 			continue
@@ -132,7 +132,8 @@ func TestMinimizeBatchNFACheckpointResume(t *testing.T) {
 	got := minimize(7, rs, BatchControl{MaxIter: 30, CheckpointPath: path})
 	for i, g := range got {
 		w := full[i]
-		if g.Iters != w.Iters || g.Reason != w.Reason || g.ConvergedBy != w.ConvergedBy || g.F != w.F || !slices.Equal(g.X, w.X) {
+		if g.Iters != w.Iters || g.Reason != w.Reason || g.ConvergedBy != w.ConvergedBy || g.F != w.F ||
+			!slices.Equal(g.X, w.X) {
 			t.Errorf("run %d: resumed %v after %d iterations, F %.15g; uninterrupted %v after %d, F %.15g", i, g.Reason,
 				g.Iters, g.F, w.Reason, w.Iters, w.F)
 		}

@@ -403,8 +403,8 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	// The defaults and in-range values pass.
-	if _, err := Minimize(nanWall{}, []float64{0}, Settings{LS: LineSearch{C1: 0.45, Grow: 1.5, Shrink: 1, MaxBacktrack: 0}},
-		run.Control{MaxIter: 1}); err != nil {
+	valid := Settings{LS: LineSearch{C1: 0.45, Grow: 1.5, Shrink: 1, MaxBacktrack: 0}}
+	if _, err := Minimize(nanWall{}, []float64{0}, valid, run.Control{MaxIter: 1}); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
 }

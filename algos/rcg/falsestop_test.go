@@ -49,9 +49,10 @@ func TestFalseStopRegenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res[0]
-	t.Logf("%v after %d iterations at F %.6f", r.Reason, r.Iters, r.F)
-	if r.Reason != run.Converged || r.Iters >= 60 {
-		t.Fatalf("no false stop on this backend's arithmetic: %v after %d iterations", r.Reason, r.Iters)
+	t.Logf("%v (%v) after %d iterations at F %.6f", r.Reason, r.ConvergedBy, r.Iters, r.F)
+	if r.Reason != run.Converged || r.ConvergedBy != NoDecrease || r.Iters >= 60 {
+		t.Fatalf("no false stop on this backend's arithmetic: %v (%v) after %d iterations, want converged "+
+			"(no-decrease) within 60", r.Reason, r.ConvergedBy, r.Iters)
 	}
 	var buf []byte
 	for _, v := range [][]float64{r.X, bt.State(0)} {

@@ -211,6 +211,35 @@ func TestSweepNFABatched(t *testing.T) {
 	}
 }
 
+// TestSweepNFABatchedFirstSeed: the batched sweep takes Sweep.FirstSeed as the host sweep does. From FirstSeed 2 its
+// runs are seeds 2 and 3 and retrace the host sweep's (T = 30, d = 3, H = 8, 5 iterations; F within 1e-9 relative
+// at every iteration, the bound of TestSweepNFABatched's round-off over a shorter path).
+func TestSweepNFABatchedFirstSeed(t *testing.T) {
+	be := testbackend.Open(t)
+	sw := Sweep{T: 30, Seeds: 2, FirstSeed: 2, D: 3, H: 8, Moments: nfa.GaussHermite, Methods: []string{"RCG"},
+		RCGMaxIter: 5}
+	got, err := SweepNFABatched(sw, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := SweepNFA(sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range got["RCG"] {
+		w := want["RCG"][i]
+		if tr.Seed != 2+i || w.Seed != 2+i || len(tr.F) != len(w.F) {
+			t.Fatalf("run %d: batched seed %d (%d iterations), host seed %d (%d), want seed %d", i, tr.Seed,
+				len(tr.F), w.Seed, len(w.F), 2+i)
+		}
+		for k, f := range tr.F {
+			if d := math.Abs(f-w.F[k]) / math.Abs(w.F[k]); d > 1e-9 {
+				t.Errorf("seed %d, iteration %d: batched F %v, host %v (relative %.2g)", tr.Seed, k, f, w.F[k], d)
+			}
+		}
+	}
+}
+
 // updaterOnly hides a batch's BatchStateful methods: a BatchUpdater whose state checkpoints cannot hold.
 type updaterOnly struct {
 	BatchObjective

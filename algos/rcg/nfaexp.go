@@ -73,11 +73,14 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 
 // Sweep is the setting of SweepNFA: the model and data size, the methods and their budgets.
 type Sweep struct {
-	Dynamic bool        // NSSM (nfa.SyntheticNSSM data) instead of NFA (nfa.SyntheticNFA)
-	T       int         // data size
-	Seeds   int         // initialisations per method
-	D, H    int         // state (source) dimension and hidden units of each MLP; 0 takes Fig. 9's 5 and 20
-	Moments nfa.Moments // Taylor or Gauss–Hermite
+	Dynamic bool // NSSM (nfa.SyntheticNSSM data) instead of NFA (nfa.SyntheticNFA)
+	T       int  // data size
+	Seeds   int  // initialisations per method
+	// FirstSeed is the first initialisation's seed: the runs use seeds FirstSeed … FirstSeed+Seeds−1, so that the
+	// seeds of one sweep can be split across processes (with FixedTarget, so that they share a target).
+	FirstSeed int
+	D, H      int         // state (source) dimension and hidden units of each MLP; 0 takes Fig. 9's 5 and 20
+	Moments   nfa.Moments // Taylor or Gauss–Hermite
 	// Eps is the convergence threshold: |ΔF| < Eps over 5 iterations; 0 takes the §3.5 rule 1e-5·T/80 (Fig. 10:
 	// 1e-6).
 	Eps     float64
@@ -88,15 +91,18 @@ type Sweep struct {
 	RCGMaxIter int
 	CapFactor  float64 // the others' cap, × RCG's median run time (0: none)
 	// FollowRCG runs again, from the start and with the others' budget (CapFactor > 0) and no iteration cap, each RCG
-	// run that missed the target (RCG's median final F + Tol()) within RCGCap and RCGMaxIter and took less time than
-	// that budget: the runs are deterministic, so the rerun retraces the first run and goes on where the cap stopped
-	// it, or stops where it stopped on its own, now a miss under the others' budget. The results go under FollowedRCG,
-	// the other runs' traces shared with "RCG".
+	// run that missed the target (RCGTarget) within RCGCap and RCGMaxIter and took less time than that budget: the
+	// runs are deterministic, so the rerun retraces the first run and goes on where the cap stopped it, or stops where
+	// it stopped on its own, now a miss under the others' budget. The results go under FollowedRCG, the other runs'
+	// traces shared with "RCG".
 	FollowRCG bool
 	// ARD and Hierarchical switch on the model's ARD and hierarchical priors, held fixed for the first HyperDelay
 	// iterations (nfa.Config).
 	ARD, Hierarchical bool
 	HyperDelay        int
+	// FixedTarget, when set, is RCG's target (RCGTarget) instead of its runs' median final F + Tol(): the level
+	// that FollowRCG follows RCG's misses to, fixed in advance so that sweeps over parts of the seeds share it.
+	FixedTarget *float64
 	// Progress, when set, is called as each run ends, with its method (FollowedRCG for a rerun miss) and trace, so
 	// that a sweep of hours can report as it goes. The batched sweep calls it for each run as its batch ends.
 	Progress func(method string, tr *Trace)
@@ -120,6 +126,37 @@ func (s Sweep) Target(rcgRuns []*Trace) float64 {
 	return Median(fin) + s.Tol()
 }
 
+// RCGTarget returns the level RCG's runs and the others' are timed to: s.FixedTarget when set, else
+// s.Target(rcgRuns).
+func (s Sweep) RCGTarget(rcgRuns []*Trace) float64 {
+	if s.FixedTarget != nil {
+		return *s.FixedTarget
+	}
+	return s.Target(rcgRuns)
+}
+
+// check returns an error naming the sweep's settings when one is out of range; batched adds the batched sweep's
+// limits (no following of RCG's misses).
+func (s Sweep) check(batched bool) error {
+	if s.Seeds < 1 || s.FirstSeed < 0 || s.Eps < 0 || s.CapFactor < 0 || s.RCGCap < 0 || s.RCGMaxIter < 0 ||
+		len(s.Methods) == 0 || s.Methods[0] != "RCG" {
+		return fmt.Errorf("%w: sweep with %d seeds from %d, ε = %v, cap factor %v, RCG cap %v and %d iterations, "+
+			"methods %v (want seeds ≥ 1 from ≥ 0, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.FirstSeed,
+			s.Eps, s.CapFactor, s.RCGCap, s.RCGMaxIter, s.Methods)
+	}
+	if s.FixedTarget != nil && (math.IsNaN(*s.FixedTarget) || math.IsInf(*s.FixedTarget, 0)) {
+		return fmt.Errorf("%w: fixed target %v (want a finite F)", ErrBadInput, *s.FixedTarget)
+	}
+	if batched && s.FollowRCG {
+		return fmt.Errorf("%w: the batched sweep does not follow RCG's misses", ErrBadInput)
+	}
+	if s.FollowRCG && (s.CapFactor == 0 || s.RCGCap == 0 && s.RCGMaxIter == 0) {
+		return fmt.Errorf("%w: following RCG's misses needs an RCG cap and the others' (cap factor %v, RCG cap %v "+
+			"and %d iterations)", ErrBadInput, s.CapFactor, s.RCGCap, s.RCGMaxIter)
+	}
+	return nil
+}
+
 // Tol returns the convergence threshold of s.
 func (s Sweep) Tol() float64 {
 	if s.Eps > 0 {
@@ -140,15 +177,8 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 	if h == 0 {
 		h = 20
 	}
-	if s.Seeds < 1 || s.Eps < 0 || s.CapFactor < 0 || s.RCGCap < 0 || s.RCGMaxIter < 0 || len(s.Methods) == 0 ||
-		s.Methods[0] != "RCG" {
-		return nil, fmt.Errorf("%w: sweep with %d seeds, ε = %v, cap factor %v, RCG cap %v and %d iterations, methods %v "+
-			"(want seeds ≥ 1, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor, s.RCGCap,
-			s.RCGMaxIter, s.Methods)
-	}
-	if s.FollowRCG && (s.CapFactor == 0 || s.RCGCap == 0 && s.RCGMaxIter == 0) {
-		return nil, fmt.Errorf("%w: following RCG's misses needs an RCG cap and the others' (cap factor %v, RCG cap %v "+
-			"and %d iterations)", ErrBadInput, s.CapFactor, s.RCGCap, s.RCGMaxIter)
+	if err := s.check(false); err != nil {
+		return nil, err
 	}
 	X := nfa.SyntheticNFA(s.T, 1)
 	if s.Dynamic {
@@ -169,8 +199,8 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 				limit = time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
 			}
 		}
-		for seed := range s.Seeds {
-			tr, err := runNFA(m, uint64(seed), meth, s.Tol(), 5, limit, maxIter)
+		for i := range s.Seeds {
+			tr, err := runNFA(m, uint64(s.FirstSeed+i), meth, s.Tol(), 5, limit, maxIter)
 			if err != nil {
 				return nil, err
 			}
@@ -181,7 +211,7 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			}
 		}
 		if meth == "RCG" && s.FollowRCG {
-			target := s.Target(out[meth])
+			target := s.RCGTarget(out[meth])
 			limit := time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
 			for _, tr := range out[meth] {
 				if _, _, ok := tr.TimeOrBound(target); !ok && limit.Seconds() > tr.Time {
@@ -210,13 +240,8 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 	if h == 0 {
 		h = 20
 	}
-	if s.Seeds < 1 || s.Eps < 0 || s.CapFactor < 0 || s.RCGMaxIter < 0 || len(s.Methods) == 0 || s.Methods[0] != "RCG" {
-		return nil, fmt.Errorf("%w: batched sweep with %d seeds, ε = %v, cap factor %v, RCG cap of %d iterations, "+
-			"methods %v (want seeds ≥ 1, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.Eps, s.CapFactor,
-			s.RCGMaxIter, s.Methods)
-	}
-	if s.FollowRCG {
-		return nil, fmt.Errorf("%w: the batched sweep does not follow RCG's misses", ErrBadInput)
+	if err := s.check(true); err != nil {
+		return nil, err
 	}
 	X := nfa.SyntheticNFA(s.T, 1)
 	if s.Dynamic {
@@ -236,7 +261,7 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 			if ms[i], err = nfa.New(X, s.T, 21, cfg); err != nil {
 				return nil, err
 			}
-			if xs[i], err = ms[i].Init(uint64(i)); err != nil {
+			if xs[i], err = ms[i].Init(uint64(s.FirstSeed + i)); err != nil {
 				return nil, err
 			}
 		}
@@ -246,7 +271,7 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 		}
 		trs := make([]*Trace, s.Seeds)
 		for i := range trs {
-			trs[i] = &Trace{Method: name, Seed: i}
+			trs[i] = &Trace{Method: name, Seed: s.FirstSeed + i}
 		}
 		start := time.Now()
 		res, err := MinimizeBatch(bt, xs, Settings{Method: meth, Tol: s.Tol(), Patience: 5, PowellBeale: 0.2},

@@ -115,6 +115,67 @@ func TestSweepRCGMaxIter(t *testing.T) {
 	}
 }
 
+// FirstSeed shifts the seeds: a sweep over seeds 1 and 2 retraces, bit for bit, those runs of a sweep over 0…2.
+// FixedTarget is the level RCGTarget returns and FollowRCG follows to: above every capped run's final F no run is
+// rerun, below every F of every run each is. A negative first seed or a target that is not finite is bad input, on
+// the host and the batched path.
+func TestSweepFirstSeedFixedTarget(t *testing.T) {
+	whole := Sweep{Dynamic: true, T: 30, Seeds: 3, Methods: []string{"RCG"}, RCGMaxIter: 5, CapFactor: 3}
+	all, err := SweepNFA(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := whole
+	part.Seeds, part.FirstSeed = 2, 1
+	runs, err := SweepNFA(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, tr := range runs["RCG"] {
+		w := all["RCG"][i+1]
+		if tr.Seed != w.Seed || !slices.EqualFunc(tr.F, w.F, func(a, b float64) bool {
+			return math.Float64bits(a) == math.Float64bits(b)
+		}) {
+			t.Fatalf("run %d of seeds 1…2: seed %d, F %v; seed %d of seeds 0…2: F %v", i, tr.Seed, tr.F, w.Seed, w.F)
+		}
+		lo, hi = min(lo, slices.Min(tr.F)), max(hi, tr.Final)
+	}
+	part.FollowRCG = true
+	for _, c := range []struct {
+		target float64
+		rerun  bool
+	}{{hi + 1, false}, {lo - 1, true}} {
+		part.FixedTarget = &c.target
+		if got := part.RCGTarget(runs["RCG"]); got != c.target {
+			t.Errorf("RCGTarget %v, want the fixed %v", got, c.target)
+		}
+		got, err := SweepNFA(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range got[FollowedRCG] {
+			if rerun := f != got["RCG"][i]; rerun != c.rerun {
+				t.Errorf("target %.4f (capped runs' F ≥ %.4f, final ≤ %.4f): seed %d rerun %v, want %v", c.target, lo,
+					hi, f.Seed, rerun, c.rerun)
+			}
+		}
+	}
+	nan, inf := math.NaN(), math.Inf(-1)
+	for name, bad := range map[string]Sweep{
+		"first seed -1": {Dynamic: true, T: 30, Seeds: 2, FirstSeed: -1, Methods: []string{"RCG"}},
+		"target NaN":    {Dynamic: true, T: 30, Seeds: 2, FixedTarget: &nan, Methods: []string{"RCG"}},
+		"target -Inf":   {Dynamic: true, T: 30, Seeds: 2, FixedTarget: &inf, Methods: []string{"RCG"}},
+	} {
+		if _, err := SweepNFA(bad); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s: %v, want ErrBadInput", name, err)
+		}
+		if _, err := SweepNFABatched(bad, nil); !errors.Is(err, ErrBadInput) {
+			t.Errorf("batched, %s: %v, want ErrBadInput", name, err)
+		}
+	}
+}
+
 // TestNFAHierarchicalFit fits NFA-SYN (T = 200, d = 3, H = 10, Gauss–Hermite) with the ARD and hierarchical priors
 // of notes §4.2.2 by RCG to convergence. The data's 21 channels share the noise std 0.1 (nfa.Observe); the noise
 // group's mean node learns it (e^{m̄_vn} within 10 % of 0.1) and its log-std node finds the channels alike

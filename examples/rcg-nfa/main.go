@@ -4,6 +4,7 @@
 // of median time-to-target against size. Non-RCG runs are capped at -cap × RCG's median run time. The moments are
 // Gauss–Hermite, the hybrid of Honkela & Valpola (2005) that the paper cites for NFA; -gh=false takes Taylor's.
 // A line with "pair": "CG-RG" compares CG and RG at the worse of their own targets (§6.8 finds CG faster).
+// With -seed0 and -target, the seeds of one size can run in several processes timed to one target fixed in advance.
 // With -batched each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend cuda): the
 // times are then the batch's wall clock at each run's iterations, and the others are capped at -cap × RCG's median
 // iterations.
@@ -36,12 +37,17 @@ func main() {
 	ard := flag.Bool("ard", false, "ARD priors on the weight-matrix columns (notes §4.2.2)")
 	hier := flag.Bool("hier", false, "hierarchical priors of the biases and log-stds (notes §4.2.2)")
 	delay := flag.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt (0 or negative: none)")
-	runs := flag.Bool("runs", false, "also print a JSON line per run (seed, final F, iterations, stop reason, time)")
+	runs := flag.Bool("runs", false,
+		"also print a JSON line per run (seed, final F, iterations, stop reason, time, time-to-target)")
 	batched := flag.Bool("batched", false, "run each method's initialisations as one batch on -backend (RCG, RG, CG, "+
 		"GD; Gauss–Hermite, no -follow): times are the batch's wall clock, -cap counts RCG's iterations")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
+	seed0 := flag.Int("seed0", 0, "first initialisation's seed: seeds -seed0 … -seed0+seeds−1")
+	var target *float64
+	nfacompare.TargetFlag(flag.CommandLine, &target)
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,
+		FirstSeed: *seed0, Target: target,
 		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
 		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg, Batched: *batched,
 		Backend: *bename, Log: os.Stderr}); err != nil {

@@ -13,7 +13,9 @@
 //
 //	rcg-nssm -n 1000 -d 7 -hidden 30 -eps 1e-6 -seeds 5
 //
-// (about 0.11 s of CPU time per RCG iteration on one core of the 2-core test machine: hours per run). With -batched
+// (about 0.11 s of CPU time per RCG iteration on one core of the 2-core test machine: hours per run). With -seed0
+// and -target, the seeds of one size can run in several processes (one core each) timed to one target fixed in
+// advance, and their lines pooled; RCG's runs capped at -rcgiter end at the same F in every process. With -batched
 // each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend cuda): the times are then
 // the batch's wall clock at each run's iterations, and the others are capped at -cap × RCG's median iterations.
 package main
@@ -45,12 +47,17 @@ func main() {
 	ard := flag.Bool("ard", false, "ARD priors on the weight-matrix columns (notes §4.2.2)")
 	hier := flag.Bool("hier", false, "hierarchical priors of the biases and log-stds (notes §4.2.2)")
 	delay := flag.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt (0: 100, negative: none)")
-	runs := flag.Bool("runs", false, "also print a JSON line per run (seed, final F, iterations, stop reason, time)")
+	runs := flag.Bool("runs", false,
+		"also print a JSON line per run (seed, final F, iterations, stop reason, time, time-to-target)")
 	batched := flag.Bool("batched", false, "run each method's initialisations as one batch on -backend (RCG, RG, CG, "+
 		"GD; Gauss–Hermite, no -follow): times are the batch's wall clock, -cap counts RCG's iterations")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
+	seed0 := flag.Int("seed0", 0, "first initialisation's seed: seeds -seed0 … -seed0+seeds−1")
+	var target *float64
+	nfacompare.TargetFlag(flag.CommandLine, &target)
 	flag.Parse()
 	if err := nfacompare.Main(nfacompare.Options{Dynamic: true, Grid: *grid, Methods: *methods, Seeds: *seeds,
+		FirstSeed: *seed0, Target: target,
 		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
 		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg,
 		Batched: *batched, Backend: *bename, Log: os.Stderr}); err != nil {

@@ -3,6 +3,7 @@ package nfacompare
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -20,21 +21,25 @@ import (
 
 // Options are the flags both examples share.
 type Options struct {
-	Dynamic       bool          // NSSM instead of NFA
-	Grid, Methods string        // comma-separated data sizes and methods (RCG first)
-	Seeds         int           // initialisations per size and method
-	RCGCap        time.Duration // CPU-time cap of each RCG run
-	RCGMaxIter    int           // iteration cap of each RCG run (0: none); a target that is the same on every machine
-	Cap           float64       // the others' cap, × RCG's median run time
-	GH            bool          // Gauss–Hermite moments instead of Taylor
-	D, H          int           // state dimension and hidden units (0: 5 and 20)
-	Eps           float64       // convergence threshold (0: 1e-5·T/80)
-	Follow        bool          // rerun RCG's capped misses with the others' budget (rcg.Sweep.FollowRCG)
-	ARD           bool          // ARD priors of the weight-matrix columns (nfa.Config.ARD)
-	Hierarchical  bool          // hierarchical priors (nfa.Config.Hierarchical)
-	HyperDelay    int           // iterations before the ARD and hierarchical priors adapt (nfa.Config.HyperDelay)
-	Runs          bool          // also a JSON line per run (runLines): its seed, final F, iterations, stop reason
-	SVG           string        // figure path
+	Dynamic       bool   // NSSM instead of NFA
+	Grid, Methods string // comma-separated data sizes and methods (RCG first)
+	Seeds         int    // initialisations per size and method
+	FirstSeed     int    // the first initialisation's seed (rcg.Sweep.FirstSeed)
+	// Target, when set, is the level all methods are timed to, fixed in advance (rcg.Sweep.FixedTarget), instead of
+	// RCG's median final F + ε: sweeps over parts of the seeds then share it and can be pooled.
+	Target       *float64
+	RCGCap       time.Duration // CPU-time cap of each RCG run
+	RCGMaxIter   int           // iteration cap of each RCG run (0: none); a target that is the same on every machine
+	Cap          float64       // the others' cap, × RCG's median run time
+	GH           bool          // Gauss–Hermite moments instead of Taylor
+	D, H         int           // state dimension and hidden units (0: 5 and 20)
+	Eps          float64       // convergence threshold (0: 1e-5·T/80)
+	Follow       bool          // rerun RCG's capped misses with the others' budget (rcg.Sweep.FollowRCG)
+	ARD          bool          // ARD priors of the weight-matrix columns (nfa.Config.ARD)
+	Hierarchical bool          // hierarchical priors (nfa.Config.Hierarchical)
+	HyperDelay   int           // iterations before the ARD and hierarchical priors adapt (nfa.Config.HyperDelay)
+	Runs         bool          // also a JSON line per run (runLines): seed, final F, iterations, stop, time-to-target
+	SVG          string        // figure path
 	// Batched runs each method's initialisations as one batch on the backend called Backend (rcg.SweepNFABatched;
 	// "" takes $GEOVB_BACKEND, else auto): times are then the batch's wall clock, and the others' caps iterations.
 	Batched bool
@@ -74,9 +79,9 @@ func Main(o Options) error {
 		if err != nil {
 			return fmt.Errorf("data size %q: %w", f, err)
 		}
-		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, D: o.D, H: o.H, Moments: mo, Eps: o.Eps,
-			Methods: methods, RCGCap: o.RCGCap, RCGMaxIter: o.RCGMaxIter, CapFactor: o.Cap, FollowRCG: o.Follow,
-			ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay}
+		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, FirstSeed: o.FirstSeed, FixedTarget: o.Target,
+			D: o.D, H: o.H, Moments: mo, Eps: o.Eps, Methods: methods, RCGCap: o.RCGCap, RCGMaxIter: o.RCGMaxIter,
+			CapFactor: o.Cap, FollowRCG: o.Follow, ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay}
 		if o.Log != nil {
 			sw.Progress = func(m string, tr *rcg.Trace) {
 				why := tr.Reason
@@ -96,7 +101,8 @@ func Main(o Options) error {
 		if err != nil {
 			return err
 		}
-		for _, l := range lines(methods, runs, sw.Target(runs["RCG"])) {
+		target := sw.RCGTarget(runs["RCG"])
+		for _, l := range lines(methods, runs, target) {
 			l.N = T
 			if be != nil {
 				l.Batched = be.Info().Name
@@ -119,7 +125,7 @@ func Main(o Options) error {
 		if !o.Runs {
 			continue
 		}
-		for _, rl := range runLines(methods, runs) {
+		for _, rl := range runLines(methods, runs, target) {
 			rl.N = T
 			if err := enc.Encode(rl); err != nil {
 				return err
@@ -157,8 +163,9 @@ type line struct {
 	Batched string `json:"batched_on,omitempty"`
 }
 
-// lines summarises the runs of each method against target (RCG's median final F + ε, from its capped runs), then
-// RCG's followed runs when there are any, and adds the rank-sum tests against RCG to the lines of the other methods.
+// lines summarises the runs of each method against target (RCG's median final F + ε, from its capped runs, unless
+// fixed by Options.Target), then RCG's followed runs when there are any, and adds the rank-sum tests against RCG to
+// the lines of the other methods.
 func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []line {
 	followed := runs[rcg.FollowedRCG]
 	var out []line
@@ -179,19 +186,27 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 	return out
 }
 
-// runLine is the JSON line of one run (Options.Runs), so that the spread of the runs' optima can be read.
+// runLine is the JSON line of one run (Options.Runs), so that the spread of the runs' optima can be read and the
+// runs of sweeps over parts of the seeds (Options.FirstSeed, a fixed Options.Target) pooled: Reached says whether
+// the run reached Target, at TimeToTarget seconds after EvalsToTarget evaluations; a miss has its budget and whole
+// count there instead (rcg.Trace.TimeOrBound).
 type runLine struct {
-	N   int        `json:"n"`
-	Run *rcg.Trace `json:"run"`
+	N             int        `json:"n"`
+	Run           *rcg.Trace `json:"run"`
+	Target        float64    `json:"target_f"`
+	Reached       bool       `json:"reached"`
+	TimeToTarget  float64    `json:"time_to_target_s"`
+	EvalsToTarget int        `json:"evals_to_target"`
 }
 
 // runLines lists the runs of each method in the order of methods, each method's by seed, then RCG's followed runs
-// when there are any.
-func runLines(methods []string, runs map[string][]*rcg.Trace) []runLine {
+// when there are any, each timed to target.
+func runLines(methods []string, runs map[string][]*rcg.Trace, target float64) []runLine {
 	var out []runLine
 	for _, m := range append(methods[:len(methods):len(methods)], rcg.FollowedRCG) { // a copy: methods stays as it is
 		for _, tr := range runs[m] {
-			out = append(out, runLine{Run: tr})
+			t, e, ok := tr.TimeOrBound(target)
+			out = append(out, runLine{Run: tr, Target: target, Reached: ok, TimeToTarget: t, EvalsToTarget: e})
 		}
 	}
 	return out
@@ -283,4 +298,21 @@ func comparePair(a, b string, runs map[string][]*rcg.Trace, sw rcg.Sweep) pairLi
 	p, _ := rankSums(runs[a], runs[b], target) // misses at their budget
 	return pairLine{Pair: a + "-" + b, Target: target, First: rcgplot.Summarise(a, runs[a], target),
 		Second: rcgplot.Summarise(b, runs[b], target), PFaster: p}
+}
+
+// TargetFlag defines the flag -target on fs: a finite F that sets *dst (Options.Target); left unset, *dst stays nil
+// and RCG's runs set the target.
+func TargetFlag(fs *flag.FlagSet, dst **float64) {
+	fs.Func("target", "fixed target F for every method (default: RCG's median final F + ε); with -seed0, "+
+		"sweeps over parts of the seeds share it", func(s string) error {
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return err
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("target %v is not finite", v)
+		}
+		*dst = &v
+		return nil
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -173,31 +174,39 @@ func TestPairLines(t *testing.T) {
 }
 
 // TestRunLines checks the per-run lines: every run of each method in the order of the methods, then RCG's followed
-// runs, and a trace's JSON fields under "run".
+// runs, a trace's JSON fields under "run", and each run timed to the target (F = 0 here): RCG seed 0 reached it at
+// 2 s after 4 evaluations, RCG seed 1 missed it within its 4 s budget, CG's run reached it only past its 3 s budget
+// (a miss at the budget), the followed run reached it at 6 s.
 func TestRunLines(t *testing.T) {
 	runs := map[string][]*rcg.Trace{
-		"RCG":           {{Method: "RCG", Seed: 0, Final: -3}, {Method: "RCG", Seed: 1, Final: -1}},
-		"CG":            {{Method: "CG", Seed: 0, Final: 2}},
-		rcg.FollowedRCG: {{Method: rcg.FollowedRCG, Seed: 1, Final: -2}},
+		"RCG": {{Method: "RCG", Seed: 0, Final: -3, T: []float64{1, 2}, F: []float64{1, -3}, Evals: []int{2, 4}, Limit: 4},
+			{Method: "RCG", Seed: 1, Final: 1, T: []float64{2, 4}, F: []float64{5, 1}, Evals: []int{3, 6}, Limit: 4}},
+		"CG": {{Method: "CG", Seed: 0, Final: -1, T: []float64{2, 3.5}, F: []float64{2, -1}, Evals: []int{3, 7},
+			Limit: 3}},
+		rcg.FollowedRCG: {{Method: rcg.FollowedRCG, Seed: 1, Final: -2, T: []float64{2, 4, 6}, F: []float64{5, 1, -2},
+			Evals: []int{3, 6, 9}, Limit: 30}},
 	}
-	rl := runLines([]string{"RCG", "CG"}, runs)
+	rl := runLines([]string{"RCG", "CG"}, runs, 0)
 	var got []string
 	for _, l := range rl {
-		got = append(got, fmt.Sprintf("%s/%d/%g", l.Run.Method, l.Run.Seed, l.Run.Final))
+		got = append(got, fmt.Sprintf("%s/%d/%g/%v/%g/%d", l.Run.Method, l.Run.Seed, l.Run.Final, l.Reached,
+			l.TimeToTarget, l.EvalsToTarget))
 	}
-	want := []string{"RCG/0/-3", "RCG/1/-1", "CG/0/2", rcg.FollowedRCG + "/1/-2"}
+	want := []string{"RCG/0/-3/true/2/4", "RCG/1/1/false/4/6", "CG/0/-1/false/3/7",
+		rcg.FollowedRCG + "/1/-2/true/6/9"}
 	if !slices.Equal(got, want) {
-		t.Errorf("run lines %v, want %v", got, want)
+		t.Errorf("run lines %v, want %v (method/seed/final F/reached/time/evaluations)", got, want)
 	}
 	rl[0].N = 300
 	b, err := json.Marshal(rl[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b, []byte(`"n":300,"run":{"method":"RCG","seed":0,"final_f":-3`)) {
+	if !bytes.Contains(b, []byte(`"n":300,"run":{"method":"RCG","seed":0,"final_f":-3`)) ||
+		!bytes.Contains(b, []byte(`"target_f":0,"reached":true,"time_to_target_s":2,"evals_to_target":4`)) {
 		t.Errorf("run line %s", b)
 	}
-	if rl := runLines([]string{"RCG"}, map[string][]*rcg.Trace{"RCG": runs["RCG"]}); len(rl) != 2 {
+	if rl := runLines([]string{"RCG"}, map[string][]*rcg.Trace{"RCG": runs["RCG"]}, 0); len(rl) != 2 {
 		t.Errorf("without followed runs: %d lines, want 2", len(rl))
 	}
 }
@@ -229,5 +238,41 @@ func TestMainBatched(t *testing.T) {
 	o.Follow = true
 	if err := Main(o); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("batched -follow: error %v, want ErrBadInput", err)
+	}
+}
+
+// TargetFlag: -target sets a finite F; unset it leaves the target to RCG's runs (nil); a value that is not a finite
+// number is refused by the flag set, naming the flag.
+func TestTargetFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want float64 // NaN: stays nil
+		bad  bool
+	}{
+		{nil, math.NaN(), false},
+		{[]string{"-target", "-6350.6060295213"}, -6350.6060295213, false},
+		{[]string{"-target=12"}, 12, false},
+		{[]string{"-target", "NaN"}, 0, true},
+		{[]string{"-target", "-Inf"}, 0, true},
+		{[]string{"-target", "low"}, 0, true},
+	} {
+		fs := flag.NewFlagSet("rcg-nssm", flag.ContinueOnError)
+		var out bytes.Buffer
+		fs.SetOutput(&out)
+		var target *float64
+		TargetFlag(fs, &target)
+		err := fs.Parse(c.args)
+		switch {
+		case c.bad:
+			if err == nil || !strings.Contains(err.Error(), "-target") {
+				t.Errorf("%q: error %v, want one naming -target", c.args, err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", c.args, err)
+		case math.IsNaN(c.want) && target != nil:
+			t.Errorf("%q: target %v, want none", c.args, *target)
+		case !math.IsNaN(c.want) && (target == nil || *target != c.want):
+			t.Errorf("%q: target %v, want %v", c.args, target, c.want)
+		}
 	}
 }

@@ -4,7 +4,8 @@
 // of median time-to-target against size. Non-RCG runs are capped at -cap × RCG's median run time. The moments are
 // Gauss–Hermite, the hybrid of Honkela & Valpola (2005) that the paper cites for NFA; -gh=false takes Taylor's.
 // A line with "pair": "CG-RG" compares CG and RG at the worse of their own targets (§6.8 finds CG faster).
-// With -seed0 and -target, the seeds of one size can run in several processes timed to one target fixed in advance.
+// With -seed0 and -target, the seeds of one size can run in several processes timed to one target fixed in advance
+// and their per-run lines (-runs) pooled.
 // With -batched each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend cuda): the
 // times are then the batch's wall clock at each run's iterations, and the others are capped at -cap × RCG's median
 // iterations.

@@ -2,9 +2,11 @@ package rcg
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
@@ -76,25 +78,103 @@ func readFalseStop(t *testing.T) (x, state []float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	x, state, err = parseFalseStop(falseStopFile, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x, state
+}
+
+// parseFalseStop decodes the fixture's two count-prefixed float64 vectors (means, then state). A malformed file gives
+// an error naming the file, the byte offset and what was expected there.
+func parseFalseStop(name string, b []byte) (x, state []float64, err error) {
 	var out [2][]float64
-	for k := range out {
-		if len(b) < 4 {
-			t.Fatalf("%s: truncated", falseStopFile)
+	off := 0
+	for k, what := range [2]string{"means", "state"} {
+		if len(b)-off < 4 {
+			return nil, nil, fmt.Errorf("%s: byte %d: truncated before the %s count (%d bytes left, want 4)",
+				name, off, what, len(b)-off)
 		}
-		n := int(binary.LittleEndian.Uint32(b))
-		b = b[4:]
-		if len(b) < 8*n {
-			t.Fatalf("%s: truncated", falseStopFile)
+		n := int(binary.LittleEndian.Uint32(b[off:]))
+		off += 4
+		if (len(b)-off)/8 < n {
+			return nil, nil, fmt.Errorf("%s: byte %d: %s count %d needs %d bytes, %d left", name, off-4, what, n,
+				8*n, len(b)-off)
 		}
-		for i := range n {
-			out[k] = append(out[k], math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
+		out[k] = make([]float64, n)
+		for i := range out[k] {
+			out[k][i] = math.Float64frombits(binary.LittleEndian.Uint64(b[off:]))
+			off += 8
 		}
-		b = b[8*n:]
 	}
-	if len(b) != 0 {
-		t.Fatalf("%s: %d bytes after the state", falseStopFile, len(b))
+	if off != len(b) {
+		return nil, nil, fmt.Errorf("%s: byte %d: %d bytes after the state", name, off, len(b)-off)
 	}
-	return out[0], out[1]
+	return out[0], out[1], nil
+}
+
+func TestParseFalseStopErrors(t *testing.T) {
+	vec := func(vs ...float64) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(len(vs)))
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		return b
+	}
+	b, err := os.ReadFile(falseStopFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parseFalseStop(falseStopFile, b); err != nil {
+		t.Fatalf("the stored fixture: %v", err)
+	}
+	good := append(vec(1, 2), vec(3)...)
+	x, st, err := parseFalseStop("f.bin", good)
+	if err != nil || len(x) != 2 || x[1] != 2 || len(st) != 1 || st[0] != 3 {
+		t.Fatalf("good file: %v %v %v", x, st, err)
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "f.bin: byte 0: truncated before the means count"},
+		{"short count", []byte{1, 0}, "f.bin: byte 0: truncated before the means count"},
+		{"short means", vec(1, 2)[:15], "f.bin: byte 0: means count 2 needs 16 bytes, 11 left"},
+		{"no state", vec(1, 2), "f.bin: byte 20: truncated before the state count"},
+		{"huge count", append(vec(1), 0xff, 0xff, 0xff, 0xff), "f.bin: byte 12: state count 4294967295"},
+		{"trailing", append(good, 0), "f.bin: byte 32: 1 bytes after the state"},
+	} {
+		if _, _, err := parseFalseStop("f.bin", c.b); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.want)
+		}
+	}
+}
+
+// FuzzParseFalseStop: any bytes give vectors that re-encode to exactly those bytes, or an error; never a panic.
+func FuzzParseFalseStop(f *testing.F) {
+	// Small seeds only: the 61 kB fixture makes each minimisation of a new input take seconds.
+	f.Add([]byte{})
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, st, err := parseFalseStop("fuzz.bin", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.bin: byte ") {
+				t.Fatalf("error does not name the file and offset: %v", err)
+			}
+			return
+		}
+		var re []byte
+		for _, v := range [][]float64{x, st} {
+			re = binary.LittleEndian.AppendUint32(re, uint32(len(v)))
+			for _, f := range v {
+				re = binary.LittleEndian.AppendUint64(re, math.Float64bits(f))
+			}
+		}
+		if string(re) != string(b) {
+			t.Fatalf("decoded vectors re-encode to %d other bytes", len(re))
+		}
+	})
 }
 
 // TestFalseStop checks why the run stopped and that MaxBacktrackSteepest carries it on, at the stored stop point. There

@@ -188,8 +188,9 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 
 // runLine is the JSON line of one run (Options.Runs), so that the spread of the runs' optima can be read and the
 // runs of sweeps over parts of the seeds (Options.FirstSeed, a fixed Options.Target) pooled: Reached says whether
-// the run reached Target, at TimeToTarget seconds after EvalsToTarget evaluations; a miss has its budget and whole
-// count there instead (rcg.Trace.TimeOrBound).
+// the run reached Target, at TimeToTarget seconds after EvalsToTarget evaluations; a miss has its budget there
+// instead, or its whole run time when it had none (an iteration-capped run), and its whole evaluation count
+// (rcg.Trace.TimeOrBound).
 type runLine struct {
 	N             int        `json:"n"`
 	Run           *rcg.Trace `json:"run"`

@@ -2,6 +2,7 @@ package rcg
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -137,6 +138,120 @@ func TestRankSumLess(t *testing.T) {
 		}
 	}
 	if !math.IsNaN(RankSumLess([]float64{1}, nil)) {
+		t.Error("empty sample: want NaN")
+	}
+}
+
+// gehanBrute enumerates every split of the pooled observations into a sample of len(a) and the rest and returns the
+// fraction whose Gehan statistic — over the pairs across the split, +1 when the sample's observation is known to
+// come first, −1 when the other's is — is at least a's; the pair rule written out on its own, without scores.
+func gehanBrute(a, b []TimeObs) float64 {
+	pool := append(append([]TimeObs(nil), a...), b...)
+	N, n := len(pool), len(a)
+	known := func(x, y TimeObs) bool { // x's time known to come before y's
+		return x.Reached && (x.T < y.T || (!y.Reached && x.T == y.T))
+	}
+	stat := func(mask int) int {
+		u := 0
+		for i := range N {
+			for j := range N {
+				if mask&(1<<i) == 0 || mask&(1<<j) != 0 {
+					continue
+				}
+				if known(pool[i], pool[j]) {
+					u++
+				}
+				if known(pool[j], pool[i]) {
+					u--
+				}
+			}
+		}
+		return u
+	}
+	obs := stat(1<<n - 1)
+	var hit, all float64
+	for mask := 0; mask < 1<<N; mask++ {
+		if bitsSet(mask) != n {
+			continue
+		}
+		all++
+		if stat(mask) >= obs {
+			hit++
+		}
+	}
+	return hit / all
+}
+
+func bitsSet(x int) int {
+	c := 0
+	for ; x != 0; x &= x - 1 {
+		c++
+	}
+	return c
+}
+
+// TestGehanLess checks Gehan's test against brute-force enumeration of the pair statistic (random samples of up to
+// 6 + 6 with reached times and bounds drawn from few values, so that ties and bounds at reached times occur), against
+// RankSumLess without bounds, and, when every bound lies above every reached time, against RankSumLess with the
+// bounds at one common value; all to 1e-12. One case by hand: a reached at 1 and 2, b bounded at 5 twice (two runs
+// out of budget) and reached at 3: a's two observations precede all of b's, which only 1 of the C(5, 2) = 10 splits
+// matches — p = 0.1; with b's reach at 1.5 instead, the split {1, 1.5} ties it: p = 0.2.
+func TestGehanLess(t *testing.T) {
+	hand := []struct {
+		b    []TimeObs
+		want float64
+	}{
+		{[]TimeObs{{5, false}, {5, false}, {3, true}}, 0.1},
+		{[]TimeObs{{5, false}, {5, false}, {1.5, true}}, 0.2},
+	}
+	for _, c := range hand {
+		if got := GehanLess([]TimeObs{{1, true}, {2, true}}, c.b); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("b %v: p %v, want %v", c.b, got, c.want)
+		}
+	}
+	rnd := rand.New(rand.NewPCG(7, 8))
+	draw := func(k int, bounds bool) []TimeObs {
+		out := make([]TimeObs, k)
+		for i := range out {
+			out[i] = TimeObs{T: float64(1 + rnd.IntN(5)), Reached: !bounds || rnd.IntN(3) > 0}
+		}
+		return out
+	}
+	times := func(os []TimeObs, bound float64) []float64 {
+		out := make([]float64, len(os))
+		for i, o := range os {
+			out[i] = o.T
+			if !o.Reached {
+				out[i] = bound
+			}
+		}
+		return out
+	}
+	for trial := range 300 {
+		n, m := 1+rnd.IntN(6), 1+rnd.IntN(6)
+		a, b := draw(n, trial%3 != 0), draw(m, trial%3 != 0)
+		got := GehanLess(a, b)
+		if want := gehanBrute(a, b); math.Abs(got-want) > 1e-12 {
+			t.Fatalf("a %v, b %v: p %v, brute force %v", a, b, got, want)
+		}
+		if trial%3 == 0 {
+			if want := RankSumLess(times(a, 0), times(b, 0)); math.Abs(got-want) > 1e-12 {
+				t.Fatalf("no bounds: a %v, b %v: p %v, rank sum %v", a, b, got, want)
+			}
+		}
+		// Bounds moved above every reached time: they tie as at one common value.
+		for _, s := range [][]TimeObs{a, b} {
+			for i := range s {
+				if !s[i].Reached {
+					s[i].T = 6 + float64(rnd.IntN(3))
+				}
+			}
+		}
+		if got, want := GehanLess(a, b), RankSumLess(times(a, 9), times(b, 9)); math.Abs(got-want) > 1e-12 {
+			t.Fatalf("bounds above the reached times: a %v, b %v: p %v, rank sum %v", a, b, got, want)
+		}
+	}
+	if !math.IsNaN(GehanLess(nil, []TimeObs{{1, true}})) {
 		t.Error("empty sample: want NaN")
 	}
 }

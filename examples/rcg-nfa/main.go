@@ -5,7 +5,8 @@
 // Gauss–Hermite, the hybrid of Honkela & Valpola (2005) that the paper cites for NFA; -gh=false takes Taylor's.
 // A line with "pair": "CG-RG" compares CG and RG at the worse of their own targets (§6.8 finds CG faster).
 // With -seed0 and -target, the seeds of one size can run in several processes timed to one target fixed in advance
-// and their per-run lines (-runs) pooled.
+// and their per-run lines (-runs) pooled with -pool (rcg-nfa -pool part1.jsonl part2.jsonl), which prints the lines
+// of one sweep over all their runs.
 // With -batched each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend cuda): the
 // times are then the batch's wall clock at each run's iterations, and the others are capped at -cap × RCG's median
 // iterations.
@@ -44,10 +45,11 @@ func main() {
 		"GD; Gauss–Hermite, no -follow): times are the batch's wall clock, -cap counts RCG's iterations")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	seed0 := flag.Int("seed0", 0, "first initialisation's seed: seeds -seed0 … -seed0+seeds−1")
+	pool := nfacompare.PoolFlag(flag.CommandLine)
 	var target *float64
 	nfacompare.TargetFlag(flag.CommandLine, &target)
 	flag.Parse()
-	if err := nfacompare.Main(nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,
+	if err := nfacompare.Run(*pool, flag.Args(), nfacompare.Options{Dynamic: false, Grid: *grid, Methods: *methods, Seeds: *seeds,
 		FirstSeed: *seed0, Target: target,
 		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
 		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg, Batched: *batched,

@@ -7,6 +7,8 @@
 // ranksum_p_rcg_faster (missed runs at their budget) and ranksum_p_rcg_faster_worst (RCG's missed runs ranked last;
 // see rankSums in examples/internal/nfacompare); with -follow, RCG's missed runs run again with the others' budget
 // and ranksum_p_rcg_followed_faster tests those times, which leave only the others' misses at their budget;
+// gehan_p_rcg_faster and gehan_p_rcg_followed_faster are Gehan's form of the test, which counts a pair of runs
+// only where the data fix which reached the target first and so needs no common budget;
 // ranksum_p_final_f is the two-sided test of the final F values (§6.6 found no significant difference). Lines
 // with a "pair" field compare two comparators at the worse of their own targets: Old against CG and RG (§6.6 finds
 // Old faster) and CG against RG. Fig. 10's larger model is
@@ -15,7 +17,8 @@
 //
 // (about 0.11 s of CPU time per RCG iteration on one core of the 2-core test machine: hours per run). With -seed0
 // and -target, the seeds of one size can run in several processes (one core each) timed to one target fixed in
-// advance, and their per-run lines (-runs) pooled; RCG's runs capped at -rcgiter end at the same F in every
+// advance, and their per-run lines (-runs) pooled with -pool (rcg-nssm -pool part1.jsonl part2.jsonl), which
+// prints the lines of one sweep over all their runs; RCG's runs capped at -rcgiter end at the same F in every
 // process. With -batched each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend
 // cuda): the times are then the batch's wall clock at each run's iterations, and the others are capped at -cap ×
 // RCG's median iterations.
@@ -54,10 +57,11 @@ func main() {
 		"GD; Gauss–Hermite, no -follow): times are the batch's wall clock, -cap counts RCG's iterations")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	seed0 := flag.Int("seed0", 0, "first initialisation's seed: seeds -seed0 … -seed0+seeds−1")
+	pool := nfacompare.PoolFlag(flag.CommandLine)
 	var target *float64
 	nfacompare.TargetFlag(flag.CommandLine, &target)
 	flag.Parse()
-	if err := nfacompare.Main(nfacompare.Options{Dynamic: true, Grid: *grid, Methods: *methods, Seeds: *seeds,
+	if err := nfacompare.Run(*pool, flag.Args(), nfacompare.Options{Dynamic: true, Grid: *grid, Methods: *methods, Seeds: *seeds,
 		FirstSeed: *seed0, Target: target,
 		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
 		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg,

@@ -152,9 +152,21 @@ func Main(o Options) error {
 // on the followed runs' times.
 type line struct {
 	rcgplot.Summary
+	// Ratio is the method's median time-to-target over RCG's, misses at their budget or, for RCG's capped runs,
+	// their run time (gate 19's form); RatioFollowed is over RCG's followed runs' median. Either is a
+	// lower bound on the ratio of the true times when the method's median run missed the target (lower_bound) and
+	// RCG's did not.
+	Ratio           float64 `json:"ttt_ratio_to_rcg,omitempty"`
+	RatioFollowed   float64 `json:"ttt_ratio_to_rcg_followed,omitempty"`
 	PFaster         float64 `json:"ranksum_p_rcg_faster,omitempty"`
 	PFasterWorst    float64 `json:"ranksum_p_rcg_faster_worst,omitempty"`
 	PFasterFollowed float64 `json:"ranksum_p_rcg_followed_faster,omitempty"`
+	// GehanFaster and GehanFollowed are the same one-sided tests with every miss a lower bound at its budget, each
+	// pair of runs counting only when the data fix which reached the target first (rcg.GehanLess). They need no
+	// common budget, so they hold for pooled split sweeps (Pool), whose parts' budgets differ; within one sweep,
+	// GehanFollowed is PFasterFollowed.
+	GehanFaster   float64 `json:"gehan_p_rcg_faster,omitempty"`
+	GehanFollowed float64 `json:"gehan_p_rcg_followed_faster,omitempty"`
 	// PFinalF is the two-sided rank-sum p-value of RCG's final F against the method's (§6.6: the paper found no
 	// significant differences between the optima the methods reach). A capped run's final F is where the cap
 	// stopped it.
@@ -164,24 +176,33 @@ type line struct {
 }
 
 // lines summarises the runs of each method against target (RCG's median final F + ε, from its capped runs, unless
-// fixed by Options.Target), then RCG's followed runs when there are any, and adds the rank-sum tests against RCG to
-// the lines of the other methods.
+// fixed by Options.Target), then RCG's followed runs when there are any, and adds the ratios to RCG and the rank-sum
+// tests against RCG to the lines of the other methods.
 func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []line {
 	followed := runs[rcg.FollowedRCG]
+	base := rcgplot.Summarise("RCG", runs["RCG"], target)
+	var fol rcgplot.Summary
+	if followed != nil {
+		fol = rcgplot.Summarise(rcg.FollowedRCG, followed, target)
+	}
 	var out []line
 	for _, m := range methods {
 		l := line{Summary: rcgplot.Summarise(m, runs[m], target)}
 		if m != "RCG" {
+			l.Ratio = l.MedianTTT / base.MedianTTT
 			l.PFaster, l.PFasterWorst = rankSums(runs["RCG"], runs[m], target)
+			l.GehanFaster = rcg.GehanLess(timeObs(runs["RCG"], target), timeObs(runs[m], target))
 			l.PFinalF = rcg.RankSum(finals(runs["RCG"]), finals(runs[m]))
 			if followed != nil {
+				l.RatioFollowed = l.MedianTTT / fol.MedianTTT
 				l.PFasterFollowed, _ = rankSums(followed, runs[m], target)
+				l.GehanFollowed = rcg.GehanLess(timeObs(followed, target), timeObs(runs[m], target))
 			}
 		}
 		out = append(out, l)
 	}
 	if followed != nil {
-		out = append(out, line{Summary: rcgplot.Summarise(rcg.FollowedRCG, followed, target)})
+		out = append(out, line{Summary: fol})
 	}
 	return out
 }
@@ -192,12 +213,14 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 // instead, or its whole run time when it had none (an iteration-capped run), and its whole evaluation count
 // (rcg.Trace.TimeOrBound).
 type runLine struct {
-	N             int        `json:"n"`
-	Run           *rcg.Trace `json:"run"`
-	Target        float64    `json:"target_f"`
-	Reached       bool       `json:"reached"`
-	TimeToTarget  float64    `json:"time_to_target_s"`
-	EvalsToTarget int        `json:"evals_to_target"`
+	N   int        `json:"n"`
+	Run *rcg.Trace `json:"run"`
+	// Group is the summary line the run belongs to: its method, or rcg.FollowedRCG for RCG's followed runs.
+	Group         string  `json:"group"`
+	Target        float64 `json:"target_f"`
+	Reached       bool    `json:"reached"`
+	TimeToTarget  float64 `json:"time_to_target_s"`
+	EvalsToTarget int     `json:"evals_to_target"`
 }
 
 // runLines lists the runs of each method in the order of methods, each method's by seed, then RCG's followed runs
@@ -207,8 +230,19 @@ func runLines(methods []string, runs map[string][]*rcg.Trace, target float64) []
 	for _, m := range append(methods[:len(methods):len(methods)], rcg.FollowedRCG) { // a copy: methods stays as it is
 		for _, tr := range runs[m] {
 			t, e, ok := tr.TimeOrBound(target)
-			out = append(out, runLine{Run: tr, Target: target, Reached: ok, TimeToTarget: t, EvalsToTarget: e})
+			out = append(out, runLine{Run: tr, Group: m, Target: target, Reached: ok, TimeToTarget: t,
+				EvalsToTarget: e})
 		}
+	}
+	return out
+}
+
+// timeObs returns each run's time-to-target, or for a miss the bound it counts at (rcg.Trace.TimeOrBound).
+func timeObs(runs []*rcg.Trace, target float64) []rcg.TimeObs {
+	out := make([]rcg.TimeObs, len(runs))
+	for i, tr := range runs {
+		t, _, ok := tr.TimeOrBound(target)
+		out[i] = rcg.TimeObs{T: t, Reached: ok}
 	}
 	return out
 }

@@ -54,6 +54,16 @@ func TestLines(t *testing.T) {
 		t.Errorf("summaries: CG reached %d, median time-to-target %v; RCG reached %d; want 0, 40, 3", ls[1].Reached,
 			ls[1].MedianTTT, ls[0].Reached)
 	}
+	// Gehan's test: RCG's miss at 4 s is unordered against CG's misses, ordered after RCG's reaches. Mantel scores
+	// 7, 5, 3 (reaches), −3 (RCG's miss), −3 ×4 (CG's): RCG's 12 is matched by 7 + 5 + 3 with any of the five −3s,
+	// p = 5/70, between p and worst.
+	if got := ls[1].GehanFaster; math.Abs(got-5.0/70) > 1e-12 || ls[1].GehanFollowed != 0 {
+		t.Errorf("CG: Gehan p %v (followed %v), want 5/70 (none)", got, ls[1].GehanFollowed)
+	}
+	// CG's 40 s over RCG's median of {1, 2, 3, 4}; no followed runs, so no ratio to them.
+	if ls[1].Ratio != 16 || ls[1].RatioFollowed != 0 || ls[0].Ratio != 0 {
+		t.Errorf("ratios: CG %v, to followed %v, RCG %v; want 16, 0, 0", ls[1].Ratio, ls[1].RatioFollowed, ls[0].Ratio)
+	}
 	for i, want := range []bool{false, true} {
 		var buf bytes.Buffer
 		if err := json.NewEncoder(&buf).Encode(ls[i]); err != nil {
@@ -91,6 +101,10 @@ func TestLinesFollowed(t *testing.T) {
 	}
 	if got := ls[1].PFaster; math.Abs(got-1.0/70) > 1e-12 {
 		t.Errorf("CG: p %v, want 1/70 (RCG's miss at its cap, 4 s)", got)
+	}
+	// Every bound (40 s) lies above every reached time, so Gehan's test is the rank sum.
+	if got := ls[1].GehanFollowed; math.Abs(got-2.0/70) > 1e-12 {
+		t.Errorf("CG: Gehan p with RCG followed %v, want 2/70", got)
 	}
 }
 

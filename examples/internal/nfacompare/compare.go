@@ -164,7 +164,8 @@ type line struct {
 	// GehanFaster and GehanFollowed are the same one-sided tests with every miss a lower bound at its budget, each
 	// pair of runs counting only when the data fix which reached the target first (rcg.GehanLess). They need no
 	// common budget, so they hold for pooled split sweeps (Pool), whose parts' budgets differ; within one sweep,
-	// GehanFollowed is PFasterFollowed.
+	// where every miss of the followed runs and the method's counts at the one budget, above every time that reached
+	// the target, GehanFollowed is PFasterFollowed.
 	GehanFaster   float64 `json:"gehan_p_rcg_faster,omitempty"`
 	GehanFollowed float64 `json:"gehan_p_rcg_followed_faster,omitempty"`
 	// PFinalF is the two-sided rank-sum p-value of RCG's final F against the method's (§6.6: the paper found no
@@ -189,12 +190,12 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 	for _, m := range methods {
 		l := line{Summary: rcgplot.Summarise(m, runs[m], target)}
 		if m != "RCG" {
-			l.Ratio = l.MedianTTT / base.MedianTTT
+			l.Ratio = ratio(l.MedianTTT, base.MedianTTT)
 			l.PFaster, l.PFasterWorst = rankSums(runs["RCG"], runs[m], target)
 			l.GehanFaster = rcg.GehanLess(timeObs(runs["RCG"], target), timeObs(runs[m], target))
 			l.PFinalF = rcg.RankSum(finals(runs["RCG"]), finals(runs[m]))
 			if followed != nil {
-				l.RatioFollowed = l.MedianTTT / fol.MedianTTT
+				l.RatioFollowed = ratio(l.MedianTTT, fol.MedianTTT)
 				l.PFasterFollowed, _ = rankSums(followed, runs[m], target)
 				l.GehanFollowed = rcg.GehanLess(timeObs(followed, target), timeObs(runs[m], target))
 			}
@@ -235,6 +236,15 @@ func runLines(methods []string, runs map[string][]*rcg.Trace, target float64) []
 		}
 	}
 	return out
+}
+
+// ratio returns a/b, or 0 (left out of the line) when that is not a finite number, which JSON cannot carry.
+func ratio(a, b float64) float64 {
+	r := a / b
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return 0
+	}
+	return r
 }
 
 // timeObs returns each run's time-to-target, or for a miss the bound it counts at (rcg.Trace.TimeOrBound).

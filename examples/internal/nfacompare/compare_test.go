@@ -64,6 +64,10 @@ func TestLines(t *testing.T) {
 	if ls[1].Ratio != 16 || ls[1].RatioFollowed != 0 || ls[0].Ratio != 0 {
 		t.Errorf("ratios: CG %v, to followed %v, RCG %v; want 16, 0, 0", ls[1].Ratio, ls[1].RatioFollowed, ls[0].Ratio)
 	}
+	// A ratio JSON cannot carry is left out rather than failing the line's encoding at the end of a sweep.
+	if r0, rnan := ratio(1, 0), ratio(0, 0); r0 != 0 || rnan != 0 {
+		t.Errorf("ratio(1, 0) %v, ratio(0, 0) %v; want 0, 0", r0, rnan)
+	}
 	for i, want := range []bool{false, true} {
 		var buf bytes.Buffer
 		if err := json.NewEncoder(&buf).Encode(ls[i]); err != nil {

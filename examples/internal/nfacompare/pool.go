@@ -18,16 +18,17 @@ import (
 )
 
 // Pool reads the per-run lines (Options.Runs) of the JSON-lines files paths, written by sweeps over parts of the
-// seeds timed to one fixed target (Options.FirstSeed, Options.Target), and writes to w, for each size in the order
-// first seen, the lines a single sweep over all their runs would have printed for its methods (line: medians,
-// ratios and rank-sum tests) — the figures of a split sweep, which cannot be had from the parts' own summary lines.
-// Summary and pair lines in the files are skipped; pair lines are not rebuilt (their target depends on ε, which the
-// run lines do not carry). The parts' budgets differ (each is -cap × its own RCG median run time), so misses no
-// longer tie at one budget, and the rank sums with misses at their budgets would order two misses by their budgets,
-// which says nothing about their times: when the budgets differ those two p-values are left out, and the Gehan
-// p-values (line), which need no common budget, are the ones to read; the rank sum with RCG's misses last, a bound
-// against RCG, stays. Errors name the file, line and column (for a value of the wrong
-// type, the column just after it).
+// seeds timed to one fixed target (Options.FirstSeed, Options.Target). For each size, in the order first seen, it
+// writes to w the lines one sweep over all their runs would have printed for its methods (line: medians, ratios
+// and tests): the figures of a split sweep, which the parts' own summary lines cannot give. Summary and pair lines
+// in the files are skipped; pair lines are not rebuilt, as their target depends on ε, which run lines do not carry.
+//
+// The parts' budgets differ (each is -cap × its own RCG median run time), so misses no longer tie at one budget.
+// The rank sums with misses at their budgets would order two misses by their budgets, which says nothing about
+// their times, so they are left out when the budgets differ; the Gehan p-values, which need no common budget, are
+// the ones to read. The rank sum with RCG's misses last, a bound against RCG, stays.
+//
+// Errors name the file, line and column (for a value of the wrong type, the column just after it).
 func Pool(paths []string, w io.Writer) error {
 	if len(paths) == 0 {
 		return errors.New("pool: no files named")
@@ -94,7 +95,9 @@ func (p *pool) read(name string, r io.Reader) error {
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	type sizeSeed struct{ n, seed int }
 	seen := map[sizeSeed]bool{} // the RCG runs of this file: a second one of a size and seed is the followed run
-	for ln := 1; sc.Scan(); ln++ {
+	ln := 0
+	for sc.Scan() {
+		ln++
 		raw := sc.Bytes()
 		b := bytes.TrimSpace(raw)
 		if len(b) == 0 {
@@ -133,7 +136,7 @@ func (p *pool) read(name string, r io.Reader) error {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("%s: a line longer than %d bytes", name, maxLine)
+			return datasets.Errorf(name, ln+1, 0, "a line longer than %d bytes", maxLine)
 		}
 		return fmt.Errorf("%s: %w", name, err)
 	}

@@ -149,7 +149,7 @@ func Main(o Options) error {
 
 // line is the JSON line of one (size, method): the summary and, for a method other than RCG, the rank-sum tests of
 // RCG's times-to-target against the method's (rankSums), and with RCG's misses followed (-follow), the test
-// on the followed runs' times.
+// on the followed runs' times, left out when their misses and the method's ran under different budgets (oneBudget).
 type line struct {
 	rcgplot.Summary
 	// Ratio is the method's median time-to-target over RCG's, misses at their budget or, for RCG's capped runs,
@@ -178,7 +178,8 @@ type line struct {
 
 // lines summarises the runs of each method against target (RCG's median final F + ε, from its capped runs, unless
 // fixed by Options.Target), then RCG's followed runs when there are any, and adds the ratios to RCG and the rank-sum
-// tests against RCG to the lines of the other methods.
+// tests against RCG to the lines of the other methods. The rank sum of RCG's followed runs is left out when the
+// budgets of their misses and the method's differ (oneBudget), as in pooled split sweeps (Pool).
 func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []line {
 	followed := runs[rcg.FollowedRCG]
 	base := rcgplot.Summarise("RCG", runs["RCG"], target)
@@ -196,7 +197,9 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 			l.PFinalF = rcg.RankSum(finals(runs["RCG"]), finals(runs[m]))
 			if followed != nil {
 				l.RatioFollowed = ratio(l.MedianTTT, fol.MedianTTT)
-				l.PFasterFollowed, _ = rankSums(followed, runs[m], target)
+				if oneBudget(target, followed, runs[m]) {
+					l.PFasterFollowed, _ = rankSums(followed, runs[m], target)
+				}
 				l.GehanFollowed = rcg.GehanLess(timeObs(followed, target), timeObs(runs[m], target))
 			}
 		}
@@ -247,6 +250,25 @@ func ratio(a, b float64) float64 {
 	return r
 }
 
+// oneBudget reports whether every run of the groups that missed target under a time budget had the same one. A
+// sweep gives RCG's followed runs and the other methods one budget (-cap × RCG's median run time), so that their
+// misses tie; the parts of a split sweep each have their own, and then misses would be ordered by their budgets,
+// which says nothing about their times.
+func oneBudget(target float64, groups ...[]*rcg.Trace) bool {
+	budget := 0.0
+	for _, trs := range groups {
+		for _, tr := range trs {
+			if _, _, reached := tr.TimeOrBound(target); !reached && tr.Limit > 0 {
+				if budget > 0 && tr.Limit != budget {
+					return false
+				}
+				budget = tr.Limit
+			}
+		}
+	}
+	return true
+}
+
 // timeObs returns each run's time-to-target, or for a miss the bound it counts at (rcg.Trace.TimeOrBound).
 func timeObs(runs []*rcg.Trace, target float64) []rcg.TimeObs {
 	out := make([]rcg.TimeObs, len(runs))
@@ -293,17 +315,15 @@ func finals(runs []*rcg.Trace) []float64 {
 // being RCG's median final F, about half of RCG's runs can miss it by construction.
 func rankSums(rcgRuns, other []*rcg.Trace, target float64) (p, worst float64) {
 	var a, aw, b []float64
-	for _, tr := range rcgRuns {
-		t, _, ok := tr.TimeOrBound(target)
-		a = append(a, t)
-		if !ok {
-			t = math.Inf(1)
+	for _, o := range timeObs(rcgRuns, target) {
+		a = append(a, o.T)
+		if !o.Reached {
+			o.T = math.Inf(1)
 		}
-		aw = append(aw, t)
+		aw = append(aw, o.T)
 	}
-	for _, tr := range other {
-		t, _, _ := tr.TimeOrBound(target)
-		b = append(b, t)
+	for _, o := range timeObs(other, target) {
+		b = append(b, o.T)
 	}
 	return rcg.RankSumLess(a, b), rcg.RankSumLess(aw, b)
 }

@@ -130,6 +130,30 @@ func TestLinesFollowedTies(t *testing.T) {
 	}
 }
 
+// TestLinesFollowedOtherBudget: as TestLinesFollowed, but the followed miss ran under a budget of 44 s (another part
+// of a split sweep): it and CG's misses at 40 s do not tie, so the followed rank sum is left out. The rank sum of the
+// capped runs stays (1/70), and Gehan's test holds: the bounds 40 s (CG ×3) and 44 s (RCG) lie above every reached
+// time 1, 2, 3, 5, so it is the rank sum with the four misses tied, RCG's sum 1 + 2 + 3 + 6.5 = 12.5, p = 5/70 as in
+// TestLinesFollowedTies.
+func TestLinesFollowedOtherBudget(t *testing.T) {
+	capped := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
+	runs := map[string][]*rcg.Trace{
+		"RCG":           capped,
+		rcg.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(-1, 44, 44)},
+		"CG":            {traceTo(5, 5, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
+	}
+	ls := lines([]string{"RCG", "CG"}, runs, 2)
+	if got := ls[1]; got.PFasterFollowed != 0 || math.Abs(got.PFaster-1.0/70) > 1e-12 ||
+		math.Abs(got.GehanFollowed-5.0/70) > 1e-12 {
+		t.Errorf("CG: followed rank sum %v (want left out), rank sum %v (want 1/70), Gehan followed %v (want 5/70)",
+			got.PFasterFollowed, got.PFaster, got.GehanFollowed)
+	}
+	runs[rcg.FollowedRCG][3] = traceTo(-1, 40, 40)
+	if got := lines([]string{"RCG", "CG"}, runs, 2)[1].PFasterFollowed; math.Abs(got-5.0/70) > 1e-12 {
+		t.Errorf("CG: followed rank sum %v at one budget, want 5/70", got)
+	}
+}
+
 // TestRankSumsAllReached: when RCG reached the target in every run, the worst case is the budget case.
 func TestRankSumsAllReached(t *testing.T) {
 	rcgRuns := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2.5, 2.5, 4), traceTo(6, 6, 0)}

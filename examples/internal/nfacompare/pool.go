@@ -23,10 +23,11 @@ import (
 // and tests): the figures of a split sweep, which the parts' own summary lines cannot give. Summary and pair lines
 // in the files are skipped; pair lines are not rebuilt, as their target depends on ε, which run lines do not carry.
 //
-// The parts' budgets differ (each is -cap × its own RCG median run time), so misses no longer tie at one budget.
-// The rank sums with misses at their budgets would order two misses by their budgets, which says nothing about
-// their times, so they are left out when the budgets differ; the Gehan p-values, which need no common budget, are
-// the ones to read. The rank sum with RCG's misses last, a bound against RCG, stays.
+// The parts' budgets differ (each is -cap × its own RCG median run time), so the misses of RCG's followed runs and
+// the method's no longer tie at one budget. The rank sum of the followed runs would order two misses by their
+// budgets, which says nothing about their times, so lines leaves it out; the Gehan p-value, which needs no common
+// budget, is the one to read. The rank sums of RCG's capped runs stay: their misses count at RCG's cap, below every
+// part's budget, as in one sweep.
 //
 // Errors name the file, line and column (for a value of the wrong type, the column just after it).
 func Pool(paths []string, w io.Writer) error {
@@ -271,25 +272,14 @@ func (p *pool) write(w io.Writer) error {
 		}
 		// The lines compare the methods over the same initialisations, as one sweep does.
 		want := seedList(runs["RCG"])
-		for g := range runs {
-			if got := seedList(runs[g]); !slices.Equal(got, want) {
+		for _, g := range append(slices.Clip(methods), rcg.FollowedRCG) {
+			if got := seedList(runs[g]); runs[g] != nil && !slices.Equal(got, want) {
 				return fmt.Errorf("pool: at n = %d %s ran seeds %v, RCG %v: pool files that ran the same methods "+
 					"(and -follow) over parts of one seed range", s.n, g, got, want)
 			}
 		}
-		budgets := map[float64]bool{}
-		for _, trs := range runs {
-			for _, tr := range trs {
-				if tr.Limit > 0 {
-					budgets[tr.Limit] = true
-				}
-			}
-		}
 		for _, l := range lines(methods, runs, s.target) {
 			l.N = s.n
-			if len(budgets) > 1 { // misses no longer tie: only the Gehan tests and worst hold (see Pool)
-				l.PFaster, l.PFasterFollowed = 0, 0
-			}
 			if err := enc.Encode(l); err != nil {
 				return err
 			}

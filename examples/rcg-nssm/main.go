@@ -18,8 +18,9 @@
 // (about 0.11 s of CPU time per RCG iteration on one core of the 2-core test machine: hours per run). With -seed0
 // and -target, the seeds of one size can run in several processes (one core each) timed to one target fixed in
 // advance, and their per-run lines (-runs) pooled with -pool (rcg-nssm -pool part1.jsonl part2.jsonl), which
-// prints the lines of one sweep over all their runs; RCG's runs capped at -rcgiter end at the same F in every
-// process. With -batched each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend
+// prints the lines of one sweep over all their runs (without ranksum_p_rcg_followed_faster where the processes'
+// budgets differ: gehan_p_rcg_followed_faster is the test there); RCG's runs capped at -rcgiter end at the same F in
+// every process. With -batched each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend
 // cuda): the times are then the batch's wall clock at each run's iterations, and the others are capped at -cap ×
 // RCG's median iterations.
 package main

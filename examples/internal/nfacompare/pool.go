@@ -26,8 +26,8 @@ import (
 // The parts' budgets differ (each is -cap × its own RCG median run time), so the misses of RCG's followed runs and
 // the method's no longer tie at one budget. The rank sum of the followed runs would order two misses by their
 // budgets, which says nothing about their times, so lines leaves it out; the Gehan p-value, which needs no common
-// budget, is the one to read. The rank sums of RCG's capped runs stay: their misses count at RCG's cap, below every
-// part's budget, as in one sweep.
+// budget, is the one to read. The rank sums of RCG's capped runs stay: their misses count at RCG's cap (or, capped in
+// iterations, at their run time), below every part's budget, as in one sweep.
 //
 // Errors name the file, line and column (for a value of the wrong type, the column just after it).
 func Pool(paths []string, w io.Writer) error {

@@ -31,12 +31,13 @@ func methodByName(name string) (Method, error) {
 // (0: none), measured with run.CPUTime and enforced by cancelling the run's context. It returns the F(t) trace for
 // time-to-target summaries, t in seconds of process CPU time (the paper's measure).
 func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int, limit time.Duration) (*Trace, error) {
-	return runNFA(m, seed, method, tol, patience, limit, 0)
+	return runNFA(m, seed, method, tol, patience, limit, 0, nil)
 }
 
-// runNFA is RunNFA with a cap of maxIter iterations as well (0: none).
+// runNFA is RunNFA with a cap of maxIter iterations as well (0: none), calling tick (if not nil) with the trace
+// after each iteration.
 func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int, limit time.Duration,
-	maxIter int) (*Trace, error) {
+	maxIter int, tick func(*Trace)) (*Trace, error) {
 	meth, err := methodByName(method)
 	if err != nil {
 		return nil, err
@@ -58,6 +59,9 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 		tr.T = append(tr.T, el.Seconds())
 		tr.F = append(tr.F, r.Extra["F"])
 		tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
+		if tick != nil {
+			tick(tr)
+		}
 		if limit > 0 && el >= limit {
 			cancel() // the loop stops before the next iteration
 		}
@@ -106,11 +110,35 @@ type Sweep struct {
 	// Progress, when set, is called as each run ends, with its method (FollowedRCG for a rerun miss) and trace, so
 	// that a sweep of hours can report as it goes. The batched sweep calls it for each run as its batch ends.
 	Progress func(method string, tr *Trace)
+	// Tick, when set with TickEvery > 0, is called during a run each time the run's clock passes another multiple of
+	// TickEvery, with its trace so far (Final, Iters and Reason not yet set), so that a run of hours (Fig. 10's take
+	// 48 minutes) shows how far it has come.
+	Tick      func(method string, tr *Trace)
+	TickEvery time.Duration
 }
 
 func (s Sweep) progress(method string, tr *Trace) {
 	if s.Progress != nil {
 		s.Progress(method, tr)
+	}
+}
+
+// ticker returns the function a run calls with its trace after each iteration: it calls s.Tick when the trace's
+// last time has passed the next multiple of s.TickEvery, once however many multiples one iteration passes. It
+// returns nil when s has no Tick.
+func (s Sweep) ticker(method string) func(*Trace) {
+	if s.Tick == nil || s.TickEvery <= 0 {
+		return nil
+	}
+	every := s.TickEvery.Seconds()
+	next := every
+	return func(tr *Trace) {
+		n := len(tr.T)
+		if n == 0 || tr.T[n-1] < next {
+			return
+		}
+		s.Tick(method, tr)
+		next = (math.Floor(tr.T[n-1]/every) + 1) * every
 	}
 }
 
@@ -200,7 +228,7 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			}
 		}
 		for i := range s.Seeds {
-			tr, err := runNFA(m, uint64(s.FirstSeed+i), meth, s.Tol(), 5, limit, maxIter)
+			tr, err := runNFA(m, uint64(s.FirstSeed+i), meth, s.Tol(), 5, limit, maxIter, s.ticker(meth))
 			if err != nil {
 				return nil, err
 			}
@@ -215,7 +243,8 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			limit := time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
 			for _, tr := range out[meth] {
 				if _, _, ok := tr.TimeOrBound(target); !ok && limit.Seconds() > tr.Time {
-					if tr, err = RunNFA(m, uint64(tr.Seed), meth, s.Tol(), 5, limit); err != nil {
+					tr, err = runNFA(m, uint64(tr.Seed), meth, s.Tol(), 5, limit, 0, s.ticker(FollowedRCG))
+					if err != nil {
 						return nil, err
 					}
 					s.progress(FollowedRCG, tr)
@@ -269,9 +298,10 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 		if err != nil {
 			return nil, err
 		}
-		trs := make([]*Trace, s.Seeds)
+		trs, ticks := make([]*Trace, s.Seeds), make([]func(*Trace), s.Seeds)
 		for i := range trs {
 			trs[i] = &Trace{Method: name, Seed: s.FirstSeed + i}
+			ticks[i] = s.ticker(name)
 		}
 		start := time.Now()
 		res, err := MinimizeBatch(bt, xs, Settings{Method: meth, Tol: s.Tol(), Patience: 5, PowellBeale: 0.2},
@@ -280,6 +310,9 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 				tr.T = append(tr.T, time.Since(start).Seconds())
 				tr.F = append(tr.F, r.Extra["F"])
 				tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
+				if ticks[i] != nil {
+					ticks[i](tr)
+				}
 			}})
 		bt.Close()
 		if err != nil {

@@ -65,11 +65,29 @@ func TestSweepRCGMaxIter(t *testing.T) {
 		tr     *Trace
 	}
 	var reports []report
+	ticks := map[report][]int{} // the trace's length at each tick of a run
 	s := Sweep{Dynamic: true, T: 30, Seeds: 2, Methods: []string{"RCG", "RG"}, RCGMaxIter: 5, CapFactor: 3,
-		RCGCap: time.Hour, FollowRCG: true, Progress: func(m string, tr *Trace) { reports = append(reports, report{m, tr}) }}
+		RCGCap: time.Hour, FollowRCG: true, Progress: func(m string, tr *Trace) { reports = append(reports, report{m, tr}) },
+		TickEvery: time.Nanosecond, Tick: func(m string, tr *Trace) { ticks[report{m, tr}] = append(ticks[report{m, tr}], len(tr.F)) }}
 	runs, err := SweepNFA(s)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A tick every nanosecond of CPU time comes after almost every iteration, and always before the run ends.
+	for _, r := range reports {
+		tk := ticks[r]
+		ok := len(tk) > 0 && tk[len(tk)-1] <= r.tr.Iters
+		for k := 1; k < len(tk); k++ {
+			ok = ok && tk[k] > tk[k-1]
+		}
+		if !ok {
+			t.Errorf("%s seed %d: ticks at trace lengths %v, want some, rising, at most %d", r.method, r.tr.Seed, tk,
+				r.tr.Iters)
+		}
+		delete(ticks, r)
+	}
+	if len(ticks) != 0 {
+		t.Errorf("ticks of runs never reported as ended: %d", len(ticks))
 	}
 	var want []report
 	for _, m := range []string{"RCG", FollowedRCG, "RG"} {
@@ -82,7 +100,7 @@ func TestSweepRCGMaxIter(t *testing.T) {
 	if !slices.Equal(reports, want) || len(want) < 5 {
 		t.Errorf("progress reports %v, want %v (2 RCG runs, the reruns, 2 RG runs)", reports, want)
 	}
-	s.Progress = nil
+	s.Progress, s.Tick = nil, nil
 	again, err := SweepNFA(s)
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +130,30 @@ func TestSweepRCGMaxIter(t *testing.T) {
 	s.RCGMaxIter = -1
 	if _, err := SweepNFA(s); !errors.Is(err, ErrBadInput) {
 		t.Errorf("RCGMaxIter -1: %v, want ErrBadInput", err)
+	}
+}
+
+// The ticker calls Tick once each time a run's clock passes another multiple of TickEvery, however many multiples
+// one iteration passes, and is nil without Tick or a positive TickEvery.
+func TestSweepTicker(t *testing.T) {
+	var at []float64
+	s := Sweep{TickEvery: 10 * time.Second, Tick: func(m string, tr *Trace) {
+		if m != "RG" {
+			t.Errorf("tick of method %q, want RG", m)
+		}
+		at = append(at, tr.T[len(tr.T)-1])
+	}}
+	tick := s.ticker("RG")
+	tr := &Trace{}
+	for _, sec := range []float64{3, 9.99, 10, 12, 19.5, 35, 39, 40, 40.5, 51} {
+		tr.T = append(tr.T, sec)
+		tick(tr)
+	}
+	if want := []float64{10, 35, 40, 51}; !slices.Equal(at, want) {
+		t.Errorf("ticks at %v s, want %v", at, want)
+	}
+	if (Sweep{TickEvery: time.Second}).ticker("RG") != nil || (Sweep{Tick: s.Tick}).ticker("RG") != nil {
+		t.Errorf("a ticker without Tick or without TickEvery")
 	}
 }
 

@@ -46,6 +46,7 @@ func main() {
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	seed0 := flag.Int("seed0", 0, "first initialisation's seed: seeds -seed0 … -seed0+seeds−1")
 	pool := nfacompare.PoolFlag(flag.CommandLine)
+	tick := nfacompare.ProgressFlag(flag.CommandLine)
 	var target *float64
 	nfacompare.TargetFlag(flag.CommandLine, &target)
 	flag.Parse()
@@ -53,7 +54,7 @@ func main() {
 		FirstSeed: *seed0, Target: target,
 		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
 		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg, Batched: *batched,
-		Backend: *bename, Log: os.Stderr}); err != nil {
+		Backend: *bename, Log: os.Stderr, TickEvery: *tick}); err != nil {
 		log.Fatal(err)
 	}
 }

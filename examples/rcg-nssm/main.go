@@ -15,7 +15,8 @@
 //
 //	rcg-nssm -n 1000 -d 7 -hidden 30 -eps 1e-6 -seeds 5
 //
-// (about 0.11 s of CPU time per RCG iteration on one core of the 2-core test machine: hours per run). With -seed0
+// (about 0.08 s of CPU time per RCG iteration on one core of the 2-core test machine, 48 minutes to convergence for
+// one initialisation; -progress prints each run's F and iteration every minute of its time on stderr). With -seed0
 // and -target, the seeds of one size can run in several processes (one core each) timed to one target fixed in
 // advance, and their per-run lines (-runs) pooled with -pool (rcg-nssm -pool part1.jsonl part2.jsonl), which
 // prints the lines of one sweep over all their runs (without ranksum_p_rcg_followed_faster where the processes'
@@ -59,6 +60,7 @@ func main() {
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	seed0 := flag.Int("seed0", 0, "first initialisation's seed: seeds -seed0 … -seed0+seeds−1")
 	pool := nfacompare.PoolFlag(flag.CommandLine)
+	tick := nfacompare.ProgressFlag(flag.CommandLine)
 	var target *float64
 	nfacompare.TargetFlag(flag.CommandLine, &target)
 	flag.Parse()
@@ -66,7 +68,7 @@ func main() {
 		FirstSeed: *seed0, Target: target,
 		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
 		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg,
-		Batched: *batched, Backend: *bename, Log: os.Stderr}); err != nil {
+		Batched: *batched, Backend: *bename, Log: os.Stderr, TickEvery: *tick}); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -45,6 +45,8 @@ type Options struct {
 	Batched bool
 	Backend string
 	Log     io.Writer // a progress line per finished run (nil: none)
+	// TickEvery adds a progress line to Log each time a running run's clock passes another multiple of it (0: none).
+	TickEvery time.Duration
 }
 
 // Main runs rcg.SweepNFA with o.Methods (RCG first: it sets the target and the others' caps) over the sizes of
@@ -90,6 +92,12 @@ func Main(o Options) error {
 				}
 				fmt.Fprintf(o.Log, "T=%d %s seed %d: F %.6g after %d iterations, %.1f s (%s)\n", T, m, tr.Seed,
 					tr.Final, tr.Iters, tr.Time, why)
+			}
+			sw.TickEvery = o.TickEvery
+			sw.Tick = func(m string, tr *rcg.Trace) {
+				k := len(tr.F) - 1
+				fmt.Fprintf(o.Log, "T=%d %s seed %d: F %.6g after %d iterations, %.1f s (running)\n", T, m, tr.Seed,
+					tr.F[k], k+1, tr.T[k])
 			}
 		}
 		var runs map[string][]*rcg.Trace
@@ -363,6 +371,12 @@ func comparePair(a, b string, runs map[string][]*rcg.Trace, sw rcg.Sweep) pairLi
 	p, _ := rankSums(runs[a], runs[b], target) // misses at their budget
 	return pairLine{Pair: a + "-" + b, Target: target, First: rcgplot.Summarise(a, runs[a], target),
 		Second: rcgplot.Summarise(b, runs[b], target), PFaster: p}
+}
+
+// ProgressFlag defines the flag -progress on fs, Options.TickEvery.
+func ProgressFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("progress", time.Minute, "print each running run's F and iteration on stderr each time its "+
+		"clock passes another multiple of this (0: only as runs end)")
 }
 
 // TargetFlag defines the flag -target on fs: a finite F that sets *dst (Options.Target); left unset, *dst stays nil

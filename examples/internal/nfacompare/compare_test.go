@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
 )
@@ -255,7 +256,7 @@ func TestRunLines(t *testing.T) {
 
 // TestMainBatched runs the batched sweep end to end on the CPU backend for NFA and the NSSM (T = 40, two seeds, RCG
 // capped at 5 iterations, CG at 5): it writes the figure and a progress line per run, and refuses to follow RCG's
-// misses.
+// misses. With Options.TickEvery each run also reports while it runs.
 func TestMainBatched(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "nfa.svg")
 	var log bytes.Buffer
@@ -277,6 +278,33 @@ func TestMainBatched(t *testing.T) {
 		}
 		os.Remove(svg)
 	}
+	// With a tick every nanosecond each run reports while it runs, before the line of its end.
+	o.TickEvery = time.Nanosecond
+	log.Reset()
+	if err := Main(o); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	for _, run := range []string{"RCG seed 0", "RCG seed 1", "CG seed 0", "CG seed 1"} {
+		running, ended := 0, false
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "T=40 "+run+": ") {
+				continue
+			}
+			switch {
+			case strings.HasSuffix(l, " s (running)") && !ended:
+				running++
+			case strings.HasSuffix(l, " s (running)"):
+				t.Errorf("%s: %q after the run's end", run, l)
+			default:
+				ended = true
+			}
+		}
+		if running == 0 || !ended {
+			t.Errorf("%s: %d progress lines while running, ended %v; log %q", run, running, ended, lines)
+		}
+	}
+	o.TickEvery = 0
 	o.Follow = true
 	if err := Main(o); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("batched -follow: error %v, want ErrBadInput", err)

@@ -12,7 +12,8 @@ import (
 
 // BatchObjective is B independent objectives of one dimension evaluated together on a backend (the batch of
 // problems of notes §5), e.g. mog.Batch. Every call works on the first n runs (slots 0…n−1) of its operands, which
-// are contiguous n×1×Dim tensors in the backend's memory; MinimizeBatch keeps the unfinished runs first by Swap.
+// are contiguous n×1×Dim tensors in the backend's memory; MinimizeBatch keeps the unfinished runs first by Swap, and
+// in each round of its line search the runs still searching.
 type BatchObjective interface {
 	Backend() backend.Backend
 	// Batch returns B, Dim the length of one run's x, NumFree the n of the √n restart rule.
@@ -86,6 +87,9 @@ const (
 	lsBack
 	lsDone
 )
+
+// searching reports whether the search wants F at its trial step.
+func (l *lsState) searching() bool { return l.stage != lsIdle && l.stage != lsDone }
 
 // start begins a search from F0 with slope d0: the parabolic search from α₀ = a0, or with unit the unit rule (α = 1,
 // a0 unused); steepest is optimizer.search's.
@@ -188,7 +192,8 @@ func (l *lsState) backtrack(ls LineSearch) {
 // Powell–Beale (7) and every-k / ⌈√n⌉ restarts, the descent safeguard, the parabolic line search of notes §3.4 with its
 // α₀ rule, the retry along −g̃ and the |ΔF| < Tol convergence rule — with the vector work of all unfinished runs done
 // by batched backend calls: one Grad per iteration, then rounds of one Value each in which every run still in its line
-// search evaluates its next trial step (runs whose search has ended wait). A run that stops (converged, cap,
+// search evaluates its next trial step (swapped to the front first; runs whose search has ended wait and are not
+// evaluated). A run that stops (converged, cap,
 // non-finite) is swapped behind the unfinished ones and no longer updated or evaluated; the slots of obj are back in
 // the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context stops every
 // unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's error, as Minimize
@@ -294,6 +299,20 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	fs, gg := make([]float64, B), make([]float64, B)
 	out := make([]Result, B)
 	n := B
+	// swapSlots exchanges the runs in slots i and j: the objective's data and state, the run's vectors and its host
+	// state. The slot arrays (fs, gg, d0, …) are filled afresh before each use, so they need no swap.
+	swapSlots := func(i, j int) error {
+		if err := obj.Swap(i, j); err != nil {
+			return err
+		}
+		for _, t := range []*tensor.Tensor{x, g, gt, gtPrev, p, pPrev} {
+			if err := swapItems(be, t, tmp, i, j); err != nil {
+				return err
+			}
+		}
+		st[i], st[j] = st[j], st[i]
+		return nil
+	}
 	// retire moves the run in slot i behind the unfinished ones; the caller walks slots downwards.
 	retire := func(i int, reason run.StopReason, by Convergence) error {
 		r := st[i]
@@ -302,15 +321,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		r.res.F = r.fPrev
 		n--
 		if i != n {
-			if err := obj.Swap(i, n); err != nil {
-				return err
-			}
-			for _, t := range []*tensor.Tensor{x, g, gt, gtPrev, p, pPrev} {
-				if err := swapItems(be, t, tmp, i, n); err != nil {
-					return err
-				}
-			}
-			st[i], st[n] = st[n], st[i]
+			return swapSlots(i, n)
 		}
 		return nil
 	}
@@ -412,31 +423,40 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		}
 		return rowDots(d0, g, p, n)
 	}
-	// lineSearch runs the searches of the runs whose search stage is lsFirst to their end, one Value per round.
+	// lineSearch runs the searches of the runs whose search stage is lsFirst to their end, one Value per round. Each
+	// round first swaps the runs still searching to the front (slots 0…m−1), so that it steps and evaluates only
+	// them: the runs' searches end after different numbers of rounds.
 	lineSearch := func() error {
 		for {
-			any := false
-			for i := range n {
-				r := st[i]
-				alpha[i] = 0
-				if r.search.stage != lsIdle && r.search.stage != lsDone {
-					alpha[i], any = r.search.trial, true
+			m, hi := 0, n-1
+			for {
+				for m < n && st[m].search.searching() {
+					m++
+				}
+				for hi >= 0 && !st[hi].search.searching() {
+					hi--
+				}
+				if m >= hi {
+					break
+				}
+				if err := swapSlots(m, hi); err != nil {
+					return err
 				}
 			}
-			if !any {
+			if m == 0 {
 				return nil
 			}
-			if err := obj.Step(xt.Batches(0, n), x.Batches(0, n), p.Batches(0, n), alpha[:n]); err != nil {
+			for i := range m {
+				alpha[i] = st[i].search.trial
+			}
+			if err := obj.Step(xt.Batches(0, m), x.Batches(0, m), p.Batches(0, m), alpha[:m]); err != nil {
 				return err
 			}
-			if err := obj.Value(fs, xt.Batches(0, n)); err != nil {
+			if err := obj.Value(fs, xt.Batches(0, m)); err != nil {
 				return err
 			}
-			for i := range n {
+			for i := range m {
 				r := st[i]
-				if r.search.stage == lsIdle || r.search.stage == lsDone {
-					continue
-				}
 				f := fs[i]
 				r.res.FEvals++
 				if math.IsNaN(f) || math.IsInf(f, 0) {

@@ -11,6 +11,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/models/mog"
 	"github.com/geovb/geovb/models/nfa"
 	"github.com/geovb/geovb/tensor"
 )
@@ -340,5 +341,78 @@ func TestBatchFollowsHostPath(t *testing.T) {
 		if k < len(hostF) && k < len(batchF) {
 			t.Logf("after iteration %d: F relative difference %.2g", k+1, math.Abs(batchF[k]-hostF[k])/math.Abs(hostF[k]))
 		}
+	}
+}
+
+// countMoG and countNFA count the runs their Value calls evaluate. (The aliases name the embedded fields apart from
+// the method Batch.)
+type (
+	mogBatch = mog.Batch
+	nfaBatch = nfa.Batch
+)
+
+type countMoG struct {
+	*mogBatch
+	runs int
+}
+
+func (c *countMoG) Value(f []float64, x *tensor.Tensor) error {
+	c.runs += x.Shape().Batch
+	return c.mogBatch.Value(f, x)
+}
+
+type countNFA struct {
+	*nfaBatch
+	runs int
+}
+
+func (c *countNFA) Value(f []float64, x *tensor.Tensor) error {
+	c.runs += x.Shape().Batch
+	return c.nfaBatch.Value(f, x)
+}
+
+// Each round of MinimizeBatch's line search evaluates only the runs still searching: over a whole minimisation the
+// objective's Value calls cover exactly as many runs as the results count F evaluations, for the mixture (six runs,
+// RCG and the unit search with its reverts) and for NFA and the NSSM (three runs each, with the updates between
+// steps), where runs' searches end after different numbers of rounds.
+func TestMinimizeBatchEvaluatesSearchingRuns(t *testing.T) {
+	be := testbackend.Open(t)
+	check := func(name string, got []Result, runs int) {
+		t.Helper()
+		fevals := 0
+		for _, r := range got {
+			fevals += r.FEvals
+		}
+		if runs != fevals {
+			t.Errorf("%s: Value evaluated %d runs, the searches asked for %d", name, runs, fevals)
+		}
+	}
+	for _, s := range []Settings{{Tol: 1e-9 * 200, RestartEvery: SqrtN}, {Tol: 1e-9 * 200, Search: Unit}} {
+		ms, xs := batchRuns(t, 200, 4)
+		bt, err := mog.NewBatch(be, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &countMoG{mogBatch: bt}
+		got, err := MinimizeBatch(c, xs, s, BatchControl{MaxIter: 60})
+		bt.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("MoG search %d", s.Search), got, c.runs)
+	}
+	for _, dyn := range []bool{false, true} {
+		ms, xs := nfaBatchRuns(t, dyn, 0)
+		bt, err := nfa.NewBatch(be, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &countNFA{nfaBatch: bt}
+		got, err := MinimizeBatch(c, xs, Settings{Tol: 1e-6, PowellBeale: 0.2}, BatchControl{MaxIter: 15})
+		bt.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("dynamic=%v", dyn), got, c.runs)
 	}
 }

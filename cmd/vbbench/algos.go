@@ -609,7 +609,7 @@ var algoWorkloads = []*workload{
 			"large": {Batch: 30, N: 1000},
 		},
 		// As algo.nssm per run (≈ 1.6e5·n flops per iteration); the lockstep rounds evaluate every unfinished run
-		// in each line-search and damping trial, so this undercounts what the batch computes. Bytes: as algo.nssm
+		// in each damping trial of Update, so this undercounts what the batch computes. Bytes: as algo.nssm
 		// per run. Scratch, per run and step, of each of the two MLPs: tanh at 10 nodes and 20 moment and gradient
 		// arrays of H units, the Khatri–Rao factor and its gradient (2Hd) and three copies of J (3pd): ≈ 2200 values.
 		cost: func(d dims) (float64, float64) {

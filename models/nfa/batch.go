@@ -44,6 +44,7 @@ type Batch struct {
 	shared        bool      // one data set for every run: stored once, broadcast
 	f, g          *mlpBatch // the observation MLP (T steps) and the NSSM's dynamics (T − 1 steps)
 	xd, xSwap     *tensor.Tensor
+	bestSwap      *tensor.Tensor // 1×1×Dim: Swap's scratch for the best points
 	// B×1×Dim in x's layout: s̃ (the marginals for the NSSM) and the weight variances, and ∂F/∂ of them without the
 	// priors' ½ and the entropy terms.
 	vr, gv      *tensor.Tensor
@@ -83,6 +84,7 @@ type Batch struct {
 	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir, hPsiW, hPmW *tensor.Tensor // host copies
 	cst                                                                 []float64      // per run: the terms of F fixed by the state
 	vals                                                                []float64      // per run: F of the last evaluation
+	forwards                                                            int            // forward passes so far (tests)
 	owned                                                               []*tensor.Tensor
 }
 
@@ -146,6 +148,7 @@ func NewBatch(be backend.Backend, models []*Model) (*Batch, error) {
 		bt.xSwap = alloc(1, T, P)
 	}
 	bt.xd = alloc(xb, T, P)
+	bt.bestSwap = alloc(1, 1, bt.dim)
 	for _, t := range []**tensor.Tensor{&bt.vr, &bt.gv, &bt.gs, &bt.ap, &bt.last, &bt.diff, &bt.best} {
 		*t = alloc(B, 1, bt.dim)
 	}
@@ -395,6 +398,7 @@ func (bt *Batch) data(n int) *tensor.Tensor {
 
 // forward evaluates F at the means x of the first n runs into bt.vals, leaving every intermediate for backward.
 func (bt *Batch) forward(x *tensor.Tensor, n int) error {
+	bt.forwards++
 	T, P, d := bt.T, bt.P, bt.D
 	o := &ops{be: bt.be}
 	it := func(t *tensor.Tensor) *tensor.Tensor { return t.Batches(0, n) }
@@ -633,11 +637,15 @@ func (bt *Batch) Step(dst, x, p *tensor.Tensor, alpha []float64) error {
 	return o.err
 }
 
-// Swap exchanges the models, state and data of slots i and j (rcg.BatchObjective).
+// Swap exchanges the models, state and data of slots i and j (rcg.BatchObjective), and the line search's best
+// points, which stay valid: the state moves with its run unchanged. rcg.MinimizeBatch swaps the runs still
+// searching to the front in every round of its line search, and Update at the accepted points then needs no
+// evaluation.
 func (bt *Batch) Swap(i, j int) error {
 	if i == j {
 		return nil
 	}
+	bestI, bestJ := bt.bestF[i], bt.bestF[j]
 	bt.models[i], bt.models[j] = bt.models[j], bt.models[i]
 	if err := bt.sync(i); err != nil {
 		return err
@@ -645,14 +653,23 @@ func (bt *Batch) Swap(i, j int) error {
 	if err := bt.sync(j); err != nil {
 		return err
 	}
-	if bt.shared {
-		return nil
-	}
+	bt.bestF[i], bt.bestF[j] = bestJ, bestI
 	o := &ops{be: bt.be}
-	xi, xj := bt.xd.Item(i), bt.xd.Item(j)
-	o.copy(bt.xSwap, xi)
-	o.copy(xi, xj)
-	o.copy(xj, bt.xSwap)
+	bi, bj := bt.best.Item(i), bt.best.Item(j)
+	o.copy(bt.bestSwap, bi)
+	o.copy(bi, bj)
+	o.copy(bj, bt.bestSwap)
+	si, _, _, _ := bt.bestSums.Matrix(i)
+	sj, _, _, _ := bt.bestSums.Matrix(j)
+	for k := range si {
+		si[k], sj[k] = sj[k], si[k]
+	}
+	if !bt.shared {
+		xi, xj := bt.xd.Item(i), bt.xd.Item(j)
+		o.copy(bt.xSwap, xi)
+		o.copy(xi, xj)
+		o.copy(xj, bt.xSwap)
+	}
 	return o.err
 }
 

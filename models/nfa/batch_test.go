@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -92,6 +93,54 @@ func batchRuns(t *testing.T, cfg Config, B, T int, shared bool) (host, bat []*Mo
 		host, bat = append(host, pair[0]), append(bat, pair[1])
 	}
 	return host, bat, xs
+}
+
+// Swap carries each run's best point of the line search: Update at the accepted points of runs swapped after their
+// evaluation takes F from that evaluation as without the swap (as many forward passes) and settles the same state,
+// bit for bit, for NFA and the NSSM, on one data set and on two.
+func TestBatchSwapKeepsBest(t *testing.T) {
+	be := testbackend.Open(t)
+	for _, cfg := range []Config{batchCfg, nssmCfg} {
+		for _, shared := range []bool{true, false} {
+			var passes [2]int
+			var states [2][][]float64
+			for swap := range 2 {
+				_, ms, xs := batchRuns(t, cfg, 2, 12, shared)
+				bt, err := NewBatch(be, ms)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := testbackend.UploadRows(t, be, xs, bt.Dim())
+				if err := bt.Value(make([]float64, 2), x); err != nil {
+					t.Fatal(err)
+				}
+				if swap == 1 { // the runs and their means trade slots
+					if err := bt.Swap(0, 1); err != nil {
+						t.Fatal(err)
+					}
+					be.Free(x)
+					x = testbackend.UploadRows(t, be, [][]float64{xs[1], xs[0]}, bt.Dim())
+				}
+				before := bt.forwards
+				if err := bt.Update(x); err != nil {
+					t.Fatal(err)
+				}
+				passes[swap] = bt.forwards - before
+				states[swap] = [][]float64{bt.Model(swap).State(), bt.Model(1 - swap).State()} // runs 0, 1
+				be.Free(x)
+				bt.Close()
+			}
+			name := fmt.Sprintf("dynamic=%v shared=%v", cfg.Dynamic, shared)
+			if passes[0] != passes[1] {
+				t.Errorf("%s: Update took %d forward passes after a swap, %d without", name, passes[1], passes[0])
+			}
+			for r := range 2 {
+				if !slices.Equal(states[0][r], states[1][r]) {
+					t.Errorf("%s: run %d settled another state after a swap", name, r)
+				}
+			}
+		}
+	}
 }
 
 // TestBatchMatchesModel: on the test backend, for NFA and the NSSM, flat, with ARD (NFA adapting from the first update,

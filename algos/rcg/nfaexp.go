@@ -172,6 +172,9 @@ func (s Sweep) check(batched bool) error {
 			"methods %v (want seeds ≥ 1 from ≥ 0, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.FirstSeed,
 			s.Eps, s.CapFactor, s.RCGCap, s.RCGMaxIter, s.Methods)
 	}
+	if s.TickEvery < 0 {
+		return fmt.Errorf("%w: progress every %v (want ≥ 0; 0: none)", ErrBadInput, s.TickEvery)
+	}
 	if s.FixedTarget != nil && (math.IsNaN(*s.FixedTarget) || math.IsInf(*s.FixedTarget, 0)) {
 		return fmt.Errorf("%w: fixed target %v (want a finite F)", ErrBadInput, *s.FixedTarget)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/nfa"
 )
 
@@ -134,7 +135,8 @@ func TestSweepRCGMaxIter(t *testing.T) {
 }
 
 // The ticker calls Tick once each time a run's clock passes another multiple of TickEvery, however many multiples
-// one iteration passes, and is nil without Tick or a positive TickEvery.
+// one iteration passes, and is nil without Tick or a positive TickEvery; a sweep with a negative TickEvery is bad
+// input.
 func TestSweepTicker(t *testing.T) {
 	var at []float64
 	s := Sweep{TickEvery: 10 * time.Second, Tick: func(m string, tr *Trace) {
@@ -154,6 +156,13 @@ func TestSweepTicker(t *testing.T) {
 	}
 	if (Sweep{TickEvery: time.Second}).ticker("RG") != nil || (Sweep{Tick: s.Tick}).ticker("RG") != nil {
 		t.Errorf("a ticker without Tick or without TickEvery")
+	}
+	bad := Sweep{T: 30, Seeds: 1, Methods: []string{"RCG"}, TickEvery: -time.Second}
+	if _, err := SweepNFA(bad); !errors.Is(err, ErrBadInput) {
+		t.Errorf("progress every −1 s: %v, want ErrBadInput", err)
+	}
+	if _, err := SweepNFABatched(bad, testbackend.Open(t)); !errors.Is(err, ErrBadInput) {
+		t.Errorf("batched, progress every −1 s: %v, want ErrBadInput", err)
 	}
 }
 

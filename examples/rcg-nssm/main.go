@@ -29,46 +29,15 @@ package main
 import (
 	"flag"
 	"log"
-	"os"
-	"time"
 
 	"github.com/geovb/geovb/examples/internal/nfacompare"
 )
 
 func main() {
-	seeds := flag.Int("seeds", 8, "initialisations per size")
-	methods := flag.String("methods", "RCG,CG,RG,Old", "methods, RCG first (also GD, Old)")
-	grid := flag.String("n", "200,300,400,500", "data sizes")
-	rcgCap := flag.Duration("rcgcap", 10*time.Minute, "CPU-time cap of RCG runs")
-	rcgIter := flag.Int("rcgiter", 0,
-		"iteration cap of RCG runs (0: none); unlike -rcgcap, it gives a target the same on every machine")
-	capF := flag.Float64("cap", 10, "cap of non-RCG runs, × RCG's median run time")
-	gh := flag.Bool("gh", true, "Gauss–Hermite moments (false: Taylor, under which RCG stalls; docs/rcg.md)")
-	svg := flag.String("svg", "rcg-nssm.svg", "SVG output")
-	d := flag.Int("d", 5, "state dimension")
-	h := flag.Int("hidden", 20, "hidden units of each MLP")
-	eps := flag.Float64("eps", 0, "convergence threshold on |ΔF| over 5 iterations (0: 1e-5·T/80)")
-	follow := flag.Bool("follow", false,
-		"rerun RCG's runs that missed the target within -rcgcap, with the others' budget (-cap), for a third p-value")
-	ard := flag.Bool("ard", false, "ARD priors on the weight-matrix columns (notes §4.2.2)")
-	hier := flag.Bool("hier", false, "hierarchical priors of the biases and log-stds (notes §4.2.2)")
-	delay := flag.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt (0: 100, negative: none)")
-	runs := flag.Bool("runs", false,
-		"also print a JSON line per run (seed, final F, iterations, stop reason, time, time-to-target)")
-	batched := flag.Bool("batched", false, "run each method's initialisations as one batch on -backend (RCG, RG, CG, "+
-		"GD; Gauss–Hermite, no -follow): times are the batch's wall clock, -cap counts RCG's iterations")
-	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
-	seed0 := flag.Int("seed0", 0, "first initialisation's seed: seeds -seed0 … -seed0+seeds−1")
-	pool := nfacompare.PoolFlag(flag.CommandLine)
-	tick := nfacompare.ProgressFlag(flag.CommandLine)
-	var target *float64
-	nfacompare.TargetFlag(flag.CommandLine, &target)
+	cli := nfacompare.NewCLI(flag.CommandLine, nfacompare.Defaults{Dynamic: true, Seeds: 8, Methods: "RCG,CG,RG,Old",
+		Grid: "200,300,400,500", SVG: "rcg-nssm.svg", DelayNote: "0: 100, negative: none"})
 	flag.Parse()
-	if err := nfacompare.Run(*pool, flag.Args(), nfacompare.Options{Dynamic: true, Grid: *grid, Methods: *methods, Seeds: *seeds,
-		FirstSeed: *seed0, Target: target,
-		RCGCap: *rcgCap, RCGMaxIter: *rcgIter, Cap: *capF, GH: *gh, D: *d, H: *h, Eps: *eps, Follow: *follow,
-		ARD: *ard, Hierarchical: *hier, HyperDelay: *delay, Runs: *runs, SVG: *svg,
-		Batched: *batched, Backend: *bename, Log: os.Stderr, TickEvery: *tick}); err != nil {
+	if err := cli.Run(flag.Args()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package nfacompare
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -371,27 +370,4 @@ func comparePair(a, b string, runs map[string][]*rcg.Trace, sw rcg.Sweep) pairLi
 	p, _ := rankSums(runs[a], runs[b], target) // misses at their budget
 	return pairLine{Pair: a + "-" + b, Target: target, First: rcgplot.Summarise(a, runs[a], target),
 		Second: rcgplot.Summarise(b, runs[b], target), PFaster: p}
-}
-
-// ProgressFlag defines the flag -progress on fs, Options.TickEvery.
-func ProgressFlag(fs *flag.FlagSet) *time.Duration {
-	return fs.Duration("progress", time.Minute, "print each running run's F and iteration on stderr each time its "+
-		"clock passes another multiple of this (0: only as runs end)")
-}
-
-// TargetFlag defines the flag -target on fs: a finite F that sets *dst (Options.Target); left unset, *dst stays nil
-// and RCG's runs set the target.
-func TargetFlag(fs *flag.FlagSet, dst **float64) {
-	fs.Func("target", "fixed target F for every method (default: RCG's median final F + ε); with -seed0, "+
-		"sweeps over parts of the seeds share it", func(s string) error {
-		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
-			return err
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("target %v is not finite", v)
-		}
-		*dst = &v
-		return nil
-	})
 }

@@ -311,7 +311,7 @@ func TestMainBatched(t *testing.T) {
 	}
 }
 
-// TargetFlag: -target sets a finite F; unset it leaves the target to RCG's runs (nil); a value that is not a finite
+// targetFlag: -target sets a finite F; unset it leaves the target to RCG's runs (nil); a value that is not a finite
 // number is refused by the flag set, naming the flag.
 func TestTargetFlag(t *testing.T) {
 	for _, c := range []struct {
@@ -330,7 +330,7 @@ func TestTargetFlag(t *testing.T) {
 		var out bytes.Buffer
 		fs.SetOutput(&out)
 		var target *float64
-		TargetFlag(fs, &target)
+		targetFlag(fs, &target)
 		err := fs.Parse(c.args)
 		switch {
 		case c.bad:

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -47,24 +46,6 @@ func Pool(paths []string, w io.Writer) error {
 		}
 	}
 	return p.write(w)
-}
-
-// PoolFlag defines the flag -pool on fs (see Run).
-func PoolFlag(fs *flag.FlagSet) *bool {
-	return fs.Bool("pool", false, "read the files named as arguments, the -runs lines of sweeps over parts of the "+
-		"seeds with one -target, and print the lines of one sweep over all their runs; runs nothing")
-}
-
-// Run is the examples' main: with pool, Pool of the files args to stdout; otherwise Main(o), which takes no
-// arguments.
-func Run(pool bool, args []string, o Options) error {
-	if pool {
-		return Pool(args, os.Stdout)
-	}
-	if len(args) > 0 {
-		return fmt.Errorf("arguments %q: files are read only with -pool", args)
-	}
-	return Main(o)
 }
 
 // pooledRun is one run line with where it was read.

@@ -214,13 +214,3 @@ func FuzzPoolRead(f *testing.F) {
 		_ = p.write(io.Discard) // may fail (no RCG runs, other seeds): must not panic
 	})
 }
-
-// TestRunArgs: files are read only with -pool, and -pool needs them.
-func TestRunArgs(t *testing.T) {
-	if err := Run(false, []string{"part.jsonl"}, Options{}); err == nil || !strings.Contains(err.Error(), "-pool") {
-		t.Errorf("arguments without -pool: %v", err)
-	}
-	if err := Run(true, nil, Options{}); err == nil || !strings.Contains(err.Error(), "no files") {
-		t.Errorf("-pool without files: %v", err)
-	}
-}

@@ -200,10 +200,12 @@ func Finite(xs ...float64) bool {
 	return true
 }
 
-// CheckpointDue reports whether the method should save a checkpoint now (after Report).
+// CheckpointDue reports whether the method should save a checkpoint now (after Report): every CheckpointEvery
+// iterations, but not once Finish has ended the run, whose state a resumed run would take one iteration further (a
+// resume from the checkpoint before retraces the run to its end).
 func (l *Loop) CheckpointDue() bool {
 	e := l.ctl.CheckpointEvery
-	return e > 0 && l.iter > 0 && l.iter%e == 0
+	return e > 0 && l.iter > 0 && l.iter%e == 0 && l.reason == Running
 }
 
 // Finish stops the loop for reason (Converged, Patience, NotFinite, …) after the current iteration.

@@ -99,6 +99,21 @@ func TestCheckpointDue(t *testing.T) {
 	if len(due) != 2 || due[0] != 4 || due[1] != 8 {
 		t.Fatalf("checkpoints after %v, want [4 8]", due)
 	}
+	// A run that converges at iteration 8 saves no checkpoint there.
+	l = Control{CheckpointEvery: 4, CheckpointPath: "x"}.Start(10, 0)
+	due = nil
+	for l.Next() {
+		l.Report(Record{})
+		if l.Iter() == 8 {
+			l.Finish(Converged)
+		}
+		if l.CheckpointDue() {
+			due = append(due, l.Iter())
+		}
+	}
+	if len(due) != 1 || due[0] != 4 {
+		t.Fatalf("checkpoints after %v, want [4] (none at the converged iteration 8)", due)
+	}
 	for _, c := range []Control{{MaxIter: -1}, {Every: -2}, {CheckpointEvery: -1}, {CheckpointEvery: 3}} {
 		if c.Validate() == nil {
 			t.Errorf("Validate(%+v) = nil", c)

@@ -2,8 +2,14 @@ package rcg
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/geovb/geovb/algos/run"
@@ -31,13 +37,14 @@ func methodByName(name string) (Method, error) {
 // (0: none), measured with run.CPUTime and enforced by cancelling the run's context. It returns the F(t) trace for
 // time-to-target summaries, t in seconds of process CPU time (the paper's measure).
 func RunNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int, limit time.Duration) (*Trace, error) {
-	return runNFA(m, seed, method, tol, patience, limit, 0, nil)
+	return runNFA(m, seed, method, tol, patience, limit, 0, nil, "", 0)
 }
 
 // runNFA is RunNFA with a cap of maxIter iterations as well (0: none), calling tick (if not nil) with the trace
-// after each iteration.
+// after each iteration, and with a checkpoint of the run and its trace in the file ckpt (if not "") every
+// ckptEvery iterations, from which it resumes when the file exists.
 func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int, limit time.Duration,
-	maxIter int, tick func(*Trace)) (*Trace, error) {
+	maxIter int, tick func(*Trace), ckpt string, ckptEvery int) (*Trace, error) {
 	meth, err := methodByName(method)
 	if err != nil {
 		return nil, err
@@ -46,16 +53,16 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	if err != nil {
 		return nil, err
 	}
-	s := Settings{Method: meth, Tol: tol, Patience: patience, PowellBeale: 0.2}
+	s := Settings{Method: meth, Tol: tol, Patience: patience, PowellBeale: 0.2, Resume: ckpt != ""}
 	tr := &Trace{Method: method, Seed: int(seed), Limit: limit.Seconds()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := run.CPUTime()
+	obj := &tracedModel{Model: m, tr: tr, start: run.CPUTime()}
 	if maxIter <= 0 {
 		maxIter = 1 << 30
 	}
 	ctl := run.Control{Ctx: ctx, MaxIter: maxIter, Recorder: run.Func(func(r run.Record) {
-		el := run.CPUTime() - start
+		el := run.CPUTime() - obj.start
 		tr.T = append(tr.T, el.Seconds())
 		tr.F = append(tr.F, r.Extra["F"])
 		tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
@@ -66,13 +73,69 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 			cancel() // the loop stops before the next iteration
 		}
 	})}
-	res, err := Minimize(m, x0, s, ctl)
-	if res == nil {
+	if ckpt != "" {
+		ctl.CheckpointEvery, ctl.CheckpointPath = ckptEvery, ckpt
+	}
+	res, err := Minimize(obj, x0, s, ctl)
+	if res == nil || err != nil && !errors.Is(err, context.Canceled) { // Canceled: the CPU-time cap
 		return nil, err
 	}
-	tr.Final, tr.Iters, tr.Reason, tr.Time = res.F, res.Iters, res.Reason.String(), (run.CPUTime() - start).Seconds()
+	tr.Final, tr.Iters, tr.Reason = res.F, res.Iters, res.Reason.String()
+	tr.Time = (run.CPUTime() - obj.start).Seconds()
 	tr.ConvergedBy = res.ConvergedBy.String()
 	return tr, nil
+}
+
+// tracedModel is the model of one run whose checkpointed state (Stateful) also holds the run's trace so far, so that
+// a resumed run goes on with its trace and its clock where the checkpoint left them.
+type tracedModel struct {
+	*nfa.Model
+	tr    *Trace
+	start time.Duration // run.CPUTime at the run's time zero
+}
+
+// State is the model's state followed by the trace: its times, F values and evaluation counts, then their number.
+func (w *tracedModel) State() []float64 {
+	s := w.Model.State()
+	s = append(s, w.tr.T...)
+	s = append(s, w.tr.F...)
+	for _, e := range w.tr.Evals {
+		s = append(s, float64(e))
+	}
+	return append(s, float64(len(w.tr.T)))
+}
+
+// SetState restores what State saved and moves the run's time zero so that its clock goes on from the trace's last
+// time.
+func (w *tracedModel) SetState(s []float64) error {
+	k := len(w.Model.State())
+	if len(s) <= k {
+		return fmt.Errorf("%w: run state of %d values, want the model's %d and a trace", ErrBadInput, len(s), k)
+	}
+	c := s[len(s)-1]
+	n := int(c)
+	if !(c >= 0 && c == math.Trunc(c) && c <= math.MaxInt32) || len(s) != k+3*n+1 {
+		return fmt.Errorf("%w: run state of %d values with a trace of %v points, want %d values and the model's %d",
+			ErrBadInput, len(s), c, k+3*n+1, k)
+	}
+	tail := s[k : len(s)-1]
+	if !finiteVec(tail) {
+		return fmt.Errorf("%w: a trace with values that are not finite", ErrBadInput)
+	}
+	if err := w.Model.SetState(s[:k]); err != nil {
+		return err
+	}
+	w.tr.T, w.tr.F = slices.Clone(tail[:n]), slices.Clone(tail[n:2*n])
+	w.tr.Evals = make([]int, n)
+	for i, e := range tail[2*n:] {
+		w.tr.Evals[i] = int(e)
+	}
+	last := 0.0
+	if n > 0 {
+		last = w.tr.T[n-1]
+	}
+	w.start = run.CPUTime() - time.Duration(last*float64(time.Second))
+	return nil
 }
 
 // Sweep is the setting of SweepNFA: the model and data size, the methods and their budgets.
@@ -115,6 +178,33 @@ type Sweep struct {
 	// 48 minutes) shows how far it has come.
 	Tick      func(method string, tr *Trace)
 	TickEvery time.Duration
+	// CheckpointDir, when set, keeps a checkpoint of each host run (the optimiser's and the model's state and the
+	// trace so far) in a file of this directory every CheckpointEvery iterations (0: 100), named by the sweep's
+	// settings, the method and the seed. The same sweep started again resumes each run from its file: a run that
+	// was stopped goes on where its file left it, a finished one retraces at most CheckpointEvery iterations to the
+	// same end (with their times measured again, so a run that its CPU-time cap ended may end a little earlier or
+	// later). The batched sweep has no checkpoints.
+	CheckpointDir   string
+	CheckpointEvery int
+}
+
+// checkpoint returns the file of the run of method from seed under s.CheckpointDir ("" without one) and the
+// iterations between saves. The name carries a hash of the settings that shape the run, so that another sweep in
+// the same directory does not resume from it.
+func (s Sweep) checkpoint(method string, seed int) (string, int) {
+	if s.CheckpointDir == "" {
+		return "", 0
+	}
+	every := s.CheckpointEvery
+	if every == 0 {
+		every = 100
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%v %d %d %d %v %v %v %v %d %v %d %v", s.Dynamic, s.T, s.D, s.H, s.Moments, s.Tol(), s.ARD,
+		s.Hierarchical, s.HyperDelay, s.RCGCap, s.RCGMaxIter, s.CapFactor)
+	name := fmt.Sprintf("%s-T%d-%s-seed%d-%08x.ckpt", map[bool]string{false: "nfa", true: "nssm"}[s.Dynamic], s.T,
+		strings.ReplaceAll(method, " ", "-"), seed, h.Sum32())
+	return filepath.Join(s.CheckpointDir, name), every
 }
 
 func (s Sweep) progress(method string, tr *Trace) {
@@ -172,6 +262,10 @@ func (s Sweep) check(batched bool) error {
 			"methods %v (want seeds ≥ 1 from ≥ 0, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.FirstSeed,
 			s.Eps, s.CapFactor, s.RCGCap, s.RCGMaxIter, s.Methods)
 	}
+	if s.CheckpointEvery < 0 || batched && s.CheckpointDir != "" {
+		return fmt.Errorf("%w: checkpoints every %d iterations in %q (want ≥ 0; none in the batched sweep)",
+			ErrBadInput, s.CheckpointEvery, s.CheckpointDir)
+	}
 	if s.TickEvery < 0 {
 		return fmt.Errorf("%w: progress every %v (want ≥ 0; 0: none)", ErrBadInput, s.TickEvery)
 	}
@@ -211,6 +305,11 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 	if err := s.check(false); err != nil {
 		return nil, err
 	}
+	if s.CheckpointDir != "" {
+		if err := os.MkdirAll(s.CheckpointDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	X := nfa.SyntheticNFA(s.T, 1)
 	if s.Dynamic {
 		X = nfa.SyntheticNSSM(s.T, 1)
@@ -231,7 +330,8 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			}
 		}
 		for i := range s.Seeds {
-			tr, err := runNFA(m, uint64(s.FirstSeed+i), meth, s.Tol(), 5, limit, maxIter, s.ticker(meth))
+			ck, every := s.checkpoint(meth, s.FirstSeed+i)
+			tr, err := runNFA(m, uint64(s.FirstSeed+i), meth, s.Tol(), 5, limit, maxIter, s.ticker(meth), ck, every)
 			if err != nil {
 				return nil, err
 			}
@@ -246,7 +346,8 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 			limit := time.Duration(s.CapFactor * Median(rcgTimes) * float64(time.Second))
 			for _, tr := range out[meth] {
 				if _, _, ok := tr.TimeOrBound(target); !ok && limit.Seconds() > tr.Time {
-					tr, err = runNFA(m, uint64(tr.Seed), meth, s.Tol(), 5, limit, 0, s.ticker(FollowedRCG))
+					ck, every := s.checkpoint(FollowedRCG, tr.Seed)
+					tr, err = runNFA(m, uint64(tr.Seed), meth, s.Tol(), 5, limit, 0, s.ticker(FollowedRCG), ck, every)
 					if err != nil {
 						return nil, err
 					}

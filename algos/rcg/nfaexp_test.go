@@ -3,6 +3,8 @@ package rcg
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -259,5 +261,103 @@ func TestNFAHierarchicalFit(t *testing.T) {
 	}
 	if math.Abs(noise-0.1) > 0.01 || spread >= 0.1 {
 		t.Errorf("noise group: std e^{m̄} = %v (want 0.1 ± 0.01), spread e^{v̄} = %v (want < 0.1)", noise, spread)
+	}
+}
+
+// A sweep with CheckpointDir resumes each run from its file: run again, the finished runs retrace their last
+// iterations to the same F bit for bit; with seed 1's file put back to iteration 10 (as a sweep stopped after its
+// 12th iteration leaves it), that run goes on from there, its first 10 points of the trace restored as they were
+// measured, and ends as the sweep without checkpoints does. Bad settings and states are refused.
+func TestSweepCheckpointResume(t *testing.T) {
+	base := Sweep{Dynamic: true, T: 30, Seeds: 2, Methods: []string{"RCG"}, RCGMaxIter: 23}
+	ref, err := SweepNFA(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := base
+	s.CheckpointDir, s.CheckpointEvery = filepath.Join(t.TempDir(), "ck"), 5
+	file, _ := s.checkpoint("RCG", 1)
+	var saved []byte
+	s.TickEvery = time.Nanosecond
+	s.Tick = func(m string, tr *Trace) {
+		if tr.Seed == 1 && len(tr.T) == 12 {
+			if saved, err = os.ReadFile(file); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	first, err := SweepNFA(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved == nil {
+		t.Fatal("no checkpoint of seed 1 after 12 iterations")
+	}
+	s.Tick = nil
+	same := func(name string, got map[string][]*Trace) {
+		t.Helper()
+		for i, w := range ref["RCG"] {
+			g := got["RCG"][i]
+			if g.Iters != w.Iters || math.Float64bits(g.Final) != math.Float64bits(w.Final) || !slices.Equal(g.F, w.F) ||
+				!slices.Equal(g.Evals, w.Evals) || len(g.T) != len(w.T) {
+				t.Errorf("%s: seed %d: %d iterations, F %v; without checkpoints %d, %v", name, w.Seed, g.Iters, g.F,
+					w.Iters, w.F)
+			}
+		}
+	}
+	same("with checkpoints", first)
+	again, err := SweepNFA(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("again from the files", again)
+	if !slices.Equal(again["RCG"][0].T[:20], first["RCG"][0].T[:20]) {
+		t.Errorf("seed 0 resumed from iteration 20 measured its first 20 times again")
+	}
+	if err := os.WriteFile(file, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := SweepNFA(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("seed 1 from iteration 10", resumed)
+	if g, w := resumed["RCG"][1].T, first["RCG"][1].T; !slices.Equal(g[:10], w[:10]) || slices.Equal(g[10:], w[10:]) {
+		t.Errorf("seed 1: times %v, first run %v: want the first 10 restored, the rest measured again", g, w)
+	}
+
+	for name, bad := range map[string]Sweep{
+		"every −1": {T: 30, Seeds: 1, Methods: []string{"RCG"}, CheckpointDir: "ck", CheckpointEvery: -1},
+	} {
+		if _, err := SweepNFA(bad); !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s: %v, want ErrBadInput", name, err)
+		}
+	}
+	if _, err := SweepNFABatched(Sweep{T: 30, Seeds: 1, Methods: []string{"RCG"}, CheckpointDir: "ck"},
+		testbackend.Open(t)); !errors.Is(err, ErrBadInput) {
+		t.Errorf("batched with checkpoints: %v, want ErrBadInput", err)
+	}
+	m, err := nfa.New(nfa.SyntheticNSSM(30, 1), 30, 21, nfa.Config{Dynamic: true, D: 5, H: 20,
+		Moments: nfa.GaussHermite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &tracedModel{Model: m, tr: &Trace{}}
+	st := append(m.State(), 1.5, -3, 7, 1) // one point: t = 1.5 s, F = −3, 7 evaluations
+	if err := w.SetState(st); err != nil || !slices.Equal(w.tr.T, []float64{1.5}) || w.tr.Evals[0] != 7 {
+		t.Errorf("SetState of a one-point trace: %v, trace %+v", err, w.tr)
+	}
+	if !slices.Equal(w.State(), st) {
+		t.Errorf("State after SetState differs")
+	}
+	for name, bad := range map[string][]float64{
+		"count":      append(m.State(), 1.5, -3, 7, 2),
+		"fraction":   append(m.State(), 1.5, -3, 7, 0.5),
+		"NaN":        append(m.State(), math.NaN(), -3, 7, 1),
+		"model only": m.State(),
+	} {
+		if err := w.SetState(bad); !errors.Is(err, ErrBadInput) {
+			t.Errorf("state with a bad %s: %v, want ErrBadInput", name, err)
+		}
 	}
 }

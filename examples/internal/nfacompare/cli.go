@@ -22,7 +22,7 @@ type Defaults struct {
 type CLI struct {
 	dynamic                          bool
 	seeds, d, h, delay, seed0, iters *int
-	methods, grid, svg, bename       *string
+	methods, grid, svg, bename, ckpt *string
 	rcgCap, tick                     *time.Duration
 	capF, eps                        *float64
 	gh, follow, ard, hier, runs      *bool
@@ -60,6 +60,8 @@ func NewCLI(fs *flag.FlagSet, d Defaults) *CLI {
 		"seeds with one -target, and print the lines of one sweep over all their runs; runs nothing")
 	c.tick = fs.Duration("progress", time.Minute, "print each running run's F and iteration on stderr each time its "+
 		"clock passes another multiple of this (0: only as runs end)")
+	c.ckpt = fs.String("checkpoint", "", "directory for a checkpoint of each run every 100 iterations, from which "+
+		"the same command started again resumes (not with -batched)")
 	targetFlag(fs, &c.target)
 	return c
 }
@@ -69,7 +71,8 @@ func (c *CLI) Options() Options {
 	return Options{Dynamic: c.dynamic, Grid: *c.grid, Methods: *c.methods, Seeds: *c.seeds, FirstSeed: *c.seed0,
 		Target: c.target, RCGCap: *c.rcgCap, RCGMaxIter: *c.iters, Cap: *c.capF, GH: *c.gh, D: *c.d, H: *c.h,
 		Eps: *c.eps, Follow: *c.follow, ARD: *c.ard, Hierarchical: *c.hier, HyperDelay: *c.delay, Runs: *c.runs,
-		SVG: *c.svg, Batched: *c.batched, Backend: *c.bename, Log: os.Stderr, TickEvery: *c.tick}
+		SVG: *c.svg, Batched: *c.batched, Backend: *c.bename, Log: os.Stderr, TickEvery: *c.tick,
+		CheckpointDir: *c.ckpt}
 }
 
 // Run is the examples' main, given the arguments left after the flags: with -pool, Pool of the files args to

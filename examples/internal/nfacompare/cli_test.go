@@ -37,12 +37,12 @@ func TestCLIOptions(t *testing.T) {
 		"-seeds", "5", "-methods", "RCG,Old", "-n", "1000", "-rcgcap", "12m", "-rcgiter", "9156", "-cap", "3",
 		"-gh=false", "-svg", "f10.svg", "-d", "7", "-hidden", "30", "-eps", "1e-6", "-follow", "-ard", "-hier",
 		"-hyperdelay", "50", "-runs", "-batched", "-backend", "cpu", "-seed0", "4", "-progress", "30s",
-		"-target", "-13928.87")
+		"-target", "-13928.87", "-checkpoint", "ck")
 	o = c.Options()
 	want := Options{Grid: "1000", Methods: "RCG,Old", Seeds: 5, FirstSeed: 4, RCGCap: 12 * time.Minute,
 		RCGMaxIter: 9156, Cap: 3, D: 7, H: 30, Eps: 1e-6, Follow: true, ARD: true, Hierarchical: true,
 		HyperDelay: 50, Runs: true, SVG: "f10.svg", Batched: true, Backend: "cpu", Log: os.Stderr,
-		TickEvery: 30 * time.Second}
+		TickEvery: 30 * time.Second, CheckpointDir: "ck"}
 	if o.Target == nil || *o.Target != -13928.87 {
 		t.Errorf("-target: %v", o.Target)
 	}

@@ -46,6 +46,9 @@ type Options struct {
 	Log     io.Writer // a progress line per finished run (nil: none)
 	// TickEvery adds a progress line to Log each time a running run's clock passes another multiple of it (0: none).
 	TickEvery time.Duration
+	// CheckpointDir keeps a checkpoint of each run there, from which the same sweep started again resumes
+	// (rcg.Sweep.CheckpointDir; "": none).
+	CheckpointDir string
 }
 
 // Main runs rcg.SweepNFA with o.Methods (RCG first: it sets the target and the others' caps) over the sizes of
@@ -82,7 +85,8 @@ func Main(o Options) error {
 		}
 		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, FirstSeed: o.FirstSeed, FixedTarget: o.Target,
 			D: o.D, H: o.H, Moments: mo, Eps: o.Eps, Methods: methods, RCGCap: o.RCGCap, RCGMaxIter: o.RCGMaxIter,
-			CapFactor: o.Cap, FollowRCG: o.Follow, ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay}
+			CapFactor: o.Cap, FollowRCG: o.Follow, ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay,
+			CheckpointDir: o.CheckpointDir}
 		if o.Log != nil {
 			sw.Progress = func(m string, tr *rcg.Trace) {
 				why := tr.Reason

@@ -156,7 +156,8 @@ func BenchmarkMoGBatch30(b *testing.B) {
 // BenchmarkNFABatch8 runs 8 initialisations of NFA and of the NSSM on one synthetic data set each (p = 21, d = 5,
 // H = 20, Gauss–Hermite: the §6.6–6.7 sweeps' models) for 30 iterations of RCG each — as a loop of host runs (Minimize on each Model, its time
 // steps in blocks over the cores) and as one batch on the test backend (MinimizeBatch on nfa.Batch; GEOVB_BACKEND,
-// else cpu) — and reports the wall-time ratio loop/batched measured in the same op. Both do the same iterations
+// else cpu) — and reports the wall-time ratio loop/batched measured in the same op, and the batch's evaluations of
+// one run's F (nfa.Batch.RunEvaluations). Both do the same iterations
 // (TestMinimizeBatchNFA; NSSM paths may part after a few iterations, with the same work per iteration).
 func BenchmarkNFABatch8(b *testing.B) {
 	be := testbackend.Open(b)
@@ -192,6 +193,7 @@ func BenchmarkNFABatch8(b *testing.B) {
 				return ms, xs
 			}
 			var loop, batched time.Duration
+			evals := 0
 			for b.Loop() {
 				ms, xs := runs()
 				t0 := time.Now()
@@ -210,12 +212,14 @@ func BenchmarkNFABatch8(b *testing.B) {
 				if _, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: iters}); err != nil {
 					b.Fatal(err)
 				}
+				evals += bt.RunEvaluations()
 				bt.Close()
 				loop, batched = loop+t1.Sub(t0), batched+time.Since(t2)
 			}
 			b.ReportMetric(loop.Seconds()/float64(b.N), "loop-s/op")
 			b.ReportMetric(batched.Seconds()/float64(b.N), "batched-s/op")
 			b.ReportMetric(loop.Seconds()/batched.Seconds(), "loop/batched")
+			b.ReportMetric(float64(evals)/float64(b.N), "batch-run-evals/op")
 		})
 	}
 }

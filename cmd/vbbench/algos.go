@@ -608,8 +608,8 @@ var algoWorkloads = []*workload{
 			"quick": {Batch: 2, N: 40}, "small": {Batch: 8, N: 200}, "medium": {Batch: 8, N: 1000},
 			"large": {Batch: 30, N: 1000},
 		},
-		// As algo.nssm per run (≈ 1.6e5·n flops per iteration); the lockstep rounds evaluate every unfinished run
-		// in each damping trial of Update, so this undercounts what the batch computes. Bytes: as algo.nssm
+		// As algo.nssm per run (≈ 1.6e5·n flops per iteration): each line-search round and damping trial evaluates
+		// only the runs it concerns, as the host runs do. Bytes: as algo.nssm
 		// per run. Scratch, per run and step, of each of the two MLPs: tanh at 10 nodes and 20 moment and gradient
 		// arrays of H units, the Khatri–Rao factor and its gradient (2Hd) and three copies of J (3pd): ≈ 2200 values.
 		cost: func(d dims) (float64, float64) {

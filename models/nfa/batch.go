@@ -84,7 +84,7 @@ type Batch struct {
 	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir, hPsiW, hPmW *tensor.Tensor // host copies
 	cst                                                                 []float64      // per run: the terms of F fixed by the state
 	vals                                                                []float64      // per run: F of the last evaluation
-	forwards                                                            int            // forward passes so far (tests)
+	forwards, runsForwarded                                             int            // forward passes and the runs they covered (tests)
 	owned                                                               []*tensor.Tensor
 }
 
@@ -230,6 +230,10 @@ func (bt *Batch) Dim() int { return bt.dim }
 
 // NumFree returns Dim: every mean is free.
 func (bt *Batch) NumFree() int { return bt.dim }
+
+// RunEvaluations returns the evaluations of one run's F the batch has made so far: each forward pass (of Value, Grad
+// or Update) counts the runs it covers. It measures the batch's work in the host's unit.
+func (bt *Batch) RunEvaluations() int { return bt.runsForwarded }
 
 // Model returns the model in slot i (after MinimizeBatch returns, run i's).
 func (bt *Batch) Model(i int) *Model { return bt.models[i] }
@@ -399,6 +403,7 @@ func (bt *Batch) data(n int) *tensor.Tensor {
 // forward evaluates F at the means x of the first n runs into bt.vals, leaving every intermediate for backward.
 func (bt *Batch) forward(x *tensor.Tensor, n int) error {
 	bt.forwards++
+	bt.runsForwarded += n
 	T, P, d := bt.T, bt.P, bt.D
 	o := &ops{be: bt.be}
 	it := func(t *tensor.Tensor) *tensor.Tensor { return t.Batches(0, n) }
@@ -688,7 +693,9 @@ func (bt *Batch) SetState(i int, s []float64) error {
 // (rcg.BatchUpdater): the noise hyperparameters by the Newton scheme from the squared errors at x, kept only where
 // F did not increase, then the fixed-point variances (13) from the gradient at the new state, damped to the first
 // of λ = 1, ½, ¼, ⅛ with F(old + λ(fixed point − old)) ≤ F(old), else the old variances. Each trial is one batched
-// evaluation (the results of runs no longer searching are not used). Like Model.Update, it takes F and the squared
+// evaluation of the runs still damping, and the gradient again where a hyperparameter update was undone one of
+// those runs alone: they are swapped to the front first (Swap, with x's and gs's rows), and back before Update
+// returns, so a run costs the evaluations it costs Model.Update. Like Model.Update, it takes F and the squared
 // errors at x from the line search's evaluation there when it can (best), and leaves the gradient at the final
 // state for the next Grad: each run's row of gs is written by the backward pass of the evaluation at which its
 // state was settled.
@@ -697,11 +704,13 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	F0 := make([]float64, n)
+	runs := make([]updRun, n)
 	if ok, err := bt.atBest(x, n); err != nil {
 		return err
 	} else if ok {
-		copy(F0, bt.bestF[:n])
+		for i := range runs {
+			runs[i].F0 = bt.bestF[i]
+		}
 		if err := tensor.CopyHost(bt.hSums.Batches(0, n), bt.bestSums.Batches(0, n)); err != nil {
 			return err
 		}
@@ -709,7 +718,9 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		if err := bt.forward(x, n); err != nil {
 			return err
 		}
-		copy(F0, bt.vals[:n])
+		for i := range runs {
+			runs[i].F0 = bt.vals[i]
+		}
 	}
 	var xh [][]float64 // the means, for the hierarchy's nodes (their children include the biases)
 	if bt.models[0].groups != nil {
@@ -719,10 +730,9 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		}
 		xh = h.ItemRows()
 	}
-	saved := make([][]float64, n)
 	for i := range n {
 		m := bt.models[i]
-		saved[i] = m.State()
+		runs[i].saved = m.State()
 		s, _, _, _ := bt.hSums.Matrix(i)
 		copy(m.obsE, s[:bt.P])
 		if bt.dyn {
@@ -745,47 +755,98 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 			return err
 		}
 	}
-	// F1 and the gradients at the new hyperparameters (means into gs, variances to the host), again where they
-	// were reverted.
-	F1 := make([]float64, n)
-	gradAt := func() error {
-		if err := bt.forward(x, n); err != nil {
+	// Later passes evaluate only the runs they concern, swapped to the front (slots 0…k−1); perm[s] is the slot at
+	// entry of the run now in slot s, and the runs go back to their slots before Update returns.
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	swap := func(i, j int) error {
+		if i == j {
+			return nil
+		}
+		if err := bt.Swap(i, j); err != nil {
 			return err
 		}
-		if err := bt.backward(x, bt.gs.Batches(0, n), n); err != nil {
+		o := &ops{be: bt.be}
+		for _, t := range []*tensor.Tensor{x, bt.gs} {
+			ti, tj := t.Item(i), t.Item(j)
+			o.copy(bt.bestSwap, ti)
+			o.copy(ti, tj)
+			o.copy(tj, bt.bestSwap)
+		}
+		for _, h := range []*tensor.Tensor{bt.hGrad, bt.hDir} {
+			a, _, _, _ := h.Matrix(i)
+			b, _, _, _ := h.Matrix(j)
+			for k := range a {
+				a[k], b[k] = b[k], a[k]
+			}
+		}
+		runs[i], runs[j] = runs[j], runs[i]
+		perm[i], perm[j] = perm[j], perm[i]
+		return o.err
+	}
+	// front swaps the runs for which want holds to the front and returns their number.
+	front := func(want func(r *updRun) bool) (int, error) {
+		k, hi := 0, n-1
+		for {
+			for k < n && want(&runs[k]) {
+				k++
+			}
+			for hi >= 0 && !want(&runs[hi]) {
+				hi--
+			}
+			if k >= hi {
+				return k, nil
+			}
+			if err := swap(k, hi); err != nil {
+				return 0, err
+			}
+		}
+	}
+	// F1 and the gradients at the new hyperparameters of the first k runs (means into gs, variances to the host).
+	gradAt := func(k int) error {
+		xk := x.Batches(0, k)
+		if err := bt.forward(xk, k); err != nil {
 			return err
 		}
-		copy(F1, bt.vals[:n])
+		if err := bt.backward(xk, bt.gs.Batches(0, k), k); err != nil {
+			return err
+		}
+		for i := range k {
+			runs[i].F1 = bt.vals[i]
+		}
 		if bt.dyn {
-			if err := bt.be.Download(bt.hDir.Batches(0, n), bt.dir.Batches(0, n)); err != nil {
+			if err := bt.be.Download(bt.hDir.Batches(0, k), bt.dir.Batches(0, k)); err != nil {
 				return err
 			}
 		}
-		return bt.be.Download(bt.hGrad.Batches(0, n), bt.gv.Batches(0, n))
+		return bt.be.Download(bt.hGrad.Batches(0, k), bt.gv.Batches(0, k))
 	}
-	if err := gradAt(); err != nil {
+	if err := gradAt(n); err != nil {
 		return err
 	}
-	redo := false
-	for i := range n {
-		if !(F1[i] <= F0[i]+1e-12*math.Abs(F0[i])) || math.IsNaN(F1[i]) {
+	for i := range n { // where F rose, the old hyperparameters, and F1 and the gradients again there
+		r := &runs[i]
+		r.redo = !(r.F1 <= r.F0+1e-12*math.Abs(r.F0)) || math.IsNaN(r.F1)
+		if r.redo {
 			m := bt.models[i]
-			if err := m.SetState(saved[i]); err != nil {
+			if err := m.SetState(r.saved); err != nil {
 				return err
 			}
 			m.fpRejected++
 			if err := bt.sync(i); err != nil {
 				return err
 			}
-			redo = true
 		}
 	}
-	if redo {
-		if err := gradAt(); err != nil {
+	if k, err := front(func(r *updRun) bool { return r.redo }); err != nil {
+		return err
+	} else if k > 0 {
+		if err := gradAt(k); err != nil {
 			return err
 		}
 	}
-	old, target := make([][]float64, n), make([][]float64, n)
 	d, nS := bt.D, bt.T*bt.D
 	for i := range n {
 		m := bt.models[i]
@@ -813,37 +874,41 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 				gr.SVar[k] = row[k] + 0.5 - 0.5/v
 			}
 		}
-		old[i] = m.State()
+		r := &runs[i]
+		r.old = m.State()
 		m.fixedPoint(gr)
-		target[i] = m.State()
+		r.target = m.State()
+		r.lastF = r.F1 // a run that keeps its old variances keeps F1 and the gradient gradAt left in gs
+		r.active = true
 	}
-	lastF := slices.Clone(F1) // a run that keeps its old variances keeps F1 and the gradient gradAt left in gs
-	active := make([]bool, n)
-	for i := range active {
-		active[i] = true
-	}
-	cur := make([]float64, len(old[0]))
-	for lam := 1.0; lam > 0.1 && slices.Contains(active, true); lam /= 2 {
-		for i := range n {
-			if !active[i] {
-				continue
-			}
-			for k := range cur {
-				cur[k] = old[i][k] + lam*(target[i][k]-old[i][k])
+	cur := make([]float64, len(runs[0].old))
+	for lam := 1.0; lam > 0.1; lam /= 2 {
+		k, err := front(func(r *updRun) bool { return r.active })
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			break
+		}
+		for i := range k {
+			r := &runs[i]
+			for j := range cur {
+				cur[j] = r.old[j] + lam*(r.target[j]-r.old[j])
 			}
 			if err := bt.SetState(i, cur); err != nil {
 				return err
 			}
 		}
-		if err := bt.forward(x, n); err != nil {
+		xk := x.Batches(0, k)
+		if err := bt.forward(xk, k); err != nil {
 			return err
 		}
 		var kept []int
-		for i := range n {
-			if active[i] && bt.vals[i] <= F1[i] {
-				active[i] = false
+		for i := range k {
+			if r := &runs[i]; bt.vals[i] <= r.F1 {
+				r.active = false
+				r.lastF = bt.vals[i]
 				kept = append(kept, i)
-				lastF[i] = bt.vals[i]
 			}
 		}
 		if len(kept) == 0 {
@@ -851,14 +916,14 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		}
 		// The gradient of the runs settled now, from this pass's intermediates, into their rows of gs.
 		gs := bt.gs
-		if len(kept) < n {
+		if len(kept) < k {
 			gs = bt.diff
 		}
-		if err := bt.backward(x, gs.Batches(0, n), n); err != nil {
+		if err := bt.backward(xk, gs.Batches(0, k), k); err != nil {
 			return err
 		}
 		for _, i := range kept {
-			if len(kept) < n {
+			if len(kept) < k {
 				if err := bt.be.Copy(bt.gs.Item(i), bt.diff.Item(i)); err != nil {
 					return err
 				}
@@ -866,18 +931,35 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		}
 	}
 	for i := range n {
-		if active[i] {
-			if err := bt.SetState(i, old[i]); err != nil {
+		for perm[i] != i {
+			if err := swap(i, perm[i]); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range n {
+		r := &runs[i]
+		if r.active {
+			if err := bt.SetState(i, r.old); err != nil {
 				return err
 			}
 			bt.models[i].fpRejected++
 		}
 		bt.models[i].updates++
+		bt.lastF[i] = r.lastF
 	}
 	if err := bt.be.Copy(bt.last.Batches(0, n), x); err != nil {
 		return err
 	}
-	copy(bt.lastF, lastF)
 	bt.lastN, bt.lastOK = n, true
 	return nil
+}
+
+// updRun is Update's state of one run: F before and after the hyperparameter update, F at the state it settles,
+// the states before the update, before the fixed point and at it, and whether the hyperparameter update is undone
+// (redo) and the damping still searches (active).
+type updRun struct {
+	F0, F1, lastF      float64
+	saved, old, target []float64
+	redo, active       bool
 }

@@ -143,6 +143,64 @@ func TestBatchSwapKeepsBest(t *testing.T) {
 	}
 }
 
+// Update evaluates each run only in the passes that concern it: over each of three Updates of a batch of three runs
+// (on their own data sets), the forward passes cover as many runs as the same Updates of each run alone in a batch of
+// one, and leave the same states, for NFA and the NSSM, with runs that take different numbers of passes (batchRuns'
+// large means make the damping reject some steps; checked), whose Update in lockstep would evaluate more.
+func TestBatchUpdateEvaluatesOnlyItsRuns(t *testing.T) {
+	be := testbackend.Open(t)
+	differ := false
+	for _, cfg := range []Config{batchCfg, nssmCfg} {
+		alone, ms, xs := batchRuns(t, cfg, 3, 12, false)
+		bt, err := NewBatch(be, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := testbackend.UploadRows(t, be, xs, bt.Dim())
+		singles := make([]*Batch, len(alone))
+		xsingle := make([]*tensor.Tensor, len(alone))
+		for i, m := range alone {
+			if singles[i], err = NewBatch(be, []*Model{m}); err != nil {
+				t.Fatal(err)
+			}
+			xsingle[i] = testbackend.UploadRows(t, be, xs[i:i+1], bt.Dim())
+		}
+		for round := range 3 {
+			before := bt.runsForwarded
+			if err := bt.Update(x); err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			var passes []int
+			for i, sb := range singles {
+				b, p := sb.runsForwarded, sb.forwards
+				if err := sb.Update(xsingle[i]); err != nil {
+					t.Fatal(err)
+				}
+				want += sb.runsForwarded - b
+				passes = append(passes, sb.forwards-p)
+				if !slices.Equal(bt.Model(i).State(), sb.Model(0).State()) {
+					t.Errorf("dynamic=%v round %d: run %d settled another state than alone", cfg.Dynamic, round, i)
+				}
+			}
+			if got := bt.runsForwarded - before; got != want {
+				t.Errorf("dynamic=%v round %d: Update evaluated %d runs, alone %d", cfg.Dynamic, round, got, want)
+			}
+			t.Logf("dynamic=%v round %d: passes alone %v", cfg.Dynamic, round, passes)
+			differ = differ || slices.Min(passes) != slices.Max(passes)
+		}
+		be.Free(x)
+		bt.Close()
+		for i, sb := range singles {
+			be.Free(xsingle[i])
+			sb.Close()
+		}
+	}
+	if !differ {
+		t.Errorf("every run took as many passes as the others in every round: nothing to leave out")
+	}
+}
+
 // TestBatchMatchesModel: on the test backend, for NFA and the NSSM, flat, with ARD (NFA adapting from the first update,
 // the NSSM from the third) and with the hierarchical priors (NFA alone, the NSSM with ARD), the batch's F, gradient and
 // natural gradient (for the NSSM the chains') of every run match its Model's (F to 1e-12 relative, the gradients to

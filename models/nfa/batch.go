@@ -84,7 +84,7 @@ type Batch struct {
 	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir, hPsiW, hPmW *tensor.Tensor // host copies
 	cst                                                                 []float64      // per run: the terms of F fixed by the state
 	vals                                                                []float64      // per run: F of the last evaluation
-	forwards, runsForwarded                                             int            // forward passes and the runs they covered (tests)
+	forwards, runsForwarded                                             int            // forward passes (tests), the runs they covered
 	owned                                                               []*tensor.Tensor
 }
 
@@ -644,8 +644,8 @@ func (bt *Batch) Step(dst, x, p *tensor.Tensor, alpha []float64) error {
 
 // Swap exchanges the models, state and data of slots i and j (rcg.BatchObjective), and the line search's best
 // points, which stay valid: the state moves with its run unchanged. rcg.MinimizeBatch swaps the runs still
-// searching to the front in every round of its line search, and Update at the accepted points then needs no
-// evaluation.
+// searching to the front in every round of its line search (and Update the runs still damping), and Update at the
+// accepted points then needs no evaluation.
 func (bt *Batch) Swap(i, j int) error {
 	if i == j {
 		return nil

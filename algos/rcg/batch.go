@@ -66,6 +66,8 @@ type bstate struct {
 	beta, gn, d0, a0, f, alpha float64
 	restart, retry             bool
 	search                     lsState
+	mult, oldG                 []float64 // Old: the per-element multipliers, and g̃ of this iteration on the host
+	try                        int       // Old: the multipliers' shrinkings in this iteration
 }
 
 // lsState is the parabolic line search of optimizer.search as a state machine, so that the trial points of all
@@ -198,7 +200,8 @@ func (l *lsState) backtrack(ls LineSearch) {
 // the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context stops every
 // unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's error, as Minimize
 // does. Methods RCG, RG and the Euclidean CG and GD (g̃ = g, Minimize's α₀ rule for them), Beta PR, FR, PR+ and Search
-// Parabolic (without Refine) and Unit are supported; Old is not. With ctl.CheckpointEvery the state of every run is
+// Parabolic (without Refine) and Unit are supported, and Old (optimizer.oldStep per run: its multipliers on the host,
+// its trials in rounds of one Value over the runs still trying). With ctl.CheckpointEvery the state of every run is
 // saved every so many rounds, and with s.Resume a call continues from ctl.CheckpointPath when the file exists (x0
 // is then not used), as Minimize; the objective must keep no state between calls besides x, as mog.Batch does.
 func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
@@ -206,8 +209,8 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	switch {
 	case len(x0) != B:
 		return nil, fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), B)
-	case s.Method == Old || s.Method < RCG || s.Method > Old:
-		return nil, fmt.Errorf("%w: MinimizeBatch runs RCG, RG, CG and GD, not %v", ErrBadInput, s.Method)
+	case s.Method < RCG || s.Method > Old:
+		return nil, fmt.Errorf("%w: MinimizeBatch runs RCG, RG, CG, GD and Old, not %v", ErrBadInput, s.Method)
 	case s.Beta == HestenesStiefel || s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
 		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
 	case s.Search != Parabolic && s.Search != Unit || s.LS.Refine != 0:
@@ -295,6 +298,12 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	st := make([]*bstate, B)
 	for i := range st {
 		st[i] = &bstate{id: i}
+		if s.Method == Old {
+			st[i].mult = make([]float64, dim)
+			for k := range st[i].mult {
+				st[i].mult[k] = 1
+			}
+		}
 	}
 	fs, gg := make([]float64, B), make([]float64, B)
 	out := make([]Result, B)
@@ -382,6 +391,9 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		for i := B - 1; i >= 0; i-- {
 			c := ck.Runs[i]
 			st[i].load(c)
+			if s.Method == Old {
+				st[i].mult = ck.Mult[i]
+			}
 			if c.Done {
 				if err := retire(i, c.Reason, c.ConvergedBy); err != nil {
 					return nil, err
@@ -423,47 +435,158 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		}
 		return rowDots(d0, g, p, n)
 	}
+	// searchFront swaps the runs whose search wants F to the front (slots 0…m−1) and returns m.
+	searchFront := func() (int, error) {
+		m, hi := 0, n-1
+		for {
+			for m < n && st[m].search.searching() {
+				m++
+			}
+			for hi >= 0 && !st[hi].search.searching() {
+				hi--
+			}
+			if m >= hi {
+				return m, nil
+			}
+			if err := swapSlots(m, hi); err != nil {
+				return 0, err
+			}
+		}
+	}
+	// evaluate steps the first m runs to their trial points (x + trial·p) and evaluates F there into fs; trialF(i)
+	// then counts run i's evaluation and returns its F, +Inf where F is not finite (a rejected point).
+	evaluate := func(m int) error {
+		for i := range m {
+			alpha[i] = st[i].search.trial
+		}
+		if err := obj.Step(xt.Batches(0, m), x.Batches(0, m), p.Batches(0, m), alpha[:m]); err != nil {
+			return err
+		}
+		return obj.Value(fs, xt.Batches(0, m))
+	}
+	trialF := func(i int) float64 {
+		r := st[i]
+		r.res.FEvals++
+		if math.IsNaN(fs[i]) || math.IsInf(fs[i], 0) {
+			r.res.Rejected++
+			return math.Inf(1)
+		}
+		return fs[i]
+	}
 	// lineSearch runs the searches of the runs whose search stage is lsFirst to their end, one Value per round. Each
 	// round first swaps the runs still searching to the front (slots 0…m−1), so that it steps and evaluates only
 	// them: the runs' searches end after different numbers of rounds.
 	lineSearch := func() error {
 		for {
-			m, hi := 0, n-1
-			for {
-				for m < n && st[m].search.searching() {
-					m++
-				}
-				for hi >= 0 && !st[hi].search.searching() {
-					hi--
-				}
-				if m >= hi {
-					break
-				}
-				if err := swapSlots(m, hi); err != nil {
+			m, err := searchFront()
+			if err != nil || m == 0 {
+				return err
+			}
+			if err := evaluate(m); err != nil {
+				return err
+			}
+			for i := range m {
+				st[i].search.feed(trialF(i), ls)
+			}
+		}
+	}
+	// oldStep is Old's step (optimizer.oldStep) for each unfinished run, its gn set: a run with g̃ = 0 stops
+	// (Stationary); the others scale their multipliers by the signs of g̃ and the previous step, then try
+	// p = −mult ⊙ g̃ in rounds of one Value over the runs still trying (swapped to the front), each shrinking its
+	// multipliers after an increase of F, until F does not rise (search.ok, a = 1) or the step no longer moves x (not
+	// ok). The vectors of this host arithmetic go down and up once per iteration, and a row of p once per shrinking.
+	var hg, hp, hrow *tensor.Tensor
+	setP := func(i int) error { // p of slot i = −mult ⊙ g̃
+		r := st[i]
+		row, _, _, _ := hrow.Matrix(0)
+		for k, gk := range r.oldG {
+			row[k] = -r.mult[k] * gk
+		}
+		return be.Upload(p.Item(i), hrow)
+	}
+	oldStep := func() error {
+		for i := n - 1; i >= 0; i-- {
+			if r := st[i]; r.gn == 0 {
+				report(r, r.f, r.gn, 0, 0)
+				if err := retire(i, run.Converged, Stationary); err != nil {
 					return err
 				}
 			}
-			if m == 0 {
-				return nil
+		}
+		if n == 0 {
+			return nil
+		}
+		if hg == nil {
+			hg, hp, hrow = tensor.NewHost(B, 1, dim), tensor.NewHost(B, 1, dim), tensor.NewHost(1, 1, dim)
+		}
+		if err := be.Download(hg.Batches(0, n), gt.Batches(0, n)); err != nil {
+			return err
+		}
+		if err := be.Download(hp.Batches(0, n), pPrev.Batches(0, n)); err != nil {
+			return err
+		}
+		for i := range n {
+			r := st[i]
+			gi, _, _, _ := hg.Matrix(i)
+			r.oldG = append(r.oldG[:0], gi...)
+			if r.havePrev {
+				pp, _, _, _ := hp.Matrix(i)
+				for k, gk := range gi {
+					m := r.mult[k]
+					switch c := gk * pp[k]; {
+					case c < 0: // the step −g̃_k repeats the previous step's sign
+						m *= ls.OldUp
+					case c > 0:
+						m *= ls.OldDown
+					}
+					r.mult[k] = math.Min(math.Max(m, ls.MinAlpha), ls.MaxAlpha)
+				}
 			}
-			for i := range m {
-				alpha[i] = st[i].search.trial
-			}
-			if err := obj.Step(xt.Batches(0, m), x.Batches(0, m), p.Batches(0, m), alpha[:m]); err != nil {
+			r.try = 0
+			r.search = lsState{stage: lsFirst, F0: r.f, bestF: r.f, trial: 1}
+			if err := setP(i); err != nil {
 				return err
 			}
-			if err := obj.Value(fs, xt.Batches(0, m)); err != nil {
+		}
+		for {
+			m, err := searchFront()
+			if err != nil || m == 0 {
+				return err
+			}
+			if err := evaluate(m); err != nil {
+				return err
+			}
+			// max |xt − x| of each run: 0 when the step no longer moves x (moved).
+			d := tmp.Batches(0, m)
+			if err := be.Axpby(d, 1, xt.Batches(0, m), -1, x.Batches(0, m)); err != nil {
+				return err
+			}
+			if err := be.Map(d, backend.Abs, 1, d); err != nil {
+				return err
+			}
+			if err := be.Reduce(dots.Batches(0, m), backend.ReduceMax, backend.AxisCols, d); err != nil {
+				return err
+			}
+			if err := be.Download(hd.Batches(0, m), dots.Batches(0, m)); err != nil {
 				return err
 			}
 			for i := range m {
 				r := st[i]
-				f := fs[i]
-				r.res.FEvals++
-				if math.IsNaN(f) || math.IsInf(f, 0) {
-					r.res.Rejected++
-					f = math.Inf(1)
+				f := trialF(i)
+				switch {
+				case f <= r.search.F0:
+					r.search.stage, r.search.ok, r.search.a, r.search.bestF = lsDone, true, 1, f
+				case r.try == oldMaxHalvings || hd.At(i, 0, 0) == 0:
+					r.search.stage, r.search.ok = lsDone, false
+				default:
+					for k := range r.mult {
+						r.mult[k] *= ls.Backtrack
+					}
+					r.try++
+					if err := setP(i); err != nil {
+						return err
+					}
 				}
-				r.search.feed(f, ls)
 			}
 		}
 	}
@@ -516,101 +639,110 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		if err := rowDots(cross, g, gtPrev, n); err != nil {
 			return nil, err
 		}
-		for i := range n {
-			r := st[i]
-			r.gn = gn[i]
-			r.restart = !r.havePrev || !s.Method.conjugate() || (every > 0 && r.sinceReset >= every)
-			r.beta = 0
-			if !r.restart {
-				c := cross[i]
-				switch s.Beta {
-				case PolakRibiere:
-					r.beta = (r.gn - c) / r.gnPrev
-				case PolakRibierePlus:
-					r.beta = math.Max((r.gn-c)/r.gnPrev, 0)
-				case FletcherReeves:
-					r.beta = r.gn / r.gnPrev
-				}
-				if s.PowellBeale > 0 && PowellBealeFires(c, r.gn, s.PowellBeale) {
-					r.restart = true
-				}
-				if math.IsNaN(r.beta) || math.IsInf(r.beta, 0) {
-					r.restart = true
-				}
+		if s.Method == Old {
+			for i := range n {
+				st[i].gn, st[i].beta = gn[i], 0
 			}
-			if r.restart {
+			if err := oldStep(); err != nil {
+				return nil, err
+			}
+		} else {
+			for i := range n {
+				r := st[i]
+				r.gn = gn[i]
+				r.restart = !r.havePrev || !s.Method.conjugate() || (every > 0 && r.sinceReset >= every)
 				r.beta = 0
+				if !r.restart {
+					c := cross[i]
+					switch s.Beta {
+					case PolakRibiere:
+						r.beta = (r.gn - c) / r.gnPrev
+					case PolakRibierePlus:
+						r.beta = math.Max((r.gn-c)/r.gnPrev, 0)
+					case FletcherReeves:
+						r.beta = r.gn / r.gnPrev
+					}
+					if s.PowellBeale > 0 && PowellBealeFires(c, r.gn, s.PowellBeale) {
+						r.restart = true
+					}
+					if math.IsNaN(r.beta) || math.IsInf(r.beta, 0) {
+						r.restart = true
+					}
+				}
+				if r.restart {
+					r.beta = 0
+				}
 			}
-		}
-		if err := direction(); err != nil {
-			return nil, err
-		}
-		safeguard := false
-		for i := range n {
-			if r := st[i]; r.beta != 0 && !(d0[i] < 0) { // descent safeguard (notes §7.8)
-				r.beta, r.restart, safeguard = 0, true, true
-			}
-		}
-		if safeguard {
 			if err := direction(); err != nil {
 				return nil, err
 			}
-		}
-		for i := n - 1; i >= 0; i-- {
-			r := st[i]
-			r.d0 = d0[i]
-			if r.restart && s.Method.conjugate() {
-				r.res.Restarts++
-				r.sinceReset = 0
+			safeguard := false
+			for i := range n {
+				if r := st[i]; r.beta != 0 && !(d0[i] < 0) { // descent safeguard (notes §7.8)
+					r.beta, r.restart, safeguard = 0, true, true
+				}
 			}
-			if !(r.d0 < 0) || r.gn == 0 { // stationary to working precision
-				report(r, r.f, r.gn, 0, r.beta)
-				if err := retire(i, run.Converged, Stationary); err != nil {
+			if safeguard {
+				if err := direction(); err != nil {
 					return nil, err
 				}
-				continue
 			}
-			switch { // Minimize's α₀ rule
-			case s.Method.riemannian() && (r.restart && s.Method == RCG || r.alphaPrev == 0):
-				r.a0 = 1
-			case s.Method.riemannian():
-				r.a0 = math.Min(math.Max(r.alphaPrev, ls.MinAlpha), ls.MaxAlpha)
-			case r.alphaPrev == 0:
-				r.a0 = 1 / math.Sqrt(gg[i])
-			default:
-				r.a0 = r.alphaPrev
-			}
-			r.search.start(r.f, r.d0, r.a0, s.Search == Unit, r.beta == 0)
-		}
-		if err := lineSearch(); err != nil {
-			return nil, err
-		}
-		// Revert and reset where the conjugate direction failed: search along −g̃ (from α₀ = 1 if Riemannian).
-		retry := false
-		for i := range n {
-			r := st[i]
-			r.retry = !r.search.ok && r.beta != 0
-			if r.retry {
-				r.beta, retry = 0, true
-			}
-		}
-		if retry {
-			if err := direction(); err != nil {
-				return nil, err
-			}
-			for i := range n {
-				if r := st[i]; r.retry {
-					r.d0 = d0[i]
+			for i := n - 1; i >= 0; i-- {
+				r := st[i]
+				r.d0 = d0[i]
+				if r.restart && s.Method.conjugate() {
 					r.res.Restarts++
 					r.sinceReset = 0
-					if s.Method.riemannian() {
-						r.a0 = 1
-					}
-					r.search.start(r.f, r.d0, r.a0, s.Search == Unit, true)
 				}
+				if !(r.d0 < 0) || r.gn == 0 { // stationary to working precision
+					report(r, r.f, r.gn, 0, r.beta)
+					if err := retire(i, run.Converged, Stationary); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				switch { // Minimize's α₀ rule
+				case s.Method.riemannian() && (r.restart && s.Method == RCG || r.alphaPrev == 0):
+					r.a0 = 1
+				case s.Method.riemannian():
+					r.a0 = math.Min(math.Max(r.alphaPrev, ls.MinAlpha), ls.MaxAlpha)
+				case r.alphaPrev == 0:
+					r.a0 = 1 / math.Sqrt(gg[i])
+				default:
+					r.a0 = r.alphaPrev
+				}
+				r.search.start(r.f, r.d0, r.a0, s.Search == Unit, r.beta == 0)
 			}
 			if err := lineSearch(); err != nil {
 				return nil, err
+			}
+			// Revert and reset where the conjugate direction failed: search along −g̃ (from α₀ = 1 if Riemannian).
+			retry := false
+			for i := range n {
+				r := st[i]
+				r.retry = !r.search.ok && r.beta != 0
+				if r.retry {
+					r.beta, retry = 0, true
+				}
+			}
+			if retry {
+				if err := direction(); err != nil {
+					return nil, err
+				}
+				for i := range n {
+					if r := st[i]; r.retry {
+						r.d0 = d0[i]
+						r.res.Restarts++
+						r.sinceReset = 0
+						if s.Method.riemannian() {
+							r.a0 = 1
+						}
+						r.search.start(r.f, r.d0, r.a0, s.Search == Unit, true)
+					}
+				}
+				if err := lineSearch(); err != nil {
+					return nil, err
+				}
 			}
 		}
 		for i := n - 1; i >= 0; i-- {

@@ -161,7 +161,6 @@ func TestMinimizeBatchBadInput(t *testing.T) {
 		s  Settings
 		xs [][]float64
 	}{
-		"Old":        {Settings{Method: Old}, xs},
 		"method":     {Settings{Method: Old + 1}, xs},
 		"HS":         {Settings{Beta: HestenesStiefel}, xs},
 		"search":     {Settings{Search: Unit + 1}, xs},

@@ -30,6 +30,7 @@ type batchCheckpoint struct {
 	Runs             []batchRunState
 	X, GtPrev, PPrev [][]float64
 	ObjState         [][]float64 // BatchStateful's state by run; nil for an objective without one
+	Mult             [][]float64 // Old's multipliers by run; nil for the other methods
 }
 
 func (r *bstate) save() batchRunState {
@@ -66,10 +67,16 @@ func saveBatch(path string, be backend.Backend, s Settings, st []*bstate, stf Ba
 	if stf != nil {
 		c.ObjState = make([][]float64, len(st))
 	}
+	if s.Method == Old {
+		c.Mult = make([][]float64, len(st))
+	}
 	for i, r := range st {
 		c.Runs[r.id] = r.save()
 		if stf != nil {
 			c.ObjState[r.id] = stf.State(i)
+		}
+		if c.Mult != nil {
+			c.Mult[r.id] = r.mult
 		}
 	}
 	var err error
@@ -97,10 +104,12 @@ func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, err
 		return nil, false, err
 	}
 	ok := c.Method == int(s.Method) && c.Dim == dim && len(c.Runs) == B && len(c.X) == B && len(c.GtPrev) == B &&
-		len(c.PPrev) == B && (c.ObjState == nil || len(c.ObjState) == B)
+		len(c.PPrev) == B && (c.ObjState == nil || len(c.ObjState) == B) &&
+		(s.Method == Old) == (c.Mult != nil) && (c.Mult == nil || len(c.Mult) == B)
 	for i := 0; ok && i < B; i++ {
 		r := c.Runs[i]
 		ok = len(c.X[i]) == dim && len(c.GtPrev[i]) == dim && len(c.PPrev[i]) == dim &&
+			(c.Mult == nil || len(c.Mult[i]) == dim && finiteVec(c.Mult[i])) &&
 			r.Done == (r.Reason != run.Running) && r.Iters >= 0 &&
 			// A checkpoint written before ConvergedBy existed holds NotConverged for its converged runs.
 			r.ConvergedBy >= NotConverged && r.ConvergedBy <= NoDecrease &&

@@ -45,16 +45,19 @@ func nfaBatchRuns(t *testing.T, dyn bool, seedOffset uint64) ([]*nfa.Model, [][]
 // Minimize on each run's Model, for NFA (40 iterations) and the NSSM (5): the same iterations, stop reasons and
 // evaluation counts, and F at every iteration within 1e-9 relative. The NSSM's runs are compared over 5 iterations
 // only: from the sixth on, its run 2 parts from the host's by amplified round-off although each step agrees with the
-// host's (TestBatchFollowsHostPath measures both).
+// host's (TestBatchFollowsHostPath measures both). The same for Old, whose multipliers and trials the batch keeps per
+// run.
 func TestMinimizeBatchNFA(t *testing.T) {
-	for _, dyn := range []bool{false, true} {
-		t.Run(fmt.Sprintf("dynamic=%v", dyn), func(t *testing.T) { testMinimizeBatchNFA(t, dyn) })
+	for _, m := range []Method{RCG, Old} {
+		for _, dyn := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/dynamic=%v", m, dyn), func(t *testing.T) { testMinimizeBatchNFA(t, m, dyn) })
+		}
 	}
 }
 
-func testMinimizeBatchNFA(t *testing.T, dyn bool) {
+func testMinimizeBatchNFA(t *testing.T, m Method, dyn bool) {
 	be := testbackend.Open(t)
-	s := Settings{Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
+	s := Settings{Method: m, Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
 	iters := 40
 	if dyn {
 		iters = 5
@@ -97,7 +100,8 @@ func testMinimizeBatchNFA(t *testing.T, dyn bool) {
 		if a, b := bt.Model(i).FixedPointRejected(), hostMs[i].FixedPointRejected(); a != b {
 			t.Errorf("run %d: %d rejected updates, host %d", i, a, b)
 		}
-		t.Logf("run %d: %v after %d iterations, F %.3f → %.6f", i, g.Reason, g.Iters, batchF[i][0], g.F)
+		t.Logf("run %d: %v after %d iterations (%d F evaluations), F %.3f → %.6f", i, g.Reason, g.Iters, g.FEvals,
+			batchF[i][0], g.F)
 	}
 	t.Logf("largest relative difference of F at an iteration: %.2g", worst)
 	if worst > 1e-9 {
@@ -107,36 +111,38 @@ func testMinimizeBatchNFA(t *testing.T, dyn bool) {
 
 // TestMinimizeBatchNFACheckpointResume: with a BatchStateful objective the checkpoint holds each run's state, so a
 // run resumed from it, on models Init'ed from other seeds, ends bit for bit where the uninterrupted run does (the
-// NSSM, whose state includes the chains).
+// NSSM, whose state includes the chains), with RCG and with Old (whose multipliers the checkpoint holds).
 func TestMinimizeBatchNFACheckpointResume(t *testing.T) {
 	be := testbackend.Open(t)
-	s := Settings{Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
-	minimize := func(seedOffset uint64, s Settings, ctl BatchControl) []Result {
-		t.Helper()
-		ms, xs := nfaBatchRuns(t, true, seedOffset)
-		bt, err := nfa.NewBatch(be, ms)
-		if err != nil {
-			t.Fatal(err)
+	for _, m := range []Method{RCG, Old} {
+		s := Settings{Method: m, Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
+		minimize := func(seedOffset uint64, s Settings, ctl BatchControl) []Result {
+			t.Helper()
+			ms, xs := nfaBatchRuns(t, true, seedOffset)
+			bt, err := nfa.NewBatch(be, ms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bt.Close()
+			res, err := MinimizeBatch(bt, xs, s, ctl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
 		}
-		defer bt.Close()
-		res, err := MinimizeBatch(bt, xs, s, ctl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	full := minimize(0, s, BatchControl{MaxIter: 30})
-	path := filepath.Join(t.TempDir(), "nfa.ck")
-	minimize(0, s, BatchControl{MaxIter: 12, CheckpointEvery: 4, CheckpointPath: path})
-	rs := s
-	rs.Resume = true
-	got := minimize(7, rs, BatchControl{MaxIter: 30, CheckpointPath: path})
-	for i, g := range got {
-		w := full[i]
-		if g.Iters != w.Iters || g.Reason != w.Reason || g.ConvergedBy != w.ConvergedBy || g.F != w.F ||
-			!slices.Equal(g.X, w.X) {
-			t.Errorf("run %d: resumed %v after %d iterations, F %.15g; uninterrupted %v after %d, F %.15g", i, g.Reason,
-				g.Iters, g.F, w.Reason, w.Iters, w.F)
+		full := minimize(0, s, BatchControl{MaxIter: 30})
+		path := filepath.Join(t.TempDir(), "nfa.ck")
+		minimize(0, s, BatchControl{MaxIter: 12, CheckpointEvery: 4, CheckpointPath: path})
+		rs := s
+		rs.Resume = true
+		got := minimize(7, rs, BatchControl{MaxIter: 30, CheckpointPath: path})
+		for i, g := range got {
+			w := full[i]
+			if g.Iters != w.Iters || g.Reason != w.Reason || g.ConvergedBy != w.ConvergedBy || g.F != w.F ||
+				!slices.Equal(g.X, w.X) {
+				t.Errorf("%v run %d: resumed %v after %d iterations, F %.15g; uninterrupted %v after %d, F %.15g", m, i,
+					g.Reason, g.Iters, g.F, w.Reason, w.Iters, w.F)
+			}
 		}
 	}
 }
@@ -204,10 +210,21 @@ func TestSweepNFABatched(t *testing.T) {
 		"follow": {T: 60, Seeds: 2, Moments: nfa.GaussHermite, Methods: []string{"RCG", "CG"}, RCGMaxIter: 5,
 			CapFactor: 2, FollowRCG: true},
 		"Taylor": {T: 60, Seeds: 2, Moments: nfa.Taylor, Methods: []string{"RCG"}},
-		"Old":    {T: 60, Seeds: 2, Moments: nfa.GaussHermite, Methods: []string{"RCG", "Old"}, RCGMaxIter: 2},
 	} {
 		if _, err := SweepNFABatched(bad, be); !errors.Is(err, ErrBadInput) && !errors.Is(err, nfa.ErrBadInput) {
 			t.Errorf("%s: error %v, want a bad-input error", name, err)
+		}
+	}
+	// Old runs batched too, capped like the other comparators (TestMinimizeBatchNFA checks its steps).
+	old, err := SweepNFABatched(Sweep{T: 60, Seeds: 2, Moments: nfa.GaussHermite, Methods: []string{"RCG", "Old"},
+		RCGMaxIter: 2, CapFactor: 2}, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range old["Old"] {
+		if tr.Iters != 4 || tr.Reason != run.MaxIter.String() || len(tr.F) != 4 || !(tr.F[3] < tr.F[0]) {
+			t.Errorf("Old seed %d: %d iterations (%s), F %v; want 4 (2 × RCG's 2), decreasing", tr.Seed, tr.Iters,
+				tr.Reason, tr.F)
 		}
 	}
 }

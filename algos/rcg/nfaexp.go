@@ -361,7 +361,7 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 }
 
 // SweepNFABatched is SweepNFA with each method's initialisations run as one nfa.Batch on be (MinimizeBatch; NFA or the
-// NSSM, Gauss–Hermite moments, any priors, methods RCG, RG, CG and GD). The runs of a batch advance together, so a
+// NSSM, Gauss–Hermite moments, any priors, methods RCG, RG, CG, GD and Old). The runs of a batch advance together, so a
 // trace's times are the batch's wall-clock seconds at each of the run's iterations: when that run's F was available, on
 // a clock all the batch's runs share. RCG's runs are capped at s.RCGMaxIter iterations (0: MinimizeBatch's 10000), the
 // others at s.CapFactor × RCG's median iterations (0: the same default); RCGCap and FollowRCG are not used.

@@ -71,7 +71,8 @@ func TestSweepRCGMaxIter(t *testing.T) {
 	ticks := map[report][]int{} // the trace's length at each tick of a run
 	s := Sweep{Dynamic: true, T: 30, Seeds: 2, Methods: []string{"RCG", "RG"}, RCGMaxIter: 5, CapFactor: 3,
 		RCGCap: time.Hour, FollowRCG: true, Progress: func(m string, tr *Trace) { reports = append(reports, report{m, tr}) },
-		TickEvery: time.Nanosecond, Tick: func(m string, tr *Trace) { ticks[report{m, tr}] = append(ticks[report{m, tr}], len(tr.F)) }}
+		TickEvery: time.Nanosecond,
+		Tick:      func(m string, tr *Trace) { ticks[report{m, tr}] = append(ticks[report{m, tr}], len(tr.F)) }}
 	runs, err := SweepNFA(s)
 	if err != nil {
 		t.Fatal(err)
@@ -298,8 +299,8 @@ func TestSweepCheckpointResume(t *testing.T) {
 		t.Helper()
 		for i, w := range ref["RCG"] {
 			g := got["RCG"][i]
-			if g.Iters != w.Iters || math.Float64bits(g.Final) != math.Float64bits(w.Final) || !slices.Equal(g.F, w.F) ||
-				!slices.Equal(g.Evals, w.Evals) || len(g.T) != len(w.T) {
+			if g.Iters != w.Iters || math.Float64bits(g.Final) != math.Float64bits(w.Final) ||
+				!slices.Equal(g.F, w.F) || !slices.Equal(g.Evals, w.Evals) || len(g.T) != len(w.T) {
 				t.Errorf("%s: seed %d: %d iterations, F %v; without checkpoints %d, %v", name, w.Seed, g.Iters, g.F,
 					w.Iters, w.F)
 			}

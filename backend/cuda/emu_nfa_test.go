@@ -17,16 +17,18 @@ import (
 // products, transposes and reductions, chain.natgrad for the NSSM's states, and the between-step updates) through
 // the CUDA backend on the emulated device, against the same batch on the CPU backend (itself checked against the
 // host model in models/nfa and algos/rcg): three runs (two on one data set, T = 30, p = 21, d = 3, H = 6), 15
-// iterations of RCG (NSSM: 5, see TestMinimizeBatchNFA for why). Required: the same iterations, stop reasons and
-// evaluation counts, and F at every iteration within 1e-10 relative. Like TestEmulatedMoGBatch, it checks the
+// iterations of RCG and of Old (NSSM: 5, see TestMinimizeBatchNFA for why). Required: the same iterations, stop
+// reasons and evaluation counts, and F at every iteration within 1e-10 relative. Like TestEmulatedMoGBatch, it checks the
 // backend's Go side and the kernels' algorithms, not the CUDA C.
 func TestEmulatedNFABatch(t *testing.T) {
-	for _, dyn := range []bool{false, true} {
-		t.Run(fmt.Sprintf("dynamic=%v", dyn), func(t *testing.T) { testEmulatedNFABatch(t, dyn) })
+	for _, m := range []rcg.Method{rcg.RCG, rcg.Old} {
+		for _, dyn := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/dynamic=%v", m, dyn), func(t *testing.T) { testEmulatedNFABatch(t, m, dyn) })
+		}
 	}
 }
 
-func testEmulatedNFABatch(t *testing.T, dyn bool) {
+func testEmulatedNFABatch(t *testing.T, meth rcg.Method, dyn bool) {
 	cb, err := cpu.New()
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +63,7 @@ func testEmulatedNFABatch(t *testing.T, dyn bool) {
 		}
 		defer bt.Close()
 		F := make([][]float64, len(ms))
-		res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Tol: 1e-6, Patience: 5, PowellBeale: 0.2},
+		res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: meth, Tol: 1e-6, Patience: 5, PowellBeale: 0.2},
 			rcg.BatchControl{MaxIter: iters, Record: func(i int, r run.Record) { F[i] = append(F[i], r.Extra["F"]) }})
 		if err != nil {
 			t.Fatal(err)

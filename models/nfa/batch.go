@@ -84,7 +84,7 @@ type Batch struct {
 	hSums, hRow, hGrad, hPsiN, hPsiM, hAlpha, hChain, hDir, hPsiW, hPmW *tensor.Tensor // host copies
 	cst                                                                 []float64      // per run: the terms of F fixed by the state
 	vals                                                                []float64      // per run: F of the last evaluation
-	forwards, runsForwarded                                             int            // forward passes (tests), the runs they covered
+	forwards, runsForwarded                                             int            // forward passes, runs forwarded
 	owned                                                               []*tensor.Tensor
 }
 

@@ -40,7 +40,8 @@ func NewCLI(fs *flag.FlagSet, d Defaults) *CLI {
 	c.iters = fs.Int("rcgiter", 0,
 		"iteration cap of RCG runs (0: none); unlike -rcgcap, it gives a target the same on every machine")
 	c.capF = fs.Float64("cap", 10, "cap of non-RCG runs, × RCG's median run time")
-	c.gh = fs.Bool("gh", true, "Gauss–Hermite moments (false: Taylor, under which RCG stalls"+d.TaylorNote+"; docs/rcg.md)")
+	c.gh = fs.Bool("gh", true,
+		"Gauss–Hermite moments (false: Taylor, under which RCG stalls"+d.TaylorNote+"; docs/rcg.md)")
 	c.svg = fs.String("svg", d.SVG, "SVG output")
 	c.d = fs.Int("d", 5, "state dimension")
 	c.h = fs.Int("hidden", 20, "hidden units of each MLP")
@@ -52,8 +53,8 @@ func NewCLI(fs *flag.FlagSet, d Defaults) *CLI {
 	c.delay = fs.Int("hyperdelay", 0, "iterations before the -ard and -hier priors adapt ("+d.DelayNote+")")
 	c.runs = fs.Bool("runs", false,
 		"also print a JSON line per run (seed, final F, iterations, stop reason, time, time-to-target)")
-	c.batched = fs.Bool("batched", false, "run each method's initialisations as one batch on -backend (RCG, RG, CG, "+
-		"GD; Gauss–Hermite, no -follow): times are the batch's wall clock, -cap counts RCG's iterations")
+	c.batched = fs.Bool("batched", false, "run each method's initialisations as one batch on -backend (Gauss–Hermite, "+
+		"no -follow): times are the batch's wall clock, -cap counts RCG's iterations")
 	c.bename = fs.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	c.seed0 = fs.Int("seed0", 0, "first initialisation's seed: seeds -seed0 … -seed0+seeds−1")
 	c.pool = fs.Bool("pool", false, "read the files named as arguments, the -runs lines of sweeps over parts of the "+

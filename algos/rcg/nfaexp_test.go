@@ -267,8 +267,8 @@ func TestNFAHierarchicalFit(t *testing.T) {
 
 // A sweep with CheckpointDir resumes each run from its file: run again, the finished runs retrace their last
 // iterations to the same F bit for bit; with seed 1's file put back to iteration 10 (as a sweep stopped after its
-// 12th iteration leaves it), that run goes on from there, its first 10 points of the trace restored as they were
-// measured, and ends as the sweep without checkpoints does. Bad settings and states are refused.
+// 12th iteration leaves it; a later multiple of 5 should a tick be skipped), that run goes on from there, the first
+// 10 points of its trace restored as they were measured, and ends as the sweep without checkpoints does. Bad settings and states are refused.
 func TestSweepCheckpointResume(t *testing.T) {
 	base := Sweep{Dynamic: true, T: 30, Seeds: 2, Methods: []string{"RCG"}, RCGMaxIter: 23}
 	ref, err := SweepNFA(base)
@@ -279,12 +279,15 @@ func TestSweepCheckpointResume(t *testing.T) {
 	s.CheckpointDir, s.CheckpointEvery = filepath.Join(t.TempDir(), "ck"), 5
 	file, _ := s.checkpoint("RCG", 1)
 	var saved []byte
+	at := 0 // the iteration the saved file holds
 	s.TickEvery = time.Nanosecond
 	s.Tick = func(m string, tr *Trace) {
-		if tr.Seed == 1 && len(tr.T) == 12 {
+		// After iteration L (a tick comes before that iteration's checkpoint) the file holds iteration 5⌊(L−1)/5⌋.
+		if L := len(tr.T); tr.Seed == 1 && L >= 12 && saved == nil {
 			if saved, err = os.ReadFile(file); err != nil {
 				t.Fatal(err)
 			}
+			at = 5 * ((L - 1) / 5)
 		}
 	}
 	first, err := SweepNFA(s)
@@ -323,8 +326,8 @@ func TestSweepCheckpointResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("seed 1 from iteration 10", resumed)
-	if g, w := resumed["RCG"][1].T, first["RCG"][1].T; !slices.Equal(g[:10], w[:10]) || slices.Equal(g[10:], w[10:]) {
-		t.Errorf("seed 1: times %v, first run %v: want the first 10 restored, the rest measured again", g, w)
+	if g, w := resumed["RCG"][1].T, first["RCG"][1].T; !slices.Equal(g[:at], w[:at]) || slices.Equal(g[at:], w[at:]) {
+		t.Errorf("seed 1: times %v, first run %v: want the first %d restored, the rest measured again", g, w, at)
 	}
 
 	for name, bad := range map[string]Sweep{

@@ -574,9 +574,11 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 				r := st[i]
 				f := trialF(i)
 				switch {
+				case hd.At(i, 0, 0) == 0: // x not moved: the end, whatever F(x) (optimizer.oldStep)
+					r.search.stage, r.search.ok = lsDone, false
 				case f <= r.search.F0:
 					r.search.stage, r.search.ok, r.search.a, r.search.bestF = lsDone, true, 1, f
-				case r.try == oldMaxHalvings || hd.At(i, 0, 0) == 0:
+				case r.try == oldMaxHalvings:
 					r.search.stage, r.search.ok = lsDone, false
 				default:
 					for k := range r.mult {

@@ -746,7 +746,7 @@ func (o *optimizer) record(F, gn, alpha, beta float64) run.Record {
 // each multiplier is scaled by OldUp when −g̃_i has the sign of the previous step pPrev_i and by OldDown when the
 // sign flips (each then clipped to [MinAlpha, MaxAlpha]), then p = −mult ⊙ g̃ is tried; on an increase of F all
 // multipliers shrink by Backtrack and it is tried again, until p no longer changes x. It returns F(x + p), or ok =
-// false when no trial decreased F.
+// false when every trial that moved x raised F (at most oldMaxHalvings + 1 trials).
 func (o *optimizer) oldStep(x, gt, p, pPrev, mult []float64, havePrev bool, F0 float64) (float64, bool) {
 	ls := o.ls
 	if havePrev {
@@ -766,10 +766,15 @@ func (o *optimizer) oldStep(x, gt, p, pPrev, mult []float64, havePrev bool, F0 f
 		for i, gi := range gt {
 			p[i] = -mult[i] * gi
 		}
-		if f := o.eval(x, p, 1); f <= F0 {
+		f := o.eval(x, p, 1)
+		// A step that no longer moves x ends the run even where its F, being F(x), passes the test.
+		if !moved(o.xt, x) {
+			return 0, false
+		}
+		if f <= F0 {
 			return f, true
 		}
-		if try == oldMaxHalvings || !moved(o.xt, x) {
+		if try == oldMaxHalvings {
 			return 0, false
 		}
 		for i := range mult {

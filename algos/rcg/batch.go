@@ -7,6 +7,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/slots"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -437,21 +438,7 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	}
 	// searchFront swaps the runs whose search wants F to the front (slots 0…m−1) and returns m.
 	searchFront := func() (int, error) {
-		m, hi := 0, n-1
-		for {
-			for m < n && st[m].search.searching() {
-				m++
-			}
-			for hi >= 0 && !st[hi].search.searching() {
-				hi--
-			}
-			if m >= hi {
-				return m, nil
-			}
-			if err := swapSlots(m, hi); err != nil {
-				return 0, err
-			}
-		}
+		return slots.Front(n, func(i int) bool { return st[i].search.searching() }, swapSlots)
 	}
 	// evaluate steps the first m runs to their trial points (x + trial·p) and evaluates F there into fs; trialF(i)
 	// then counts run i's evaluation and returns its F, +Inf where F is not finite (a rejected point).

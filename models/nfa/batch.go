@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/slots"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -788,21 +789,7 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 	}
 	// front swaps the runs for which want holds to the front and returns their number.
 	front := func(want func(r *updRun) bool) (int, error) {
-		k, hi := 0, n-1
-		for {
-			for k < n && want(&runs[k]) {
-				k++
-			}
-			for hi >= 0 && !want(&runs[hi]) {
-				hi--
-			}
-			if k >= hi {
-				return k, nil
-			}
-			if err := swap(k, hi); err != nil {
-				return 0, err
-			}
-		}
+		return slots.Front(n, func(i int) bool { return want(&runs[i]) }, swap)
 	}
 	// F1 and the gradients at the new hyperparameters of the first k runs (means into gs, variances to the host).
 	gradAt := func(k int) error {

@@ -9,7 +9,29 @@
 #    runs the CUDA conformance suite with GEOVB_REQUIRE_GPU=1 (a missing GPU fails instead of skipping), the
 #    binding-layer tests, the CUDA benchmarks and vbbench on cpu and cuda side by side, and writes logs, JSON and a
 #    summary into OUTDIR.
+# Paper 004's batched runs alone, in about 50 MB of binaries and under 10 minutes:
+#      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg and vbbench
+#      DIR/gpu-check.sh rcg [OUTDIR]         # the CUDA conformance suite, the batch tests of the three packages on
+#                                            # cuda, BenchmarkMoGBatch30 and BenchmarkNFABatch8 on cuda, vbbench's
+#                                            # algo.nssm and algo.nssm.batch on cpu and cuda; each step time-bounded
 set -euo pipefail
+
+# step runs one check: name, then the command; output to $out/name.log, a line in the summary.
+step() {
+	local name=$1 r
+	shift
+	if "$@" >"$out/$name.log" 2>&1; then r=ok; else r="FAILED ($?)"; status=1; fi
+	printf '%-28s %s\n' "$name" "$r" | tee -a "$out/summary.txt"
+}
+
+# start makes the output folder, records the device and empties the summary.
+start() {
+	mkdir -p "$out"
+	export GEOVB_REQUIRE_GPU=1 GEOVB_REQUIRE_NVRTC=1
+	nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv >"$out/device.csv" 2>&1 || true
+	status=0
+	: >"$out/summary.txt"
+}
 
 cmd=${1:-}
 case "$cmd" in
@@ -20,19 +42,36 @@ build)
 	cp scripts/gpu-check.sh scripts/torch-qr-baseline.py "$out/"
 	echo "built into $out: $(ls "$out" | wc -l) files; on the GPU machine run: $out/gpu-check.sh run"
 	;;
+build-rcg)
+	cd "$(dirname "$0")/.."
+	out=${2:-.gpu-rcg}
+	scripts/build-gpu-tests.sh "$out" ./backend/cuda ./models/mog ./models/nfa ./algos/rcg >/dev/null
+	cp scripts/gpu-check.sh "$out/"
+	echo "built into $out: $(du -sh "$out" | cut -f1); on the GPU machine run: $out/gpu-check.sh rcg"
+	;;
+rcg)
+	here=$(cd "$(dirname "$0")" && pwd)
+	out=${2:-$here/results}
+	start
+	step cuda-conformance timeout 150 "$here/backend_cuda.test" -test.v -test.count=1 \
+		-test.run '^(TestConformance|TestKernelsCompile|TestVersions)$'
+	for pkg in models_mog models_nfa algos_rcg; do
+		step "cuda-$pkg-batch" timeout 120 env GEOVB_BACKEND=cuda "$here/$pkg.test" -test.v -test.short \
+			-test.count=1 -test.run Batch
+	done
+	step cuda-bench-batch timeout 150 env GEOVB_BACKEND=cuda "$here/algos_rcg.test" -test.run '^$' \
+		-test.bench 'MoGBatch30|NFABatch8' -test.benchtime 1x
+	step vb-nssm-batch timeout 120 "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium \
+		-json "$out/vb-nssm.json"
+	grep -h -E '^(---|ok|FAIL|Benchmark)|loop/batched|host-loop' "$out"/*.log | tail -n 60
+	cat "$out/summary.txt"
+	exit $status
+	;;
 run)
 	here=$(cd "$(dirname "$0")" && pwd)
 	out=${2:-$here/results}
-	mkdir -p "$out"
-	export GEOVB_REQUIRE_GPU=1 GEOVB_REQUIRE_NVRTC=1
-	nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv >"$out/device.csv" 2>&1 || true
-	status=0
-	run() { # name, then the command; output to OUTDIR/name.log, a line in the summary
-		local name=$1; shift
-		if "$@" >"$out/$name.log" 2>&1; then r=ok; else r="FAILED ($?)"; status=1; fi
-		printf '%-28s %s\n' "$name" "$r" | tee -a "$out/summary.txt"
-	}
-	: >"$out/summary.txt"
+	start
+	run() { step "$@"; }
 	run cu-binding "$here/backend_cuda_internal_cu.test" -test.v -test.count=1
 	run cuda-conformance "$here/backend_cuda.test" -test.v -test.count=1 -test.timeout=30m
 	run cuda-bench "$here/backend_cuda.test" -test.run '^$' -test.bench Conformance -test.benchtime 10x -test.timeout=30m
@@ -59,7 +98,7 @@ run)
 	exit $status
 	;;
 *)
-	sed -n '2,12p' "$0" >&2
+	sed -n '2,17p' "$0" >&2
 	exit 2
 	;;
 esac

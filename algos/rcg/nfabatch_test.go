@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/numtest"
@@ -258,6 +260,95 @@ func TestSweepNFABatchedFirstSeed(t *testing.T) {
 	}
 }
 
+// TestSweepNFABatchedCheckpointResume: with CheckpointDir the batched sweep keeps one file per method for all its
+// runs (every 5 rounds here) and the same sweep started again resumes from them, as TestSweepCheckpointResume checks
+// for the host sweep: RCG and Old (whose multipliers the file holds) end bit for bit as without checkpoints, in F,
+// evaluation counts and iterations, from the files of a finished sweep and from RCG's file put back to round 10; a
+// resumed run keeps the times its file held and measures the rest again. Runs finish at different rounds, so the
+// traces must follow the runs through the batch's slot swaps.
+func TestSweepNFABatchedCheckpointResume(t *testing.T) {
+	be := testbackend.Open(t)
+	base := Sweep{T: 30, Seeds: 3, D: 3, H: 8, Moments: nfa.GaussHermite, Eps: 0.3,
+		Methods: []string{"RCG", "Old"}, RCGMaxIter: 80, CapFactor: 1}
+	ref, err := SweepNFABatched(base, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iters := map[int]bool{}
+	for _, tr := range ref["RCG"] {
+		iters[tr.Iters] = true
+		t.Logf("RCG seed %d: %d iterations (%s), F %.6f", tr.Seed, tr.Iters, tr.Reason, tr.Final)
+	}
+	if len(iters) < 2 {
+		t.Errorf("every RCG run took the same number of iterations: no slot swaps to follow")
+	}
+	s := base
+	s.CheckpointDir, s.CheckpointEvery = filepath.Join(t.TempDir(), "ck"), 5
+	file, _ := s.batchCheckpoint("RCG")
+	var saved []byte
+	at := 0 // the round the saved file holds
+	s.TickEvery = time.Nanosecond
+	s.Tick = func(m string, tr *Trace) {
+		// After round L (a tick comes before that round's checkpoint) the file holds round 5⌊(L−1)/5⌋.
+		if L := len(tr.T); m == "RCG" && tr.Seed == 1 && L >= 12 && saved == nil {
+			if saved, err = os.ReadFile(file); err != nil {
+				t.Fatal(err)
+			}
+			at = 5 * ((L - 1) / 5)
+		}
+	}
+	first, err := SweepNFABatched(s, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved == nil {
+		t.Fatal("no checkpoint of the RCG batch after 12 rounds")
+	}
+	s.Tick = nil
+	same := func(name string, got map[string][]*Trace) {
+		t.Helper()
+		for _, m := range base.Methods {
+			for i, w := range ref[m] {
+				g := got[m][i]
+				if g.Seed != w.Seed || g.Iters != w.Iters || g.Reason != w.Reason ||
+					math.Float64bits(g.Final) != math.Float64bits(w.Final) || !slices.Equal(g.F, w.F) ||
+					!slices.Equal(g.Evals, w.Evals) || len(g.T) != len(w.T) {
+					t.Errorf("%s: %s seed %d: %d iterations (%s), F %v; without checkpoints %d (%s), %v", name, m,
+						w.Seed, g.Iters, g.Reason, g.F, w.Iters, w.Reason, w.F)
+				}
+			}
+		}
+	}
+	same("with checkpoints", first)
+	again, err := SweepNFABatched(s, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("again from the files", again)
+	for i, tr := range again["RCG"] {
+		k := 5 * ((tr.Iters - 1) / 5) // the last round its file holds before its end
+		if !slices.Equal(tr.T[:k], first["RCG"][i].T[:k]) {
+			t.Errorf("RCG seed %d resumed from round %d measured its first %d times again", tr.Seed, k, k)
+		}
+	}
+	if err := os.WriteFile(file, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := SweepNFABatched(s, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("RCG from round 10", resumed)
+	if g, w := resumed["RCG"][1].T, first["RCG"][1].T; !slices.Equal(g[:at], w[:at]) || slices.Equal(g[at:], w[at:]) {
+		t.Errorf("RCG seed 1: times %v, first run %v: want the first %d restored, the rest measured again", g, w, at)
+	}
+	bad := s
+	bad.CheckpointEvery = -1
+	if _, err := SweepNFABatched(bad, be); !errors.Is(err, ErrBadInput) {
+		t.Errorf("checkpoints every −1 rounds: %v, want ErrBadInput", err)
+	}
+}
+
 // updaterOnly hides a batch's BatchStateful methods: a BatchUpdater whose state checkpoints cannot hold.
 type updaterOnly struct {
 	BatchObjective
@@ -361,12 +452,9 @@ func TestBatchFollowsHostPath(t *testing.T) {
 	}
 }
 
-// countMoG and countNFA count the runs their Value calls evaluate. (The aliases name the embedded fields apart from
-// the method Batch.)
-type (
-	mogBatch = mog.Batch
-	nfaBatch = nfa.Batch
-)
+// countMoG and countNFA count the runs their Value calls evaluate. (mogBatch, as nfaBatch, names the embedded
+// field apart from the method Batch.)
+type mogBatch = mog.Batch
 
 type countMoG struct {
 	*mogBatch

@@ -94,21 +94,80 @@ type tracedModel struct {
 	start time.Duration // run.CPUTime at the run's time zero
 }
 
-// State is the model's state followed by the trace: its times, F values and evaluation counts, then their number.
+// State is the model's state followed by the trace (appendTrace).
 func (w *tracedModel) State() []float64 {
-	s := w.Model.State()
-	s = append(s, w.tr.T...)
-	s = append(s, w.tr.F...)
-	for _, e := range w.tr.Evals {
-		s = append(s, float64(e))
-	}
-	return append(s, float64(len(w.tr.T)))
+	return appendTrace(w.Model.State(), w.tr)
 }
 
 // SetState restores what State saved and moves the run's time zero so that its clock goes on from the trace's last
 // time.
 func (w *tracedModel) SetState(s []float64) error {
 	k := len(w.Model.State())
+	if err := checkTrace(s, k); err != nil {
+		return err
+	}
+	if err := w.Model.SetState(s[:k]); err != nil {
+		return err
+	}
+	last := setTrace(w.tr, s[k:])
+	w.start = run.CPUTime() - time.Duration(last*float64(time.Second))
+	return nil
+}
+
+// nfaBatch names nfa.Batch for embedding: embedded as itself, its field would hide its method Batch.
+type nfaBatch = nfa.Batch
+
+// tracedBatch is the batch of the batched sweep whose checkpointed state (BatchStateful) also holds each run's
+// trace so far, as tracedModel does for one run. Its traces follow the runs through Swap; the batch's clock is
+// wall time, shared by its runs.
+type tracedBatch struct {
+	*nfaBatch
+	trs   []*Trace  // by slot: the trace of the run in the slot
+	start time.Time // the batch's time zero
+}
+
+func (w *tracedBatch) Swap(i, j int) error {
+	if err := w.nfaBatch.Swap(i, j); err != nil {
+		return err
+	}
+	w.trs[i], w.trs[j] = w.trs[j], w.trs[i]
+	return nil
+}
+
+// State is the state of the run in slot i followed by its trace (appendTrace).
+func (w *tracedBatch) State(i int) []float64 {
+	return appendTrace(w.nfaBatch.State(i), w.trs[i])
+}
+
+// SetState restores what State saved for slot i, and moves the batch's time zero back so that its clock goes on
+// from the latest time of the traces restored so far.
+func (w *tracedBatch) SetState(i int, s []float64) error {
+	k := len(w.nfaBatch.State(i))
+	if err := checkTrace(s, k); err != nil {
+		return err
+	}
+	if err := w.nfaBatch.SetState(i, s[:k]); err != nil {
+		return err
+	}
+	last := setTrace(w.trs[i], s[k:])
+	if t := time.Now().Add(-time.Duration(last * float64(time.Second))); t.Before(w.start) {
+		w.start = t
+	}
+	return nil
+}
+
+// appendTrace appends the trace's times, F values and evaluation counts, then their number, to s.
+func appendTrace(s []float64, tr *Trace) []float64 {
+	s = append(s, tr.T...)
+	s = append(s, tr.F...)
+	for _, e := range tr.Evals {
+		s = append(s, float64(e))
+	}
+	return append(s, float64(len(tr.T)))
+}
+
+// checkTrace returns an error unless s is k values of state followed by a trace as appendTrace writes it.
+func checkTrace(s []float64, k int) error {
 	if len(s) <= k {
 		return fmt.Errorf("%w: run state of %d values, want the model's %d and a trace", ErrBadInput, len(s), k)
 	}
@@ -118,24 +177,25 @@ func (w *tracedModel) SetState(s []float64) error {
 		return fmt.Errorf("%w: run state of %d values with a trace of %v points, want %d values and the model's %d",
 			ErrBadInput, len(s), c, k+3*n+1, k)
 	}
-	tail := s[k : len(s)-1]
-	if !finiteVec(tail) {
+	if !finiteVec(s[k : len(s)-1]) {
 		return fmt.Errorf("%w: a trace with values that are not finite", ErrBadInput)
 	}
-	if err := w.Model.SetState(s[:k]); err != nil {
-		return err
-	}
-	w.tr.T, w.tr.F = slices.Clone(tail[:n]), slices.Clone(tail[n:2*n])
-	w.tr.Evals = make([]int, n)
-	for i, e := range tail[2*n:] {
-		w.tr.Evals[i] = int(e)
-	}
-	last := 0.0
-	if n > 0 {
-		last = w.tr.T[n-1]
-	}
-	w.start = run.CPUTime() - time.Duration(last*float64(time.Second))
 	return nil
+}
+
+// setTrace restores into tr the trace that appendTrace wrote as tail (checked by checkTrace) and returns its last
+// time (0 for an empty trace).
+func setTrace(tr *Trace, tail []float64) float64 {
+	n := len(tail) / 3
+	tr.T, tr.F = slices.Clone(tail[:n]), slices.Clone(tail[n:2*n])
+	tr.Evals = make([]int, n)
+	for i, e := range tail[2*n : 3*n] {
+		tr.Evals[i] = int(e)
+	}
+	if n == 0 {
+		return 0
+	}
+	return tr.T[n-1]
 }
 
 // Sweep is the setting of SweepNFA: the model and data size, the methods and their budgets.
@@ -183,15 +243,28 @@ type Sweep struct {
 	// settings, the method and the seed. The same sweep started again resumes each run from its file: a run that
 	// was stopped goes on where its file left it, a finished one retraces at most CheckpointEvery iterations to the
 	// same end (with their times measured again, so a run that its CPU-time cap ended may end a little earlier or
-	// later). The batched sweep has no checkpoints.
+	// later). The batched sweep keeps one file per method for all its runs (MinimizeBatch's checkpoint with each
+	// run's trace), every CheckpointEvery rounds of one iteration of each unfinished run.
 	CheckpointDir   string
 	CheckpointEvery int
 }
 
 // checkpoint returns the file of the run of method from seed under s.CheckpointDir ("" without one) and the
-// iterations between saves. The name carries a hash of the settings that shape the run, so that another sweep in
-// the same directory does not resume from it.
+// iterations between saves.
 func (s Sweep) checkpoint(method string, seed int) (string, int) {
+	return s.checkpointFile(method, fmt.Sprintf("seed%d", seed))
+}
+
+// batchCheckpoint returns the file of the batched sweep's batch of method (the seeds s.FirstSeed …
+// s.FirstSeed+s.Seeds−1) and the rounds between saves, as checkpoint does for one run.
+func (s Sweep) batchCheckpoint(method string) (string, int) {
+	return s.checkpointFile(method, fmt.Sprintf("batch-seeds%d-%d", s.FirstSeed, s.FirstSeed+s.Seeds-1))
+}
+
+// checkpointFile returns the file of method's runs (named by runs) under s.CheckpointDir and the saves' interval.
+// The name carries a hash of the settings that shape the runs, so that another sweep in the same directory does not
+// resume from it.
+func (s Sweep) checkpointFile(method, runs string) (string, int) {
 	if s.CheckpointDir == "" {
 		return "", 0
 	}
@@ -202,8 +275,8 @@ func (s Sweep) checkpoint(method string, seed int) (string, int) {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%v %d %d %d %v %v %v %v %d %v %d %v", s.Dynamic, s.T, s.D, s.H, s.Moments, s.Tol(), s.ARD,
 		s.Hierarchical, s.HyperDelay, s.RCGCap, s.RCGMaxIter, s.CapFactor)
-	name := fmt.Sprintf("%s-T%d-%s-seed%d-%08x.ckpt", map[bool]string{false: "nfa", true: "nssm"}[s.Dynamic], s.T,
-		strings.ReplaceAll(method, " ", "-"), seed, h.Sum32())
+	name := fmt.Sprintf("%s-T%d-%s-%s-%08x.ckpt", map[bool]string{false: "nfa", true: "nssm"}[s.Dynamic], s.T,
+		strings.ReplaceAll(method, " ", "-"), runs, h.Sum32())
 	return filepath.Join(s.CheckpointDir, name), every
 }
 
@@ -262,9 +335,9 @@ func (s Sweep) check(batched bool) error {
 			"methods %v (want seeds ≥ 1 from ≥ 0, ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds, s.FirstSeed,
 			s.Eps, s.CapFactor, s.RCGCap, s.RCGMaxIter, s.Methods)
 	}
-	if s.CheckpointEvery < 0 || batched && s.CheckpointDir != "" {
-		return fmt.Errorf("%w: checkpoints every %d iterations in %q (want ≥ 0; none in the batched sweep)",
-			ErrBadInput, s.CheckpointEvery, s.CheckpointDir)
+	if s.CheckpointEvery < 0 {
+		return fmt.Errorf("%w: checkpoints every %d iterations in %q (want ≥ 0)", ErrBadInput, s.CheckpointEvery,
+			s.CheckpointDir)
 	}
 	if s.TickEvery < 0 {
 		return fmt.Errorf("%w: progress every %v (want ≥ 0; 0: none)", ErrBadInput, s.TickEvery)
@@ -376,6 +449,11 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 	if err := s.check(true); err != nil {
 		return nil, err
 	}
+	if s.CheckpointDir != "" {
+		if err := os.MkdirAll(s.CheckpointDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	X := nfa.SyntheticNFA(s.T, 1)
 	if s.Dynamic {
 		X = nfa.SyntheticNSSM(s.T, 1)
@@ -407,17 +485,19 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 			trs[i] = &Trace{Method: name, Seed: s.FirstSeed + i}
 			ticks[i] = s.ticker(name)
 		}
-		start := time.Now()
-		res, err := MinimizeBatch(bt, xs, Settings{Method: meth, Tol: s.Tol(), Patience: 5, PowellBeale: 0.2},
-			BatchControl{MaxIter: maxIter, Record: func(i int, r run.Record) {
-				tr := trs[i]
-				tr.T = append(tr.T, time.Since(start).Seconds())
-				tr.F = append(tr.F, r.Extra["F"])
-				tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
-				if ticks[i] != nil {
-					ticks[i](tr)
-				}
-			}})
+		obj := &tracedBatch{nfaBatch: bt, trs: slices.Clone(trs), start: time.Now()}
+		ctl := BatchControl{MaxIter: maxIter, Record: func(i int, r run.Record) {
+			tr := trs[i]
+			tr.T = append(tr.T, time.Since(obj.start).Seconds())
+			tr.F = append(tr.F, r.Extra["F"])
+			tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
+			if ticks[i] != nil {
+				ticks[i](tr)
+			}
+		}}
+		ctl.CheckpointPath, ctl.CheckpointEvery = s.batchCheckpoint(name)
+		res, err := MinimizeBatch(obj, xs, Settings{Method: meth, Tol: s.Tol(), Patience: 5, PowellBeale: 0.2,
+			Resume: ctl.CheckpointPath != ""}, ctl)
 		bt.Close()
 		if err != nil {
 			return nil, err

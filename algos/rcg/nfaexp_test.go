@@ -337,10 +337,6 @@ func TestSweepCheckpointResume(t *testing.T) {
 			t.Errorf("%s: %v, want ErrBadInput", name, err)
 		}
 	}
-	if _, err := SweepNFABatched(Sweep{T: 30, Seeds: 1, Methods: []string{"RCG"}, CheckpointDir: "ck"},
-		testbackend.Open(t)); !errors.Is(err, ErrBadInput) {
-		t.Errorf("batched with checkpoints: %v, want ErrBadInput", err)
-	}
 	m, err := nfa.New(nfa.SyntheticNSSM(30, 1), 30, 21, nfa.Config{Dynamic: true, D: 5, H: 20,
 		Moments: nfa.GaussHermite})
 	if err != nil {

@@ -61,8 +61,8 @@ func NewCLI(fs *flag.FlagSet, d Defaults) *CLI {
 		"seeds with one -target, and print the lines of one sweep over all their runs; runs nothing")
 	c.tick = fs.Duration("progress", time.Minute, "print each running run's F and iteration on stderr each time its "+
 		"clock passes another multiple of this (0: only as runs end)")
-	c.ckpt = fs.String("checkpoint", "", "directory for a checkpoint of each run every 100 iterations, from which "+
-		"the same command started again resumes (not with -batched)")
+	c.ckpt = fs.String("checkpoint", "", "directory for a checkpoint of each run every 100 iterations (with "+
+		"-batched: of each method's batch every 100 rounds), from which the same command started again resumes")
 	targetFlag(fs, &c.target)
 	return c
 }

@@ -305,6 +305,32 @@ func TestMainBatched(t *testing.T) {
 		}
 	}
 	o.TickEvery = 0
+	// With -checkpoint each method's batch keeps a file (every 100 rounds: 105 iterations save once), and the same
+	// command again resumes from them to the same runs (their lines up to the time).
+	o.RCGMaxIter = 105
+	ends := func() []string {
+		t.Helper()
+		log.Reset()
+		if err := Main(o); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+			out = append(out, l[:strings.LastIndex(l, ", ")])
+		}
+		return out
+	}
+	want := ends()
+	o.CheckpointDir = filepath.Join(t.TempDir(), "ck")
+	first := ends()
+	files, err := filepath.Glob(filepath.Join(o.CheckpointDir, "*batch*.ckpt"))
+	if err != nil || len(files) != 2 {
+		t.Errorf("-checkpoint with -batched: files %v (%v), want one per method", files, err)
+	}
+	if again := ends(); !slices.Equal(first, want) || !slices.Equal(again, want) {
+		t.Errorf("-checkpoint with -batched: runs %q, resumed %q; without checkpoints %q", first, again, want)
+	}
+	o.CheckpointDir = ""
 	o.Follow = true
 	if err := Main(o); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("batched -follow: error %v, want ErrBadInput", err)

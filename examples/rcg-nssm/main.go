@@ -17,9 +17,9 @@
 //
 // (about 0.08 s of CPU time per RCG iteration on one core of the 2-core test machine, 48 minutes to convergence for
 // one initialisation; -progress prints each run's F and iteration every minute of its time on stderr, and with
-// -checkpoint DIR the same command started again resumes each run from its last 100 iterations). With -seed0
-// and -target, the seeds of one size can run in several processes (one core each) timed to one target fixed in
-// advance, and their per-run lines (-runs) pooled with -pool (rcg-nssm -pool part1.jsonl part2.jsonl), which
+// -checkpoint DIR the same command started again resumes each run, or with -batched each method's batch, from its
+// last 100 iterations). With -seed0 and -target, the seeds of one size can run in several processes (one core each)
+// timed to one target fixed in advance, and their per-run lines (-runs) pooled with -pool (rcg-nssm -pool part1.jsonl part2.jsonl), which
 // prints the lines of one sweep over all their runs (without ranksum_p_rcg_followed_faster where the processes'
 // budgets differ: gehan_p_rcg_followed_faster is the test there); RCG's runs capped at -rcgiter end at the same F in
 // every process. With -batched each method's initialisations run as one batch on a backend (nfa.Batch, e.g. -backend

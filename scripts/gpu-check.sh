@@ -9,11 +9,12 @@
 #    runs the CUDA conformance suite with GEOVB_REQUIRE_GPU=1 (a missing GPU fails instead of skipping), the
 #    binding-layer tests, the CUDA benchmarks and vbbench on cpu and cuda side by side, and writes logs, JSON and a
 #    summary into OUTDIR.
-# Paper 004's batched runs alone, in about 50 MB of binaries and under 10 minutes:
-#      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg and vbbench
+# Paper 004's batched runs alone, in about 48 MB of binaries and at most 9 minutes (the steps' timeouts):
+#      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg, vbbench, rcg-nssm
 #      DIR/gpu-check.sh rcg [OUTDIR]         # the CUDA conformance suite, the batch tests of the three packages on
-#                                            # cuda, BenchmarkMoGBatch30 and BenchmarkNFABatch8 on cuda, vbbench's
-#                                            # algo.nssm and algo.nssm.batch on cpu and cuda; each step time-bounded
+#                                            # cuda, BenchmarkMoGBatch30 (RCG) and BenchmarkNFABatch8 on cuda,
+#                                            # vbbench's algo.nssm and algo.nssm.batch on cpu and cuda, and 200
+#                                            # iterations of Fig. 10's 5 runs as one batch; each step time-bounded
 set -euo pipefail
 
 # step runs one check: name, then the command; output to $out/name.log, a line in the summary.
@@ -46,6 +47,7 @@ build-rcg)
 	cd "$(dirname "$0")/.."
 	out=${2:-.gpu-rcg}
 	scripts/build-gpu-tests.sh "$out" ./backend/cuda ./models/mog ./models/nfa ./algos/rcg >/dev/null
+	CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/rcg-nssm" ./examples/rcg-nssm
 	cp scripts/gpu-check.sh "$out/"
 	echo "built into $out: $(du -sh "$out" | cut -f1); on the GPU machine run: $out/gpu-check.sh rcg"
 	;;
@@ -53,16 +55,20 @@ rcg)
 	here=$(cd "$(dirname "$0")" && pwd)
 	out=${2:-$here/results}
 	start
-	step cuda-conformance timeout 150 "$here/backend_cuda.test" -test.v -test.count=1 \
+	step cuda-conformance timeout 100 "$here/backend_cuda.test" -test.v -test.count=1 \
 		-test.run '^(TestConformance|TestKernelsCompile|TestVersions)$'
 	for pkg in models_mog models_nfa algos_rcg; do
-		step "cuda-$pkg-batch" timeout 120 env GEOVB_BACKEND=cuda "$here/$pkg.test" -test.v -test.short \
+		step "cuda-$pkg-batch" timeout 60 env GEOVB_BACKEND=cuda "$here/$pkg.test" -test.v -test.short \
 			-test.count=1 -test.run Batch
 	done
-	step cuda-bench-batch timeout 150 env GEOVB_BACKEND=cuda "$here/algos_rcg.test" -test.run '^$' \
-		-test.bench 'MoGBatch30|NFABatch8' -test.benchtime 1x
-	step vb-nssm-batch timeout 120 "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium \
+	step cuda-bench-batch timeout 100 env GEOVB_BACKEND=cuda "$here/algos_rcg.test" -test.run '^$' \
+		-test.bench 'MoGBatch30/RCG|NFABatch8' -test.benchtime 1x
+	step vb-nssm-batch timeout 80 "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium \
 		-json "$out/vb-nssm.json"
+	# Fig. 10's size as one batch of its 5 initialisations, 200 RCG iterations: the seconds per round that a run
+	# to convergence (about 40000 iterations) across several sessions (-checkpoint) would take.
+	step fig10-batch-200 timeout 80 "$here/rcg-nssm" -batched -backend cuda -n 1000 -d 7 -hidden 30 -eps 1e-6 \
+		-seeds 5 -methods RCG -rcgiter 200 -runs -svg "$out/fig10-batch.svg"
 	grep -h -E '^(---|ok|FAIL|Benchmark)|loop/batched|host-loop' "$out"/*.log | tail -n 60
 	cat "$out/summary.txt"
 	exit $status

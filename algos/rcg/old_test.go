@@ -230,21 +230,7 @@ func (q *diagQuadBatch) rows(x *tensor.Tensor) ([][]float64, error) {
 	if err := q.be.Download(h, x); err != nil {
 		return nil, err
 	}
-	out := make([][]float64, x.Batch())
-	for b := range out {
-		out[b], _, _, _ = h.Matrix(b)
-	}
-	return out, nil
-}
-
-// upload writes one slice per run into dst.
-func (q *diagQuadBatch) upload(dst *tensor.Tensor, rows [][]float64) error {
-	h := tensor.NewHost(len(rows), 1, q.dim)
-	for b, r := range rows {
-		d, _, _, _ := h.Matrix(b)
-		copy(d, r)
-	}
-	return q.be.Upload(dst, h)
+	return h.ItemRows(), nil
 }
 
 func (q *diagQuadBatch) Value(f []float64, x *tensor.Tensor) error {
@@ -266,10 +252,10 @@ func (q *diagQuadBatch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 		f[b] = q.qs[b].Grad(gs[b], xb)
 		q.qs[b].NatGrad(gts[b], gs[b], xb)
 	}
-	if err := q.upload(g, gs); err != nil {
+	if err := uploadRows(q.be, g, gs); err != nil {
 		return err
 	}
-	return q.upload(gt, gts)
+	return uploadRows(q.be, gt, gts)
 }
 
 func (q *diagQuadBatch) Step(dst, x, p *tensor.Tensor, alpha []float64) error {
@@ -286,7 +272,7 @@ func (q *diagQuadBatch) Step(dst, x, p *tensor.Tensor, alpha []float64) error {
 			xb[i] += alpha[b] * ps[b][i] // as Minimize's trial point x + α p
 		}
 	}
-	return q.upload(dst, xs)
+	return uploadRows(q.be, dst, xs)
 }
 
 // TestMinimizeBatchOldEnds: the batched Old ends each run as Minimize does, on diagonal quadratics whose Old paths

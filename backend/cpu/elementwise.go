@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/backend"
-	"github.com/geovb/geovb/backend/cpu/internal/vec"
+	"github.com/geovb/geovb/internal/vmath"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -213,10 +213,12 @@ func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *t
 	b.eachSpan(dst, 20, []*tensor.Tensor{x}, func(bb, lo, hi int) {
 		d, xr := span(dst, bb, lo, hi), span(x, bb, lo, hi)
 		switch {
-		case f == backend.Softplus && vec.UseFMA:
-			vec.Softplus(d, xr, alpha, scalar) // the likelihoods of the logistic models spend their time here
-		case f == backend.Sigmoid && vec.UseFMA:
-			vec.Sigmoid(d, xr, alpha, scalar)
+		case f == backend.Softplus && vmath.UseFMA:
+			vmath.Softplus(d, xr, alpha, scalar) // the likelihoods of the logistic models spend their time here
+		case f == backend.Sigmoid && vmath.UseFMA:
+			vmath.Sigmoid(d, xr, alpha, scalar)
+		case f == backend.Tanh && vmath.UseFMA:
+			vmath.Tanh(d, xr, alpha, scalar) // the batched NFA/NSSM's Gauss–Hermite nodes
 		default:
 			for j := range d {
 				d[j] = Unary(f, alpha*xr[j])

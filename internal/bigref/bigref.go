@@ -118,3 +118,16 @@ func Sigmoid(x float64) float64 {
 	f, _ := new(big.Float).SetPrec(prec).Quo(bigf(1), e).Float64()
 	return f
 }
+
+// Tanh returns tanh x correctly rounded: (1 − e^{−2|x|})/(1 + e^{−2|x|}) in 256-bit arithmetic, with the sign of x.
+// The subtraction loses about log₂(1/|x|) of the 256 bits; below |x| = 10⁻²⁰, where tanh x rounds to x, it returns x.
+func Tanh(x float64) float64 {
+	a := math.Abs(x)
+	if a < 1e-20 || math.IsNaN(x) {
+		return x
+	}
+	e := bigExp(-2 * a)
+	num := new(big.Float).SetPrec(prec).Sub(bigf(1), e)
+	f, _ := num.Quo(num, e.Add(e, bigf(1))).Float64()
+	return math.Copysign(f, x)
+}

@@ -159,41 +159,6 @@ func TestGHNodes(t *testing.T) {
 	}
 }
 
-// TestTanhNodes checks tanhNodes against math.Tanh at every node, y in [−25, 25] and s in [10⁻³, 12], for symmetric
-// rules of 2–12 and 20 nodes (GHNodes, symmetric to the bit): at most 8·2⁻⁵³ apart (measured: 4·2⁻⁵³), with both the
-// addition formula and the direct branch taken.
-func TestTanhNodes(t *testing.T) {
-	worst, formula, direct := 0.0, 0, 0
-	for _, n := range []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 20} {
-		z, w := GHNodes(n)
-		for q := range n / 2 {
-			if z[n-1-q] != -z[q] || w[n-1-q] != w[q] {
-				t.Fatalf("%d nodes: node %d is (%v, %v), its mirror (%v, %v)", n, q, z[q], w[q], z[n-1-q], w[n-1-q])
-			}
-		}
-		got := make([]float64, n)
-		for y := -25.0; y <= 25; y += 0.05 {
-			for s := 1e-3; s < 12; s *= 1.2 {
-				tanhNodes(got, y, s, z)
-				for q, zq := range z {
-					worst = math.Max(worst, math.Abs(got[q]-math.Tanh(y+s*zq)))
-				}
-				for q := range n / 2 {
-					if math.Abs(math.Tanh(y)*math.Tanh(s*z[q])) < 0.5 {
-						formula++
-					} else {
-						direct++
-					}
-				}
-			}
-		}
-	}
-	if !(worst <= 8*0x1p-53) || formula == 0 || direct == 0 {
-		t.Errorf("largest error %v (%.1f·2⁻⁵³), pairs by the formula %d, directly %d", worst, worst/0x1p-53, formula,
-			direct)
-	}
-}
-
 // expectTanh returns E tanh(μ + σz), E tanh²(μ + σz) by composite Simpson on [−12, 12] in z (an independent
 // reference for the quadrature moments).
 func expectTanh(mu, sigma float64) (m1, m2 float64) {

@@ -17,14 +17,6 @@ func dotRows(nc int, t *float64, ldt int, w *float64, ldw int, q *float64, ldq i
 	panic("vec: no dotRows kernel")
 }
 
-func softplusAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64) bool {
-	panic("vec: no softplus kernel")
-}
-
-func sigmoidAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64) bool {
-	panic("vec: no sigmoid kernel")
-}
-
 // UseAVX512 is false off amd64.
 var UseAVX512 = false
 

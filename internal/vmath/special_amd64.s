@@ -160,3 +160,66 @@ sigmoidAVX2loop:
 	SETNE     ret+40(FP)
 	VZEROUPPER
 	RET
+
+// func tanhAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64, coef *[19][4]uint64) bool
+//
+// EXPNEG on 2·alpha·src gives x2 = 2x (Y0), a2 = min(|2x|, 708) (Y1) and y = e^(−a2) (Y5). m = expm1(−a2): y − 1
+// where a2 ≥ 1, the Taylor series r·(1 + r/2! + … + r^18/19!) with r = −a2 (Horner, coefficients at R8) where a2 < 1.
+// tanh|x| = −m/(2 + m), given the sign of x; lanes flagged by EXPNEG store x2.
+TEXT ·tanhAVX2(SB), NOSPLIT, $0-49
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHLQ         $3, CX
+	VBROADCASTSD alpha+24(FP), Y15
+	VADDPD       Y15, Y15, Y15
+	MOVQ         consts+32(FP), DX
+	MOVQ         coef+40(FP), R8
+	VMOVUPD      ABSMASK, Y13
+	VXORPD       Y14, Y14, Y14
+	XORQ         AX, AX
+
+tanhAVX2loop:
+	EXPNEG
+	VSUBPD      ONE, Y5, Y6
+	VXORPD      Y7, Y7, Y7
+	VSUBPD      Y1, Y7, Y7
+	VMOVUPD     0(R8), Y8
+	VFMADD213PD 32(R8), Y7, Y8
+	VFMADD213PD 64(R8), Y7, Y8
+	VFMADD213PD 96(R8), Y7, Y8
+	VFMADD213PD 128(R8), Y7, Y8
+	VFMADD213PD 160(R8), Y7, Y8
+	VFMADD213PD 192(R8), Y7, Y8
+	VFMADD213PD 224(R8), Y7, Y8
+	VFMADD213PD 256(R8), Y7, Y8
+	VFMADD213PD 288(R8), Y7, Y8
+	VFMADD213PD 320(R8), Y7, Y8
+	VFMADD213PD 352(R8), Y7, Y8
+	VFMADD213PD 384(R8), Y7, Y8
+	VFMADD213PD 416(R8), Y7, Y8
+	VFMADD213PD 448(R8), Y7, Y8
+	VFMADD213PD 480(R8), Y7, Y8
+	VFMADD213PD 512(R8), Y7, Y8
+	VFMADD213PD 544(R8), Y7, Y8
+	VFMADD213PD 576(R8), Y7, Y8
+	VMULPD      Y7, Y8, Y8
+	VCMPPD      $0x01, ONE, Y1, Y9
+	VBLENDVPD   Y9, Y8, Y6, Y6
+	// |tanh x| = |m/(2 + m)|, then the sign of x2.
+	VADDPD      TWO, Y6, Y10
+	VDIVPD      Y10, Y6, Y11
+	VANDPD      Y13, Y11, Y11
+	VANDNPD     Y0, Y13, Y12
+	VORPD       Y12, Y11, Y11
+	VBLENDVPD   Y2, Y0, Y11, Y11
+	VMOVUPD     Y11, (DI)(AX*1)
+	ADDQ $32, AX
+	CMPQ AX, CX
+	JLT  tanhAVX2loop
+
+	VMOVMSKPD Y14, BX
+	TESTQ     BX, BX
+	SETNE     ret+48(FP)
+	VZEROUPPER
+	RET

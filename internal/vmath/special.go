@@ -1,12 +1,18 @@
-package vec
-
-import "math"
-
-// Softplus and Sigmoid over a row, four lanes at a time on AVX2/FMA (special_amd64.s): e^{-|x|} by a reduction to
+// Package vmath evaluates elementary functions over a row, four lanes at a time on AVX2/FMA (special_amd64.s), for
+// the CPU backend's Map and for the host models: softplus, sigmoid and tanh. e^{-|x|} is computed by a reduction to
 // [−ln2/2, ln2/2] and a degree-13 Taylor polynomial scaled by 2^n, log1p by the atanh series of the logarithm with
-// the rounding of 1 + y corrected. Both are within a few ulps of the maths library. Arguments with |x| > 708 (where
-// e^{-|x|} leaves the normal range) or NaN go to the caller's scalar function, so tails and extremes give exactly
-// what the scalar path gives, in place or not.
+// the rounding of 1 + y corrected. All are within a few ulps of the correctly rounded value. Arguments the kernels
+// do not take (softplus and sigmoid: |x| > 708, where e^{-|x|} leaves the normal range; tanh: |x| > 354; NaN) go
+// to the caller's scalar function, so tails and extremes give exactly what the scalar path gives, in place or not.
+//
+// It is a package of its own, outside the CPU backend, because that backend uses cgo under the netlib tag (a cgo
+// package cannot contain Go assembly) and because models/nfa evaluates tanh with it too.
+package vmath
+
+import (
+	"math"
+	"math/big"
+)
 
 // Softplus sets dst[i] = log(1 + e^{x}) with x = alpha·src[i]; scalar is the reference used for the tail of the row
 // and for extreme or non-finite arguments.
@@ -50,6 +56,43 @@ func special(dst, src []float64, alpha float64, scalar func(float64) float64, so
 
 // specialLimit bounds |x| for the vector path: e^{-708} is still a normal number.
 const specialLimit = 708
+
+// Tanh sets dst[i] = tanh(x) with x = alpha·src[i], within 4 ulps of the correctly rounded value (TestTanh); scalar
+// is the reference used for the tail of the row and for |x| > 354 or NaN. The kernel takes e^{−2|x|} from the
+// exponential of Softplus and Sigmoid, and tanh|x| = −m/(2 + m) with m = e^{−2|x|} − 1 (no cancellation: m ≤ −0.63)
+// for |x| ≥ ½, and for |x| < ½ with m = expm1(−2|x|) by its Taylor series to degree 19 (relative error below
+// 2⁻⁵³ on [−1, 0]), so that tanh keeps its relative accuracy near 0.
+func Tanh(dst, src []float64, alpha float64, scalar func(float64) float64) {
+	src = src[:len(dst)]
+	n4 := 0
+	if UseFMA {
+		n4 = len(dst) &^ 3
+	}
+	if n4 > 0 && tanhAVX2(&dst[0], &src[0], n4, alpha, &specialConsts, &tanhCoef) {
+		// The kernel stored 2x in the lanes it could not take (|2x| > 708 or NaN), every other lane holds a
+		// value in [−1, 1]; 2x/2 = x exactly.
+		for i := 0; i < n4; i++ {
+			if x2 := dst[i]; !(math.Abs(x2) <= 1) {
+				dst[i] = scalar(x2 / 2)
+			}
+		}
+	}
+	for i := n4; i < len(dst); i++ {
+		dst[i] = scalar(alpha * src[i])
+	}
+}
+
+// tanhCoef holds 1/k!, k = 19 down to 1, correctly rounded: the Taylor coefficients of expm1 in Horner order.
+var tanhCoef = func() (t [19][4]uint64) {
+	fact := big.NewInt(1)
+	for k := 1; k <= 19; k++ {
+		fact.Mul(fact, big.NewInt(int64(k)))
+		c, _ := new(big.Float).SetPrec(256).Quo(big.NewFloat(1).SetPrec(256), new(big.Float).SetPrec(256).SetInt(fact)).Float64()
+		v := math.Float64bits(c)
+		t[19-k] = [4]uint64{v, v, v, v}
+	}
+	return t
+}()
 
 // Taylor coefficients of e^r (1/k!) and of 2·atanh (2/(2k+1)); ln 2 split so that n·ln2Hi is exact.
 var specialConsts = func() (t [34][4]uint64) {

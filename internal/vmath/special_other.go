@@ -1,0 +1,18 @@
+//go:build !amd64
+
+package vmath
+
+// UseFMA is false off amd64: every function of this package runs its scalar function.
+var UseFMA = false
+
+func softplusAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64) bool {
+	panic("vmath: no softplus kernel")
+}
+
+func sigmoidAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64) bool {
+	panic("vmath: no sigmoid kernel")
+}
+
+func tanhAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64, coef *[19][4]uint64) bool {
+	panic("vmath: no tanh kernel")
+}

@@ -105,8 +105,8 @@ func (p *prop) nodes() {
 }
 
 // nonlin returns the mean, slope and extra variance of tanh(y) given ȳ, the total variance yt and its parts ys, yw,
-// and keeps the tanh values (Taylor; Gauss–Hermite: nodes left them at the nodes) and E tanh² of unit h for
-// nonlinBack.
+// and keeps for nonlinBack tanh(ȳ) of unit h (Taylor) or its E tanh² (Gauss–Hermite, from the tanh values that
+// nodes left at its nodes).
 func (p *prop) nonlin(h int, y, yt, ys, yw float64) (phm, k, phw float64) {
 	if p.mo == Taylor {
 		t := math.Tanh(y)

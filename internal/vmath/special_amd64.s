@@ -36,7 +36,7 @@
 #define AT5 1024(DX)
 #define AT3 1056(DX)
 
-// EXPNEG, the start of both kernels: x = alpha·src in Y0, a = min(|x|, 708) in Y1 (Y2 marks lanes with |x| > 708
+// EXPNEG, the start of every kernel: x = alpha·src in Y0, a = min(|x|, 708) in Y1 (Y2 marks lanes with |x| > 708
 // or NaN, which store x itself for the caller to redo; Y14 collects them), y = e^(−a) in Y5: a·log2(e) = m + f with
 // m an integer, e^(−a) = 2^(−m)·e^(m·ln2 − a), the reduced argument in two FMAs (ln 2 = LN2HI + LN2LO), e^r by
 // Horner on the Taylor coefficients, 2^(−m) built in the exponent field.

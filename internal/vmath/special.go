@@ -17,45 +17,13 @@ import (
 // Softplus sets dst[i] = log(1 + e^{x}) with x = alpha·src[i]; scalar is the reference used for the tail of the row
 // and for extreme or non-finite arguments.
 func Softplus(dst, src []float64, alpha float64, scalar func(float64) float64) {
-	special(dst, src, alpha, scalar, true)
+	apply(dst, src, alpha, scalar, softplusKernel, beyondLimit)
 }
 
 // Sigmoid sets dst[i] = 1/(1 + e^{−x}) with x = alpha·src[i], as Softplus.
 func Sigmoid(dst, src []float64, alpha float64, scalar func(float64) float64) {
-	special(dst, src, alpha, scalar, false)
+	apply(dst, src, alpha, scalar, sigmoidKernel, beyondLimit)
 }
-
-func special(dst, src []float64, alpha float64, scalar func(float64) float64, softplus bool) {
-	src = src[:len(dst)]
-	n4 := 0
-	if UseFMA {
-		n4 = len(dst) &^ 3
-	}
-	if n4 > 0 {
-		var flagged bool
-		if softplus {
-			flagged = softplusAVX2(&dst[0], &src[0], n4, alpha, &specialConsts)
-		} else {
-			flagged = sigmoidAVX2(&dst[0], &src[0], n4, alpha, &specialConsts)
-		}
-		if flagged {
-			// The kernel stored x = alpha·src itself in the lanes it could not take; every other lane holds a
-			// result within [−708, 708] (softplus of |x| ≤ 708, or a sigmoid). Reading dst, not src, keeps this
-			// right when dst is src.
-			for i := 0; i < n4; i++ {
-				if x := dst[i]; !(math.Abs(x) <= specialLimit) {
-					dst[i] = scalar(x)
-				}
-			}
-		}
-	}
-	for i := n4; i < len(dst); i++ {
-		dst[i] = scalar(alpha * src[i])
-	}
-}
-
-// specialLimit bounds |x| for the vector path: e^{-708} is still a normal number.
-const specialLimit = 708
 
 // Tanh sets dst[i] = tanh(x) with x = alpha·src[i], within 4 ulps of the correctly rounded value (TestSpecial); scalar
 // is the reference used for the tail of the row and for |x| > 354 or NaN. The kernel takes e^{−2|x|} from the
@@ -63,17 +31,24 @@ const specialLimit = 708
 // for |x| ≥ ½, and for |x| < ½ with m = expm1(−2|x|) by its Taylor series to degree 19 (relative error below
 // 2⁻⁵³ on [−1, 0]), so that tanh keeps its relative accuracy near 0.
 func Tanh(dst, src []float64, alpha float64, scalar func(float64) float64) {
+	apply(dst, src, alpha, scalar, tanhKernel, beyondOne)
+}
+
+// apply runs kernel over the longest prefix of the row whose length is a multiple of 4 and scalar over the rest.
+// When the kernel reports lanes it could not take, it has stored in them a value from which flagged recovers the
+// argument (ok); flagged tells them from computed lanes by range alone, so reading dst, not src, keeps this right
+// when dst is src.
+func apply(dst, src []float64, alpha float64, scalar func(float64) float64,
+	kernel func(dst, src *float64, n int, alpha float64) bool, flagged func(v float64) (x float64, ok bool)) {
 	src = src[:len(dst)]
 	n4 := 0
 	if UseFMA {
 		n4 = len(dst) &^ 3
 	}
-	if n4 > 0 && tanhAVX2(&dst[0], &src[0], n4, alpha, &specialConsts, &tanhCoef) {
-		// The kernel stored 2x in the lanes it could not take (|2x| > 708 or NaN), every other lane holds a
-		// value in [−1, 1]; 2x/2 = x exactly.
+	if n4 > 0 && kernel(&dst[0], &src[0], n4, alpha) {
 		for i := 0; i < n4; i++ {
-			if x2 := dst[i]; !(math.Abs(x2) <= 1) {
-				dst[i] = scalar(x2 / 2)
+			if x, ok := flagged(dst[i]); ok {
+				dst[i] = scalar(x)
 			}
 		}
 	}
@@ -81,6 +56,29 @@ func Tanh(dst, src []float64, alpha float64, scalar func(float64) float64) {
 		dst[i] = scalar(alpha * src[i])
 	}
 }
+
+func softplusKernel(dst, src *float64, n int, alpha float64) bool {
+	return softplusAVX2(dst, src, n, alpha, &specialConsts)
+}
+
+func sigmoidKernel(dst, src *float64, n int, alpha float64) bool {
+	return sigmoidAVX2(dst, src, n, alpha, &specialConsts)
+}
+
+func tanhKernel(dst, src *float64, n int, alpha float64) bool {
+	return tanhAVX2(dst, src, n, alpha, &specialConsts, &tanhCoef)
+}
+
+// beyondLimit: softplus and sigmoid store x = alpha·src itself in a flagged lane; every computed lane holds a value
+// within [−708, 708] (softplus of |x| ≤ 708, or a sigmoid).
+func beyondLimit(v float64) (float64, bool) { return v, !(math.Abs(v) <= specialLimit) }
+
+// beyondOne: tanh stores 2x in a flagged lane (|2x| > 708 or NaN); every computed lane holds a value in [−1, 1], and
+// 2x/2 = x exactly.
+func beyondOne(v float64) (float64, bool) { return v / 2, !(math.Abs(v) <= 1) }
+
+// specialLimit bounds |x| for the vector path: e^{-708} is still a normal number.
+const specialLimit = 708
 
 // tanhCoef holds 1/k!, k = 19 down to 1, correctly rounded: the Taylor coefficients of expm1 in Horner order.
 var tanhCoef = func() (t [19][4]uint64) {

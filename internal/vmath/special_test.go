@@ -106,6 +106,45 @@ func TestSpecialInPlace(t *testing.T) {
 	}
 }
 
+// The scalar function is called with x = alpha·src[i] itself for every lane the kernel hands over and for the tail:
+// with a scalar function that is not the kernel's (x ↦ −x − 1) those lanes must hold exactly its value, in place and
+// out of place. (With the true function a wrong argument can go unseen: tanh(2x) = tanh(x) = ±1 beyond 354.)
+func TestSpecialScalarArgument(t *testing.T) {
+	src := []float64{math.NaN(), -1000, 350, 1, -3, 800, 0.5, 400, 2, -360, 1e300}
+	mark := func(x float64) float64 { return -x - 1 }
+	for _, alpha := range []float64{1, 2} {
+		for _, c := range []struct {
+			name  string
+			f     func(dst, src []float64, alpha float64, scalar func(float64) float64)
+			limit float64
+		}{{"softplus", Softplus, 708}, {"sigmoid", Sigmoid, 708}, {"tanh", Tanh, 354}} {
+			for _, inPlace := range []bool{false, true} {
+				dst := make([]float64, len(src))
+				if inPlace {
+					copy(dst, src)
+					c.f(dst, dst, alpha, mark)
+				} else {
+					c.f(dst, src, alpha, mark)
+				}
+				n4 := len(src) &^ 3
+				if !UseFMA {
+					n4 = 0
+				}
+				for i, v := range src {
+					x := alpha * v
+					if i < n4 && math.Abs(x) <= c.limit {
+						continue // a lane the kernel computed (TestSpecial checks its value)
+					}
+					if want := mark(x); dst[i] != want && !(math.IsNaN(dst[i]) && math.IsNaN(want)) {
+						t.Fatalf("%s, alpha %v, in place %v: element %d (x = %v) = %v, want scalar(x) = %v",
+							c.name, alpha, inPlace, i, x, dst[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkSpecial times each function over a row of 4096 arguments in [−4, 4] (in L1) against its scalar function
 // over the same row, measured in the same op: ns per element of both and their ratio.
 func BenchmarkSpecial(b *testing.B) {

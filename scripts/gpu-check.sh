@@ -66,7 +66,8 @@ rcg)
 	step vb-nssm-batch timeout 80 "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium \
 		-json "$out/vb-nssm.json"
 	# Fig. 10's size as one batch of its 5 initialisations, 200 RCG iterations: the seconds per round that a run
-	# to convergence (36626 to more than 64000 iterations in the host runs) across sessions (-checkpoint) would take.
+	# to convergence (20901 to more than 116000 iterations in the host runs, docs/rcg.md) across sessions
+	# (-checkpoint) would take.
 	step fig10-batch-200 timeout 80 "$here/rcg-nssm" -batched -backend cuda -n 1000 -d 7 -hidden 30 -eps 1e-6 \
 		-seeds 5 -methods RCG -rcgiter 200 -runs -svg "$out/fig10-batch.svg"
 	grep -h -E '^(---|ok|FAIL|Benchmark)|loop/batched|host-loop' "$out"/*.log | tail -n 60

@@ -35,6 +35,12 @@ type layer struct {
 
 func (l layer) size() int { return l.hid*l.in + l.hid + l.out*l.hid + l.out }
 
+// bias is the output bias b of w's layout.
+func (l layer) bias(w []float64) []float64 {
+	_, _, _, b := l.split(w)
+	return b
+}
+
 func (l layer) split(w []float64) (A, a, B, b []float64) {
 	i := l.hid * l.in
 	A, a = w[:i], w[i:i+l.hid]
@@ -48,35 +54,61 @@ func (l layer) split(w []float64) (A, a, B, b []float64) {
 // variance from the weights (independent across units), as in notes §4.2.5. forward leaves the per-unit values,
 // the tanh at every quadrature node and the Jacobian in p, and backward (at the same point) reads them back instead
 // of evaluating tanh again.
+//
+// On amd64 with AVX the kernels of mlp_amd64.s take four hidden units or four outputs at a time. Each lane does one
+// unit's or output's operations in the order of the scalar functions here (the path without AVX), multiplying and
+// adding without fusing, so the bits do not depend on the path. The per-unit and per-output arrays the kernels
+// write are padded to multiples of 4 (hp, op), with zero weights in the padding.
 type prop struct {
 	mo     Moments
 	z, w   []float64 // quadrature nodes and weights for N(0, 1)
 	l      layer
-	y, yt  []float64 // per hidden unit: mean, total variance
+	hp, op int // hid and out rounded up to multiples of 4
+
+	// Per hidden unit (length hid, capacity hp):
+	y, yt  []float64 // mean, total variance
 	ys, yw []float64 // source-driven and weight ("extra") parts of the variance
 	phm    []float64 // mean of tanh
 	k      []float64 // slope (Taylor: tanh′(ȳ); GH: E tanh′(y))
 	phw    []float64 // extra variance of tanh
 	m2     []float64 // GH: E tanh² (the unclamped residual is m2 − phm² − k²ys)
 	pv     []float64 // E φ² = phm² + k²ys + phw, the factor of the output variance's weight part
-	tq     []float64 // hid × nodes: tanh at each node (Taylor: tanh(ȳ), one per unit)
-	jx     []float64 // out×in Jacobian of the output mean path
-	bk     []float64 // out×hid: B_ih k_h, the Jacobian's left factor
-	gj     []float64 // out×in: ∂C/∂J of the backward pass, all paths
-	m      []float64 // hid×in scratch of the backward pass
+	// ∂C/∂phm, ∂C/∂phv, ∂C/∂phw through the output layer (phv = k²ys + phw), ∂C/∂k, and nonlinBack's ∂C/∂ȳ,
+	// ∂C/∂yt, ∂C/∂ys and ∂C/∂yw
+	gphm, gphv, gphw, gk, gy, gyt, gys, gyw []float64
+	tq                                      []float64 // nodes×hp: tanh at each node (Taylor: tanh(ȳ), one node)
+
+	// The weights of the pass (setWeights), and their padded copies and transposes for the kernels.
+	wm, wv  []float64
+	ap, avp []float64 // hp: a and av
+	at, avt []float64 // in×hp: Aᵀ and Avᵀ
+	bt, bvt []float64 // hid×op: Bᵀ and Bvᵀ
+	smq     []float64 // in×3: s̄_j, s̄_j² + s̃_j and s̃_j
+	xm, xv  []float64 // op: the output means and variances as the kernels sum them
+	jt      []float64 // in×op: Jᵀ as the kernels sum it
+	jx      []float64 // out×in Jacobian of the output mean path
+	gj      []float64 // out×in: ∂C/∂J of the backward pass, all paths
+	gx      []float64 // out×3: ∂C/∂xm_i, ∂C/∂xv_i and twice the latter
+	mt      []float64 // in×hp: Σ_i ∂C/∂J_ij B_ih, the Jacobian path's share of ∂C/∂(k_h A_hj)
 }
 
 func newProp(l layer, mo Moments, order int) *prop {
-	p := &prop{mo: mo, l: l, y: make([]float64, l.hid), yt: make([]float64, l.hid), ys: make([]float64, l.hid),
-		yw: make([]float64, l.hid), phm: make([]float64, l.hid), k: make([]float64, l.hid), phw: make([]float64, l.hid),
-		m2: make([]float64, l.hid), pv: make([]float64, l.hid), jx: make([]float64, l.out*l.in),
-		bk: make([]float64, l.out*l.hid), gj: make([]float64, l.out*l.in), m: make([]float64, l.hid*l.in)}
+	hp, op := (l.hid+3)&^3, (l.out+3)&^3
+	unit := func() []float64 { return make([]float64, l.hid, hp) }
+	p := &prop{mo: mo, l: l, hp: hp, op: op,
+		y: unit(), yt: unit(), ys: unit(), yw: unit(), phm: unit(), k: unit(), phw: unit(), m2: unit(), pv: unit(),
+		gphm: unit(), gphv: unit(), gphw: unit(), gk: unit(), gy: unit(), gyt: unit(), gys: unit(), gyw: unit(),
+		ap: make([]float64, hp), avp: make([]float64, hp), at: make([]float64, l.in*hp), avt: make([]float64, l.in*hp),
+		bt: make([]float64, l.hid*op), bvt: make([]float64, l.hid*op), smq: make([]float64, 3*l.in),
+		xm: make([]float64, op), xv: make([]float64, op), jt: make([]float64, l.in*op),
+		jx: make([]float64, l.out*l.in), gj: make([]float64, l.out*l.in), gx: make([]float64, 3*l.out),
+		mt: make([]float64, l.in*hp)}
 	nq := 1
 	if mo == GaussHermite {
 		p.z, p.w = GHNodes(order)
 		nq = order
 	}
-	p.tq = make([]float64, l.hid*nq)
+	p.tq = make([]float64, nq*hp)
 	return p
 }
 
@@ -91,56 +123,188 @@ func GHNodes(n int) (z, w []float64) {
 	return z, w
 }
 
-// nodes writes tanh(ȳ_h + √ỹ_h·z_q) at every Gauss–Hermite node of every unit into tq, in one call of vmath.Tanh
-// (four lanes at a time, within 4 ulps; the tanh calls were most of a pass's time).
-func (p *prop) nodes() {
-	nq := len(p.z)
-	for h, y := range p.y {
-		s := math.Sqrt(p.yt[h])
-		for q, zq := range p.z {
-			p.tq[h*nq+q] = y + s*zq
+// setWeights sets the weight means wm and variances wv of the passes that follow (forward, backward), kept by
+// reference, and copies them into the kernels' layouts. Weights change only between passes over the data, so this
+// is once per chunk of time steps.
+func (p *prop) setWeights(wm, wv []float64) {
+	l := p.l
+	p.wm, p.wv = wm, wv
+	A, a, B, _ := l.split(wm)
+	Av, av, Bv, _ := l.split(wv)
+	copy(p.ap, a)
+	copy(p.avp, av)
+	for h := range l.hid {
+		for j := range l.in {
+			p.at[j*p.hp+h], p.avt[j*p.hp+h] = A[h*l.in+j], Av[h*l.in+j]
+		}
+		for i := range l.out {
+			p.bt[h*p.op+i], p.bvt[h*p.op+i] = B[i*l.hid+h], Bv[i*l.hid+h]
 		}
 	}
-	vmath.Tanh(p.tq, p.tq, 1, math.Tanh)
 }
 
-// nonlin returns the mean, slope and extra variance of tanh(y) given ȳ, the total variance yt and its parts ys, yw,
-// and keeps for nonlinBack tanh(ȳ) of unit h (Taylor) or its E tanh² (Gauss–Hermite, from the tanh values that
-// nodes left at its nodes).
-func (p *prop) nonlin(h int, y, yt, ys, yw float64) (phm, k, phw float64) {
-	if p.mo == Taylor {
-		t := math.Tanh(y)
-		p.tq[h] = t
-		t1 := 1 - t*t
-		t2 := -2 * t * t1
-		return t + 0.5*t2*yt, t1, t1 * t1 * yw
+// forward maps input means sm and variances sv (independent inputs) to output means xm and variances xv, with the
+// weights of setWeights; it leaves the per-unit quantities and the Jacobian in p for backward.
+func (p *prop) forward(sm, sv, xm, xv []float64) {
+	l := p.l
+	for j := range l.in {
+		p.smq[3*j], p.smq[3*j+1], p.smq[3*j+2] = sm[j], sm[j]*sm[j]+sv[j], sv[j]
 	}
-	var m1, m2 float64
-	for q, t := range p.tq[h*len(p.z) : (h+1)*len(p.z)] {
-		m1 += p.w[q] * t
-		k += p.w[q] * (1 - t*t)
-		m2 += p.w[q] * t * t
+	nz := len(p.z) // GH: the node arguments are written with the units' moments
+	// The hidden units' input moments (and the GH node arguments), their tanh moments, then the outputs.
+	if useAVX {
+		for h := 0; h < l.hid; h += 4 {
+			unitsInBlock(&p.at[h], &p.avt[h], &p.ap[h], &p.avp[h], &p.smq[0], &p.y[h], &p.yw[h], &p.ys[h], &p.yt[h],
+				p.zPtr(), &p.tq[h], nz, l.in, p.hp)
+		}
+	} else {
+		for h := range l.hid {
+			p.unitIn(h)
+		}
 	}
-	p.m2[h] = m2
+	if p.mo == GaussHermite {
+		// Every node of every unit in one call (four lanes at a time, within 4 ulps; the tanh calls were most of a
+		// pass's time).
+		vmath.Tanh(p.tq, p.tq, 1, math.Tanh)
+		if useAVX {
+			for h := 0; h < l.hid; h += 4 {
+				nonlinBlock(&p.tq[h], &p.w[0], &p.ys[h], &p.phm[h], &p.k[h], &p.phw[h], &p.m2[h], &p.pv[h], len(p.w), p.hp)
+			}
+		} else {
+			for h := range l.hid {
+				p.nonlinGH(h)
+			}
+		}
+	} else {
+		for h := range l.hid {
+			p.nonlinTaylor(h)
+		}
+	}
+	copy(p.xm, l.bias(p.wm))
+	copy(p.xv, l.bias(p.wv))
+	clear(p.jt)
+	if useAVX {
+		for i := 0; i < l.out; i += 4 {
+			outputsForwardBlock(&p.bt[i], &p.bvt[i], &p.wm[0], &p.phm[0], &p.phw[0], &p.pv[0], &p.k[0], &p.xm[i],
+				&p.xv[i], &p.jt[i], p.op, l.in, l.hid)
+		}
+	} else {
+		for i := range l.out {
+			p.outputForward(i)
+		}
+	}
+	for i := range l.out {
+		J := p.jx[i*l.in : (i+1)*l.in]
+		for j := range J {
+			J[j] = p.jt[j*p.op+i]
+		}
+		if l.skip {
+			J[i]++ // the identity of the skip
+		}
+		v := p.xv[i]
+		for j, s := range J {
+			v += s * s * sv[j]
+		}
+		m := p.xm[i]
+		if l.skip {
+			m += sm[i]
+		}
+		xm[i], xv[i] = m, v
+	}
+}
+
+// zPtr is the GH nodes for unitsInBlock (Taylor: nil, and it writes no node arguments).
+func (p *prop) zPtr() *float64 {
+	if len(p.z) == 0 {
+		return nil
+	}
+	return &p.z[0]
+}
+
+// unitIn sets unit h's input mean ȳ = a_h + A_h s̄, the source-driven variance ys = Σ_j A_hj² s̃_j, the weight part
+// yw = av_h + Σ_j Av_hj (s̄_j² + s̃_j) and yt = ys + yw, and with GH the node arguments ȳ + √yt·z_q in tq
+// (unitsInBlock for four units).
+func (p *prop) unitIn(h int) {
+	l := p.l
+	y, yw, ys := p.ap[h], p.avp[h], 0.0
+	for j := range l.in {
+		ah := p.at[j*p.hp+h]
+		y += ah * p.smq[3*j]
+		yw += p.avt[j*p.hp+h] * p.smq[3*j+1]
+		ys += ah * ah * p.smq[3*j+2]
+	}
+	p.y[h], p.yw[h], p.ys[h], p.yt[h] = y, yw, ys, ys+yw
+	if len(p.z) > 0 {
+		s := math.Sqrt(ys + yw)
+		for q, zq := range p.z {
+			p.tq[q*p.hp+h] = y + s*zq
+		}
+	}
+}
+
+// nonlinTaylor sets unit h's mean, slope and extra variance of tanh(y) by the Taylor moments and keeps tanh(ȳ) for
+// nonlinBack.
+func (p *prop) nonlinTaylor(h int) {
+	t := math.Tanh(p.y[h])
+	p.tq[h] = t
+	t1 := 1 - t*t
+	t2 := -2 * t * t1
+	phm, k, phw, ys := t+0.5*t2*p.yt[h], t1, t1*t1*p.yw[h], p.ys[h]
+	p.phm[h], p.k[h], p.phw[h], p.pv[h] = phm, k, phw, phm*phm+(k*k*ys+phw)
+}
+
+// nonlinGH sets unit h's mean, slope, extra variance and E tanh² by Gauss–Hermite from the tanh values at its nodes
+// (nonlinBlock for four units).
+func (p *prop) nonlinGH(h int) {
+	var m1, k, m2 float64
+	for q, wq := range p.w {
+		t := p.tq[q*p.hp+h]
+		m1 += wq * t
+		k += wq * (1 - t*t)
+		m2 += wq * t * t
+	}
+	ys := p.ys[h]
 	// Var tanh = E t² − (E t)²; the part k²·ys explained by the sources is tracked through the Jacobian. Under exact
 	// integration Var tanh ≥ k²(ys + yw) ≥ k²ys (Stein's lemma and Cauchy–Schwarz), but a finite rule under a wide
 	// N(ȳ, yt) can overestimate k (a node near the origin) and make the residual negative; it is clamped at 0 so that
 	// no output variance is negative (a negative one makes F unbounded below).
-	return m1, k, math.Max(m2-m1*m1-k*k*ys, 0)
+	phw := math.Max(m2-m1*m1-k*k*ys, 0)
+	p.phm[h], p.k[h], p.phw[h], p.m2[h], p.pv[h] = m1, k, phw, m2, m1*m1+(k*k*ys+phw)
 }
 
-// nonlinBack returns the gradients with respect to (ȳ, yt, ys, yw) of unit h given those with respect to (phm, k,
-// phw), from the values nonlin left at the same point. For Gauss–Hermite it differentiates the quadrature sum itself
-// (nodes ȳ + √yt·z_q), so it is exact for the discrete rule.
-func (p *prop) nonlinBack(h int, gphm, gk, gphw float64) (gy, gyt, gys, gyw float64) {
+// outputForward adds to p.xm[i] and p.xv[i] the sums over the hidden units of output i's mean and the weight part
+// of its variance, and sums row i of J = (B diag k) A into column i of jt (outputsForwardBlock for four outputs).
+func (p *prop) outputForward(i int) {
+	l := p.l
+	A, _, _, _ := l.split(p.wm)
+	m, v := p.xm[i], p.xv[i]
+	for h := range l.hid {
+		bih := p.bt[h*p.op+i]
+		m += bih * p.phm[h]
+		v += bih*bih*p.phw[h] + p.bvt[h*p.op+i]*p.pv[h]
+		bk := bih * p.k[h]
+		for j, ahj := range A[h*l.in : (h+1)*l.in] {
+			p.jt[j*p.op+i] += bk * ahj
+		}
+	}
+	p.xm[i], p.xv[i] = m, v
+}
+
+// nonlinBack sets p.gy, p.gyt, p.gys and p.gyw of unit h, the gradients with respect to (ȳ, yt, ys, yw), from those
+// with respect to (phm, k, phw) in p.gphm, p.gk and p.gphw and the values forward left at the same point. For
+// Gauss–Hermite it differentiates the quadrature sum itself (nodes ȳ + √yt·z_q), so it is exact for the discrete
+// rule (nonlinBackBlock for four units).
+func (p *prop) nonlinBack(h int) {
+	gphm, gk, gphw := p.gphm[h], p.gk[h], p.gphw[h]
 	yt, ys, yw := p.yt[h], p.ys[h], p.yw[h]
 	if p.mo == Taylor {
 		t := p.tq[h]
 		t1 := 1 - t*t
 		t2 := -2 * t * t1
 		t3 := -2*t1*t1 - 2*t*t2
-		gy = gphm*(t1+0.5*t3*yt) + gk*t2 + gphw*2*t1*t2*yw
-		return gy, 0.5 * gphm * t2, 0, gphw * t1 * t1
+		p.gy[h] = gphm*(t1+0.5*t3*yt) + gk*t2 + gphw*2*t1*t2*yw
+		p.gyt[h], p.gys[h], p.gyw[h] = 0.5*gphm*t2, 0, gphw*t1*t1
+		return
 	}
 	m1, k, m2 := p.phm[h], p.k[h], p.m2[h]
 	// phw = max(m2 − m1² − k²ys, 0): no gradient through the clamped branch.
@@ -149,73 +313,24 @@ func (p *prop) nonlinBack(h int, gphm, gk, gphw float64) (gy, gyt, gys, gyw floa
 	}
 	gm1 := gphm - 2*m1*gphw
 	gkk := gk - 2*k*ys*gphw
-	gys = -k * k * gphw
-	var gs float64
-	for q, t := range p.tq[h*len(p.z) : (h+1)*len(p.z)] {
+	var gy, gs float64
+	for q, wq := range p.w {
+		t := p.tq[q*p.hp+h]
 		t1 := 1 - t*t
 		t2 := -2 * t * t1
-		b := p.w[q] * (gm1*t1 + gkk*t2 + gphw*2*t*t1)
+		b := wq * (gm1*t1 + gkk*t2 + gphw*2*t*t1)
 		gy += b
 		gs += b * p.z[q]
 	}
-	return gy, gs / (2 * math.Sqrt(yt)), gys, 0
-}
-
-// forward maps input means sm and variances sv (independent inputs) to output means xm and variances xv, with
-// weight means wm and variances wv; it leaves the per-unit quantities and the Jacobian in p for backward.
-func (p *prop) forward(wm, wv, sm, sv, xm, xv []float64) {
-	l := p.l
-	A, a, B, b := l.split(wm)
-	Av, av, Bv, bv := l.split(wv)
-	for h := range l.hid {
-		Ah, Avh := A[h*l.in:(h+1)*l.in], Av[h*l.in:(h+1)*l.in]
-		y, yw, ys := a[h], av[h], 0.0
-		for j, ah := range Ah {
-			y += ah * sm[j]
-			yw += Avh[j] * (sm[j]*sm[j] + sv[j])
-			ys += ah * ah * sv[j]
-		}
-		p.y[h], p.yw[h], p.ys[h], p.yt[h] = y, yw, ys, ys+yw
-	}
-	if p.mo == GaussHermite {
-		p.nodes()
-	}
-	for h, y := range p.y {
-		ys := p.ys[h]
-		phm, k, phw := p.nonlin(h, y, p.yt[h], ys, p.yw[h])
-		p.phm[h], p.k[h], p.phw[h], p.pv[h] = phm, k, phw, phm*phm+(k*k*ys+phw)
-	}
-	for i := range l.out {
-		Bi, Bvi := B[i*l.hid:(i+1)*l.hid], Bv[i*l.hid:(i+1)*l.hid]
-		bk := p.bk[i*l.hid : (i+1)*l.hid]
-		m, v := b[i], bv[i]
-		for h, bih := range Bi {
-			m += bih * p.phm[h]
-			v += bih*bih*p.phw[h] + Bvi[h]*p.pv[h]
-			bk[h] = bih * p.k[h]
-		}
-		// J = (B diag k) A, plus the identity of the skip.
-		J := p.jx[i*l.in : (i+1)*l.in]
-		rowTimes(J, bk, A)
-		if l.skip {
-			J[i]++
-		}
-		for j, s := range J {
-			v += s * s * sv[j]
-		}
-		if l.skip {
-			m += sm[i]
-		}
-		xm[i], xv[i] = m, v
-	}
+	p.gy[h], p.gyt[h], p.gys[h], p.gyw[h] = gy, gs/(2*math.Sqrt(yt)), -k*k*gphw, 0
 }
 
 // backward accumulates into gwm, gwv, gsm, gsv the gradients of a scalar C given ∂C/∂xm, ∂C/∂xv and (optional,
-// out×in) ∂C/∂J, after forward at the same point.
-func (p *prop) backward(wm, wv, sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float64) {
+// out×in) ∂C/∂J, after forward at the same point and with the same weights.
+func (p *prop) backward(sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float64) {
 	l := p.l
-	A, _, B, _ := l.split(wm)
-	Av, _, Bv, _ := l.split(wv)
+	A, _, B, _ := l.split(p.wm)
+	Av, _, Bv, _ := l.split(p.wv)
 	gA, ga, gB, gb := l.split(gwm)
 	gAv, gav, gBv, gbv := l.split(gwv)
 	// ∂C/∂J_ij over both paths: the given one and the output variance's Σ_j J_ij² sv_j.
@@ -235,40 +350,50 @@ func (p *prop) backward(wm, wv, sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float
 			}
 			p.gj[ij] = g
 		}
+		p.gx[3*i], p.gx[3*i+1], p.gx[3*i+2] = gxm[i], gxv[i], 2*gxv[i]
 	}
-	clear(p.m)
+	// The output layer and the Jacobian, by units (the last hid mod 4 units one at a time: B and its gradient are
+	// not padded).
+	clear(p.mt)
+	h := 0
+	if useAVX {
+		for ; h+4 <= l.hid; h += 4 {
+			outputsBackBlock(&B[h], &Bv[h], &gB[h], &gBv[h], &p.at[h], &p.mt[h], &p.k[h], &p.phm[h], &p.phw[h], &p.pv[h],
+				&p.gphm[h], &p.gphv[h], &p.gphw[h], &p.gx[0], &p.gj[0], l.out, l.in, l.hid, p.hp)
+		}
+	}
+	for ; h < l.hid; h++ {
+		p.outputsBackUnit(h, B, Bv, gB, gBv)
+	}
+	// phv = k²ys + phw; then through the nonlinearity.
 	for h := range l.hid {
-		kh := p.k[h]
-		Ah, mh := A[h*l.in:(h+1)*l.in], p.m[h*l.in:(h+1)*l.in]
-		var gphm, gphv, gphw float64
-		for i := range l.out {
-			bih, bvih := B[i*l.hid+h], Bv[i*l.hid+h]
-			gphm += gxm[i]*bih + 2*p.phm[h]*gxv[i]*bvih
-			gphv += gxv[i] * bvih
-			gphw += gxv[i] * bih * bih
-			gbh := gxm[i]*p.phm[h] + 2*gxv[i]*bih*p.phw[h]
-			for j, gij := range p.gj[i*l.in : (i+1)*l.in] {
-				gbh += gij * kh * Ah[j]
-				mh[j] += gij * bih
-			}
-			gB[i*l.hid+h] += gbh
-			gBv[i*l.hid+h] += gxv[i] * p.pv[h]
-		}
-		// phv = k²ys + phw.
-		gphw += gphv
+		kh, gphv := p.k[h], p.gphv[h]
+		p.gphw[h] += gphv
 		gk := 2 * kh * p.ys[h] * gphv
-		gys := kh * kh * gphv
-		for j, ahj := range Ah {
-			gk += mh[j] * ahj
+		for j := range l.in {
+			gk += p.mt[j*p.hp+h] * p.at[j*p.hp+h]
 		}
-		gy, gyt, gys2, gyw := p.nonlinBack(h, gphm, gk, gphw)
-		gys += gys2 + gyt
-		gyw += gyt
+		p.gk[h] = gk
+	}
+	if useAVX && p.mo == GaussHermite {
+		for h := 0; h < l.hid; h += 4 {
+			nonlinBackBlock(&p.tq[h], &p.w[0], &p.z[0], &p.phm[h], &p.k[h], &p.m2[h], &p.ys[h], &p.yt[h], &p.gphm[h],
+				&p.gk[h], &p.gphw[h], &p.gy[h], &p.gyt[h], &p.gys[h], len(p.w), p.hp)
+		}
+	} else {
+		for h := range l.hid {
+			p.nonlinBack(h)
+		}
+	}
+	for h := range l.hid {
+		kh, gy, gyt := p.k[h], p.gy[h], p.gyt[h]
+		gys := kh*kh*p.gphv[h] + (p.gys[h] + gyt)
+		gyw := p.gyw[h] + gyt
 		ga[h] += gy
 		gav[h] += gyw
-		for j, ahj := range Ah {
+		for j, ahj := range A[h*l.in : (h+1)*l.in] {
 			hj := h*l.in + j
-			gA[hj] += gy*sm[j] + 2*gys*ahj*sv[j] + mh[j]*kh
+			gA[hj] += gy*sm[j] + 2*gys*ahj*sv[j] + p.mt[j*p.hp+h]*kh
 			gAv[hj] += gyw * (sm[j]*sm[j] + sv[j])
 			gsm[j] += gy*ahj + 2*gyw*Av[hj]*sm[j]
 			gsv[j] += gyw*Av[hj] + gys*ahj*ahj
@@ -276,28 +401,26 @@ func (p *prop) backward(wm, wv, sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float
 	}
 }
 
-// rowTimes writes cᵀA into dst, A being len(c)×len(dst) row-major: a row of the Jacobian B diag(k) A of every step.
-// It keeps four columns' sums in registers rather than storing each partial sum; every element is still summed over
-// the rows in order, so the bits are those of one column at a time.
-func rowTimes(dst, c, A []float64) {
-	n := len(dst)
-	j := 0
-	for ; j+4 <= n; j += 4 {
-		var s0, s1, s2, s3 float64
-		for h, ch := range c {
-			a := A[h*n+j : h*n+j+4 : h*n+j+4]
-			s0 += ch * a[0]
-			s1 += ch * a[1]
-			s2 += ch * a[2]
-			s3 += ch * a[3]
+// outputsBackUnit is the backward pass of hidden unit h through the output layer x = B φ + b and the Jacobian
+// J = B diag(k) A: it sums over the outputs i ∂C/∂phm, ∂C/∂phv, ∂C/∂phw into p.gphm, p.gphv, p.gphw, adds
+// ∂C/∂B_ih and ∂C/∂Bv_ih, and adds Σ_i ∂C/∂J_ij B_ih to mt[j, h] (outputsBackBlock for four units).
+func (p *prop) outputsBackUnit(h int, B, Bv, gB, gBv []float64) {
+	l := p.l
+	kh, phm, phw, pv := p.k[h], p.phm[h], p.phw[h], p.pv[h]
+	var gphm, gphv, gphw float64
+	for i := range l.out {
+		gxm, gxv, gxv2 := p.gx[3*i], p.gx[3*i+1], p.gx[3*i+2]
+		bih, bvih := B[i*l.hid+h], Bv[i*l.hid+h]
+		gphm += gxm*bih + 2*phm*gxv*bvih
+		gphv += gxv * bvih
+		gphw += gxv * bih * bih
+		gbh := gxm*phm + gxv2*bih*phw
+		for j, gij := range p.gj[i*l.in : (i+1)*l.in] {
+			gbh += gij * kh * p.at[j*p.hp+h]
+			p.mt[j*p.hp+h] += gij * bih
 		}
-		dst[j], dst[j+1], dst[j+2], dst[j+3] = s0, s1, s2, s3
+		gB[i*l.hid+h] += gbh
+		gBv[i*l.hid+h] += gxv * pv
 	}
-	for ; j < n; j++ {
-		var s float64
-		for h, ch := range c {
-			s += ch * A[h*n+j]
-		}
-		dst[j] = s
-	}
+	p.gphm[h], p.gphv[h], p.gphw[h] = gphm, gphv, gphw
 }

@@ -191,7 +191,8 @@ func TestMomentsOneUnit(t *testing.T) {
 	sm, sv := []float64{0.4}, []float64{0.5}
 	p := newProp(l, GaussHermite, 30)
 	xm, xv := make([]float64, 1), make([]float64, 1)
-	p.forward(wm, wv, sm, sv, xm, xv)
+	p.setWeights(wm, wv)
+	p.forward(sm, sv, xm, xv)
 	mu, sig := 1.3*0.4+0.2, 1.3*math.Sqrt(0.5)
 	m1, m2 := expectTanh(mu, sig)
 	wantM, wantV := 0.8*m1-0.1, 0.64*(m2-m1*m1)
@@ -200,7 +201,8 @@ func TestMomentsOneUnit(t *testing.T) {
 	}
 	pt := newProp(l, Taylor, 0)
 	errAt := func(v float64) float64 {
-		pt.forward(wm, wv, sm, []float64{v}, xm, xv)
+		pt.setWeights(wm, wv)
+		pt.forward(sm, []float64{v}, xm, xv)
 		e, _ := expectTanh(mu, 1.3*math.Sqrt(v))
 		return math.Abs(xm[0] - (0.8*e - 0.1))
 	}
@@ -423,7 +425,8 @@ func TestGHVarianceNonNegative(t *testing.T) {
 		for _, sv := range []float64{1, 100, 1e4} {
 			for _, q := range p.z { // put one node at the origin
 				sm := []float64{-q * math.Sqrt(sv)}
-				p.forward(wm, wv, sm, []float64{sv}, xm, xv)
+				p.setWeights(wm, wv)
+				p.forward(sm, []float64{sv}, xm, xv)
 				if xv[0] < -1e-12 || math.Abs(xm[0]) > 1e-12 {
 					t.Errorf("order %d, input N(%.3g, %g): output mean %v, variance %v", order, sm[0], sv, xm[0], xv[0])
 				}
@@ -451,7 +454,8 @@ func TestGHClampedGradient(t *testing.T) {
 	p := newProp(l, GaussHermite, 9)
 	xm, xv := make([]float64, l.out), make([]float64, l.out)
 	C := func() float64 {
-		p.forward(wm, wv, sm, sv, xm, xv)
+		p.setWeights(wm, wv)
+		p.forward(sm, sv, xm, xv)
 		var c float64
 		for i := range xm {
 			c += gxm[i]*xm[i] + gxv[i]*xv[i]
@@ -470,7 +474,7 @@ func TestGHClampedGradient(t *testing.T) {
 	}
 	gwm, gwv := make([]float64, l.size()), make([]float64, l.size())
 	gsm, gsv := make([]float64, l.in), make([]float64, l.in)
-	p.backward(wm, wv, sm, sv, gxm, gxv, nil, gwm, gwv, gsm, gsv)
+	p.backward(sm, sv, gxm, gxv, nil, gwm, gwv, gsm, gsv)
 	worst := 0.0
 	for _, c := range []struct{ v, g []float64 }{{wm, gwm}, {wv, gwv}, {sm, gsm}, {sv, gsv}} {
 		for i := range c.v {

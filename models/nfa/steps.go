@@ -116,10 +116,14 @@ func (m *Model) runChunk(c *chunk, s *stepArgs) {
 		clear(c.gwg)
 		clear(c.gwvg)
 	}
+	c.pf.setWeights(s.wf, m.WVarF)
+	if m.Cfg.Dynamic {
+		c.pg.setWeights(s.wg, m.WVarG)
+	}
 	for t := c.a; t < c.b; t++ {
 		// Observations, eq. (102).
 		st, vt := s.sm[t*d:(t+1)*d], s.sTil[t*d:(t+1)*d]
-		c.pf.forward(s.wf, m.WVarF, st, vt, c.xm, c.xv)
+		c.pf.forward(st, vt, c.xm, c.xv)
 		var ft float64
 		for i := range P {
 			r := m.X[t*P+i] - c.xm[i]
@@ -130,14 +134,14 @@ func (m *Model) runChunk(c *chunk, s *stepArgs) {
 		}
 		c.F.add(ft)
 		if s.grad {
-			c.pf.backward(s.wf, m.WVarF, st, vt, c.gxm, c.gxv, nil, c.gwf, c.gwvf, s.gsm[t*d:(t+1)*d], s.gsTil[t*d:(t+1)*d])
+			c.pf.backward(st, vt, c.gxm, c.gxv, nil, c.gwf, c.gwvf, s.gsm[t*d:(t+1)*d], s.gsTil[t*d:(t+1)*d])
 		}
 		if !m.Cfg.Dynamic || t == 0 {
 			continue
 		}
 		// State transition t−1 → t, eq. (103) with h = s + g (notes §4.2.4).
 		sp, vp := s.sm[(t-1)*d:t*d], s.sTil[(t-1)*d:t*d]
-		c.pg.forward(s.wg, m.WVarG, sp, vp, c.hm, c.hv)
+		c.pg.forward(sp, vp, c.hm, c.hv)
 		ft = 0
 		clear(c.gJ)
 		for i := range d {
@@ -160,7 +164,7 @@ func (m *Model) runChunk(c *chunk, s *stepArgs) {
 		}
 		c.F.add(ft)
 		if s.grad {
-			c.pg.backward(s.wg, m.WVarG, sp, vp, c.ghm, c.ghv, c.gJ, c.gwg, c.gwvg, m.prevSm[(t-1)*d:t*d], m.prevTil[(t-1)*d:t*d])
+			c.pg.backward(sp, vp, c.ghm, c.ghv, c.gJ, c.gwg, c.gwvg, m.prevSm[(t-1)*d:t*d], m.prevTil[(t-1)*d:t*d])
 		}
 	}
 }

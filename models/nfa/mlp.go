@@ -78,18 +78,16 @@ type prop struct {
 	gphm, gphv, gphw, gk, gy, gyt, gys, gyw []float64
 	tq                                      []float64 // nodes×hp: tanh at each node (Taylor: tanh(ȳ), one node)
 
-	// The weights of the pass (setWeights), and their padded copies and transposes for the kernels.
-	wm, wv  []float64
-	ap, avp []float64 // hp: a and av
-	at, avt []float64 // in×hp: Aᵀ and Avᵀ
-	bt, bvt []float64 // hid×op: Bᵀ and Bvᵀ
-	smq     []float64 // in×3: s̄_j, s̄_j² + s̃_j and s̃_j
-	xm, xv  []float64 // op: the output means and variances as the kernels sum them
-	jt      []float64 // in×op: Jᵀ as the kernels sum it
-	jx      []float64 // out×in Jacobian of the output mean path
-	gj      []float64 // out×in: ∂C/∂J of the backward pass, all paths
-	gx      []float64 // out×3: ∂C/∂xm_i, ∂C/∂xv_i and twice the latter
-	mt      []float64 // in×hp: Σ_i ∂C/∂J_ij B_ih, the Jacobian path's share of ∂C/∂(k_h A_hj)
+	// The weights of the pass, shared by the propagators of all blocks of time steps (setWeights sets a
+	// propagator's own).
+	*mlpWeights
+	smq    []float64 // in×3: s̄_j, s̄_j² + s̃_j and s̃_j
+	xm, xv []float64 // op: the output means and variances as the kernels sum them
+	jt     []float64 // in×op: Jᵀ as the kernels sum it
+	jx     []float64 // out×in Jacobian of the output mean path
+	gj     []float64 // out×in: ∂C/∂J of the backward pass, all paths
+	gx     []float64 // out×3: ∂C/∂xm_i, ∂C/∂xv_i and twice the latter
+	mt     []float64 // in×hp: Σ_i ∂C/∂J_ij B_ih, the Jacobian path's share of ∂C/∂(k_h A_hj)
 }
 
 func newProp(l layer, mo Moments, order int) *prop {
@@ -98,8 +96,7 @@ func newProp(l layer, mo Moments, order int) *prop {
 	p := &prop{mo: mo, l: l, hp: hp, op: op,
 		y: unit(), yt: unit(), ys: unit(), yw: unit(), phm: unit(), k: unit(), phw: unit(), m2: unit(), pv: unit(),
 		gphm: unit(), gphv: unit(), gphw: unit(), gk: unit(), gy: unit(), gyt: unit(), gys: unit(), gyw: unit(),
-		ap: make([]float64, hp), avp: make([]float64, hp), at: make([]float64, l.in*hp), avt: make([]float64, l.in*hp),
-		bt: make([]float64, l.hid*op), bvt: make([]float64, l.hid*op), smq: make([]float64, 3*l.in),
+		mlpWeights: newMLPWeights(l), smq: make([]float64, 3*l.in),
 		xm: make([]float64, op), xv: make([]float64, op), jt: make([]float64, l.in*op),
 		jx: make([]float64, l.out*l.in), gj: make([]float64, l.out*l.in), gx: make([]float64, 3*l.out),
 		mt: make([]float64, l.in*hp)}
@@ -123,28 +120,45 @@ func GHNodes(n int) (z, w []float64) {
 	return z, w
 }
 
-// setWeights sets the weight means wm and variances wv of the passes that follow (forward, backward), kept by
-// reference, and copies them into the kernels' layouts. Weights change only between passes over the data, so this
-// is once per chunk of time steps.
-func (p *prop) setWeights(wm, wv []float64) {
-	l := p.l
-	p.wm, p.wv = wm, wv
+// mlpWeights holds one MLP's weight means wm and variances wv for a pass over the data, by reference, with the
+// padded copies and transposes the kernels read. Weights change only between passes, so the model sets them once per
+// evaluation, and the propagators of all blocks of time steps read them.
+type mlpWeights struct {
+	wm, wv  []float64
+	ap, avp []float64 // hp: a and av
+	at, avt []float64 // in×hp: Aᵀ and Avᵀ
+	bt, bvt []float64 // hid×op: Bᵀ and Bvᵀ
+}
+
+func newMLPWeights(l layer) *mlpWeights {
+	hp, op := (l.hid+3)&^3, (l.out+3)&^3
+	return &mlpWeights{ap: make([]float64, hp), avp: make([]float64, hp), at: make([]float64, l.in*hp),
+		avt: make([]float64, l.in*hp), bt: make([]float64, l.hid*op), bvt: make([]float64, l.hid*op)}
+}
+
+// set takes wm and wv of layer l by reference and copies them into the kernels' layouts.
+func (w *mlpWeights) set(l layer, wm, wv []float64) {
+	hp, op := (l.hid+3)&^3, (l.out+3)&^3
+	w.wm, w.wv = wm, wv
 	A, a, B, _ := l.split(wm)
 	Av, av, Bv, _ := l.split(wv)
-	copy(p.ap, a)
-	copy(p.avp, av)
+	copy(w.ap, a)
+	copy(w.avp, av)
 	for h := range l.hid {
 		for j := range l.in {
-			p.at[j*p.hp+h], p.avt[j*p.hp+h] = A[h*l.in+j], Av[h*l.in+j]
+			w.at[j*hp+h], w.avt[j*hp+h] = A[h*l.in+j], Av[h*l.in+j]
 		}
 		for i := range l.out {
-			p.bt[h*p.op+i], p.bvt[h*p.op+i] = B[i*l.hid+h], Bv[i*l.hid+h]
+			w.bt[h*op+i], w.bvt[h*op+i] = B[i*l.hid+h], Bv[i*l.hid+h]
 		}
 	}
 }
 
+// setWeights sets the weights of the passes of p that follow (forward, backward) in p's own mlpWeights.
+func (p *prop) setWeights(wm, wv []float64) { p.mlpWeights.set(p.l, wm, wv) }
+
 // forward maps input means sm and variances sv (independent inputs) to output means xm and variances xv, with the
-// weights of setWeights; it leaves the per-unit quantities and the Jacobian in p for backward.
+// weights in p.mlpWeights; it leaves the per-unit quantities and the Jacobian in p for backward.
 func (p *prop) forward(sm, sv, xm, xv []float64) {
 	l := p.l
 	for j := range l.in {

@@ -64,7 +64,8 @@ type Model struct {
 	T, P int
 
 	f, g   layer
-	chunks []*chunk // blocks of time steps of eval (steps.go)
+	chunks []*chunk    // blocks of time steps of eval (steps.go)
+	fw, gw *mlpWeights // the weights of f and g for the evaluation under way, shared by the blocks
 
 	// Posterior state (everything but the means).
 	SVar          []float64 // NFA: source variances s̃ (T×d)

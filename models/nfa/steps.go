@@ -26,6 +26,10 @@ type chunk struct {
 
 func (m *Model) newChunks() {
 	d, P := m.Cfg.D, m.P
+	m.fw = newMLPWeights(m.f)
+	if m.Cfg.Dynamic {
+		m.gw = newMLPWeights(m.g)
+	}
 	for a := 0; a < m.T; a += chunkLen {
 		c := &chunk{a: a, b: min(a+chunkLen, m.T), pf: newProp(m.f, m.Cfg.Moments, m.Cfg.GHOrder),
 			obsE: make([]float64, P), gwf: make([]float64, m.f.size()), gwvf: make([]float64, m.f.size()),
@@ -35,6 +39,10 @@ func (m *Model) newChunks() {
 			c.stE, c.gwg, c.gwvg = make([]float64, d), make([]float64, m.g.size()), make([]float64, m.g.size())
 			c.hm, c.hv, c.gJ = make([]float64, d), make([]float64, d), make([]float64, d*d)
 			c.ghm, c.ghv = make([]float64, d), make([]float64, d)
+		}
+		c.pf.mlpWeights = m.fw
+		if c.pg != nil {
+			c.pg.mlpWeights = m.gw
 		}
 		m.chunks = append(m.chunks, c)
 	}
@@ -58,6 +66,10 @@ func (m *Model) timeSteps(s *stepArgs, gwf, gwvf, gwg, gwvg []float64) float64 {
 	if s.grad {
 		clear(m.prevSm)
 		clear(m.prevTil)
+	}
+	m.fw.set(m.f, s.wf, m.WVarF)
+	if m.Cfg.Dynamic {
+		m.gw.set(m.g, s.wg, m.WVarG)
 	}
 	n := len(m.chunks)
 	if workers := min(runtime.GOMAXPROCS(0), n); workers <= 1 {
@@ -115,10 +127,6 @@ func (m *Model) runChunk(c *chunk, s *stepArgs) {
 		clear(c.gwvf)
 		clear(c.gwg)
 		clear(c.gwvg)
-	}
-	c.pf.setWeights(s.wf, m.WVarF)
-	if m.Cfg.Dynamic {
-		c.pg.setWeights(s.wg, m.WVarG)
 	}
 	for t := c.a; t < c.b; t++ {
 		// Observations, eq. (102).

@@ -88,6 +88,11 @@ type prop struct {
 	gj     []float64 // out×in: ∂C/∂J of the backward pass, all paths
 	gx     []float64 // out×3: ∂C/∂xm_i, ∂C/∂xv_i and twice the latter
 	mt     []float64 // in×hp: Σ_i ∂C/∂J_ij B_ih, the Jacobian path's share of ∂C/∂(k_h A_hj)
+	ts     []float64 // in×8: one block's terms of ∂C/∂s̄_j (4 lanes) and ∂C/∂s̃_j (4), for the sums in unit order
+
+	// The weight gradients backward accumulates (addWeightGrad adds them to the caller's), in the kernels'
+	// layouts: ∂C/∂A and ∂C/∂Av transposed (in×hp), ∂C/∂a, ∂C/∂av (hp), ∂C/∂B, ∂C/∂Bv (out×hp), ∂C/∂b, ∂C/∂bv.
+	gAt, gAvt, gap, gavp, gBp, gBvp, gbp, gbvp []float64
 }
 
 func newProp(l layer, mo Moments, order int) *prop {
@@ -99,7 +104,10 @@ func newProp(l layer, mo Moments, order int) *prop {
 		mlpWeights: newMLPWeights(l), smq: make([]float64, 3*l.in),
 		xm: make([]float64, op), xv: make([]float64, op), jt: make([]float64, l.in*op),
 		jx: make([]float64, l.out*l.in), gj: make([]float64, l.out*l.in), gx: make([]float64, 3*l.out),
-		mt: make([]float64, l.in*hp)}
+		mt: make([]float64, l.in*hp), ts: make([]float64, 8*l.in),
+		gAt: make([]float64, l.in*hp), gAvt: make([]float64, l.in*hp), gap: make([]float64, hp), gavp: make([]float64, hp),
+		gBp: make([]float64, l.out*hp), gBvp: make([]float64, l.out*hp), gbp: make([]float64, l.out),
+		gbvp: make([]float64, l.out)}
 	nq := 1
 	if mo == GaussHermite {
 		p.z, p.w = GHNodes(order)
@@ -128,12 +136,14 @@ type mlpWeights struct {
 	ap, avp []float64 // hp: a and av
 	at, avt []float64 // in×hp: Aᵀ and Avᵀ
 	bt, bvt []float64 // hid×op: Bᵀ and Bvᵀ
+	bp, bvp []float64 // out×hp: B and Bv with padded rows
 }
 
 func newMLPWeights(l layer) *mlpWeights {
 	hp, op := (l.hid+3)&^3, (l.out+3)&^3
 	return &mlpWeights{ap: make([]float64, hp), avp: make([]float64, hp), at: make([]float64, l.in*hp),
-		avt: make([]float64, l.in*hp), bt: make([]float64, l.hid*op), bvt: make([]float64, l.hid*op)}
+		avt: make([]float64, l.in*hp), bt: make([]float64, l.hid*op), bvt: make([]float64, l.hid*op),
+		bp: make([]float64, l.out*hp), bvp: make([]float64, l.out*hp)}
 }
 
 // set takes wm and wv of layer l by reference and copies them into the kernels' layouts.
@@ -150,6 +160,7 @@ func (w *mlpWeights) set(l layer, wm, wv []float64) {
 		}
 		for i := range l.out {
 			w.bt[h*op+i], w.bvt[h*op+i] = B[i*l.hid+h], Bv[i*l.hid+h]
+			w.bp[i*hp+h], w.bvp[i*hp+h] = B[i*l.hid+h], Bv[i*l.hid+h]
 		}
 	}
 }
@@ -339,18 +350,16 @@ func (p *prop) nonlinBack(h int) {
 	p.gy[h], p.gyt[h], p.gys[h], p.gyw[h] = gy, gs/(2*math.Sqrt(yt)), -k*k*gphw, 0
 }
 
-// backward accumulates into gwm, gwv, gsm, gsv the gradients of a scalar C given ∂C/∂xm, ∂C/∂xv and (optional,
-// out×in) ∂C/∂J, after forward at the same point and with the same weights.
-func (p *prop) backward(sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float64) {
+// backward accumulates into gsm, gsv the gradients of a scalar C with respect to the inputs, and into p those with
+// respect to the weights (addWeightGrad adds them to the caller's), given ∂C/∂xm, ∂C/∂xv and (optional, out×in)
+// ∂C/∂J, after forward at the same point and with the same weights. Keeping the weight gradients in the kernels'
+// padded layouts over a block of time steps lets every unit take the kernels.
+func (p *prop) backward(sm, sv, gxm, gxv, gJ, gsm, gsv []float64) {
 	l := p.l
-	A, _, B, _ := l.split(p.wm)
-	Av, _, Bv, _ := l.split(p.wv)
-	gA, ga, gB, gb := l.split(gwm)
-	gAv, gav, gBv, gbv := l.split(gwv)
 	// ∂C/∂J_ij over both paths: the given one and the output variance's Σ_j J_ij² sv_j.
 	for i := range l.out {
-		gb[i] += gxm[i]
-		gbv[i] += gxv[i]
+		p.gbp[i] += gxm[i]
+		p.gbvp[i] += gxv[i]
 		if l.skip {
 			gsm[i] += gxm[i]
 		}
@@ -366,18 +375,17 @@ func (p *prop) backward(sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float64) {
 		}
 		p.gx[3*i], p.gx[3*i+1], p.gx[3*i+2] = gxm[i], gxv[i], 2*gxv[i]
 	}
-	// The output layer and the Jacobian, by units (the last hid mod 4 units one at a time: B and its gradient are
-	// not padded).
+	// The output layer and the Jacobian, by units.
 	clear(p.mt)
-	h := 0
 	if useAVX {
-		for ; h+4 <= l.hid; h += 4 {
-			outputsBackBlock(&B[h], &Bv[h], &gB[h], &gBv[h], &p.at[h], &p.mt[h], &p.k[h], &p.phm[h], &p.phw[h], &p.pv[h],
-				&p.gphm[h], &p.gphv[h], &p.gphw[h], &p.gx[0], &p.gj[0], l.out, l.in, l.hid, p.hp)
+		for h := 0; h < l.hid; h += 4 {
+			outputsBackBlock(&p.bp[h], &p.bvp[h], &p.gBp[h], &p.gBvp[h], &p.at[h], &p.mt[h], &p.k[h], &p.phm[h],
+				&p.phw[h], &p.pv[h], &p.gphm[h], &p.gphv[h], &p.gphw[h], &p.gx[0], &p.gj[0], l.out, l.in, p.hp)
 		}
-	}
-	for ; h < l.hid; h++ {
-		p.outputsBackUnit(h, B, Bv, gB, gBv)
+	} else {
+		for h := range l.hid {
+			p.outputsBackUnit(h)
+		}
 	}
 	// phv = k²ys + phw; then through the nonlinearity.
 	for h := range l.hid {
@@ -399,18 +407,24 @@ func (p *prop) backward(sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float64) {
 			p.nonlinBack(h)
 		}
 	}
-	for h := range l.hid {
-		kh, gy, gyt := p.k[h], p.gy[h], p.gyt[h]
-		gys := kh*kh*p.gphv[h] + (p.gys[h] + gyt)
-		gyw := p.gyw[h] + gyt
-		ga[h] += gy
-		gav[h] += gyw
-		for j, ahj := range A[h*l.in : (h+1)*l.in] {
-			hj := h*l.in + j
-			gA[hj] += gy*sm[j] + 2*gys*ahj*sv[j] + p.mt[j*p.hp+h]*kh
-			gAv[hj] += gyw * (sm[j]*sm[j] + sv[j])
-			gsm[j] += gy*ahj + 2*gyw*Av[hj]*sm[j]
-			gsv[j] += gyw*Av[hj] + gys*ahj*ahj
+	// The first layer, and the inputs' gradients, which sum over the units in unit order: the kernel leaves each
+	// unit's terms in ts.
+	if useAVX {
+		for h := 0; h < l.hid; h += 4 {
+			unitsBackBlock(&p.at[h], &p.avt[h], &p.mt[h], &p.k[h], &p.gphv[h], &p.gy[h], &p.gyt[h], &p.gys[h],
+				&p.gyw[h], &p.smq[0], &p.gap[h], &p.gavp[h], &p.gAt[h], &p.gAvt[h], &p.ts[0], l.in, p.hp)
+			lanes := min(4, l.hid-h)
+			for j := range l.in {
+				t := p.ts[8*j : 8*j+8]
+				for u := range lanes {
+					gsm[j] += t[u]
+					gsv[j] += t[4+u]
+				}
+			}
+		}
+	} else {
+		for h := range l.hid {
+			p.unitBack(h, gsm, gsv)
 		}
 	}
 }
@@ -418,13 +432,13 @@ func (p *prop) backward(sm, sv, gxm, gxv, gJ, gwm, gwv, gsm, gsv []float64) {
 // outputsBackUnit is the backward pass of hidden unit h through the output layer x = B φ + b and the Jacobian
 // J = B diag(k) A: it sums over the outputs i ∂C/∂phm, ∂C/∂phv, ∂C/∂phw into p.gphm, p.gphv, p.gphw, adds
 // ∂C/∂B_ih and ∂C/∂Bv_ih, and adds Σ_i ∂C/∂J_ij B_ih to mt[j, h] (outputsBackBlock for four units).
-func (p *prop) outputsBackUnit(h int, B, Bv, gB, gBv []float64) {
+func (p *prop) outputsBackUnit(h int) {
 	l := p.l
 	kh, phm, phw, pv := p.k[h], p.phm[h], p.phw[h], p.pv[h]
 	var gphm, gphv, gphw float64
 	for i := range l.out {
 		gxm, gxv, gxv2 := p.gx[3*i], p.gx[3*i+1], p.gx[3*i+2]
-		bih, bvih := B[i*l.hid+h], Bv[i*l.hid+h]
+		bih, bvih := p.bp[i*p.hp+h], p.bvp[i*p.hp+h]
 		gphm += gxm*bih + 2*phm*gxv*bvih
 		gphv += gxv * bvih
 		gphw += gxv * bih * bih
@@ -433,8 +447,56 @@ func (p *prop) outputsBackUnit(h int, B, Bv, gB, gBv []float64) {
 			gbh += gij * kh * p.at[j*p.hp+h]
 			p.mt[j*p.hp+h] += gij * bih
 		}
-		gB[i*l.hid+h] += gbh
-		gBv[i*l.hid+h] += gxv * pv
+		p.gBp[i*p.hp+h] += gbh
+		p.gBvp[i*p.hp+h] += gxv * pv
 	}
 	p.gphm[h], p.gphv[h], p.gphw[h] = gphm, gphv, gphw
+}
+
+// unitBack is the backward pass of hidden unit h through the first layer y = A s + a: it adds ∂C/∂a_h, ∂C/∂av_h and
+// unit h's row of ∂C/∂A and ∂C/∂Av, and its terms of ∂C/∂s̄ and ∂C/∂s̃ to gsm and gsv (unitsBackBlock for four
+// units, their terms then added in unit order by backward).
+func (p *prop) unitBack(h int, gsm, gsv []float64) {
+	l := p.l
+	kh, gy, gyt := p.k[h], p.gy[h], p.gyt[h]
+	gys := kh*kh*p.gphv[h] + (p.gys[h] + gyt)
+	gyw := p.gyw[h] + gyt
+	p.gap[h] += gy
+	p.gavp[h] += gyw
+	for j := range l.in {
+		jh := j*p.hp + h
+		ahj, avhj := p.at[jh], p.avt[jh]
+		sm, q, sv := p.smq[3*j], p.smq[3*j+1], p.smq[3*j+2]
+		p.gAt[jh] += gy*sm + 2*gys*ahj*sv + p.mt[jh]*kh
+		p.gAvt[jh] += gyw * q
+		gsm[j] += gy*ahj + 2*gyw*avhj*sm
+		gsv[j] += gyw*avhj + gys*ahj*ahj
+	}
+}
+
+// addWeightGrad adds the weight gradients backward accumulated since the last call to gwm and gwv (in the weights'
+// layout) and clears them.
+func (p *prop) addWeightGrad(gwm, gwv []float64) {
+	l := p.l
+	gA, ga, gB, gb := l.split(gwm)
+	gAv, gav, gBv, gbv := l.split(gwv)
+	for h := range l.hid {
+		ga[h] += p.gap[h]
+		gav[h] += p.gavp[h]
+		for j := range l.in {
+			gA[h*l.in+j] += p.gAt[j*p.hp+h]
+			gAv[h*l.in+j] += p.gAvt[j*p.hp+h]
+		}
+	}
+	for i := range l.out {
+		gb[i] += p.gbp[i]
+		gbv[i] += p.gbvp[i]
+		for h := range l.hid {
+			gB[i*l.hid+h] += p.gBp[i*p.hp+h]
+			gBv[i*l.hid+h] += p.gBvp[i*p.hp+h]
+		}
+	}
+	for _, g := range [][]float64{p.gAt, p.gAvt, p.gap, p.gavp, p.gBp, p.gBvp, p.gbp, p.gbvp} {
+		clear(g)
+	}
 }

@@ -26,15 +26,21 @@ func nonlinBlock(tq, w, ys, phm, k, phw, m2, pv *float64, nq, hp int)
 //go:noescape
 func outputsForwardBlock(bt, bvt, A, phm, phw, pv, k, xm, xv, jt *float64, op, in, hid int)
 
-// outputsBackBlock is prop.outputsBackUnit for four units: B, Bv, gB and gBv at column h of rows of hid elements, at
-// and mt at column h of rows of hp elements, k, phm, phw, pv, gphm, gphv and gphw at element h; gx (out×3) and gj
-// (out×in) whole.
+// outputsBackBlock is prop.outputsBackUnit for four units: B, Bv, gB, gBv, at and mt at column h of rows of hp
+// elements, k, phm, phw, pv, gphm, gphv and gphw at element h; gx (out×3) and gj (out×in) whole.
 //
 //go:noescape
-func outputsBackBlock(B, Bv, gB, gBv, at, mt, k, phm, phw, pv, gphm, gphv, gphw, gx, gj *float64, out, in, hid, hp int)
+func outputsBackBlock(B, Bv, gB, gBv, at, mt, k, phm, phw, pv, gphm, gphv, gphw, gx, gj *float64, out, in, hp int)
 
 // nonlinBackBlock is prop.nonlinBack (Gauss–Hermite) for four units, without gyw (zero there): tq at column h of nq
 // rows of hp elements, w and z whole, the rest at element h.
 //
 //go:noescape
 func nonlinBackBlock(tq, w, z, phm, k, m2, ys, yt, gphm, gk, gphw, gy, gyt, gys *float64, nq, hp int)
+
+// unitsBackBlock is prop.unitBack for four units, except that it writes their terms of ∂C/∂s̄_j and ∂C/∂s̃_j into
+// ts[8j : 8j+4] and ts[8j+4 : 8j+8] (by lane) for backward to add in unit order: at, avt, mt, gAt and gAvt at column
+// h of rows of hp elements, k, gphv, gy, gyt, gys, gyw, gap and gavp at element h, smq and ts whole.
+//
+//go:noescape
+func unitsBackBlock(at, avt, mt, k, gphv, gy, gyt, gys, gyw, smq, gap, gavp, gAt, gAvt, ts *float64, in, hp int)

@@ -206,14 +206,14 @@ fwdstore:
 	VZEROUPPER
 	RET
 
-// func outputsBackBlock(B, Bv, gB, gBv, at, mt, k, phm, phw, pv, gphm, gphv, gphw, gx, gj *float64, out, in, hid, hp int)
+// func outputsBackBlock(B, Bv, gB, gBv, at, mt, k, phm, phw, pv, gphm, gphv, gphw, gx, gj *float64, out, in, hp int)
 //
 // Output by output:
 //	gphm += gxm B + ((2 phm) gxv) Bv;  gphv += gxv Bv;  gphw += (gxv B) B;
 //	gB += (gxm phm + ((2 gxv) B) phw) + Σ_j (gj_j k) A_j;  mt_j += gj_j B;  gBv += gxv pv
 // The three sums over the outputs stay in Y5–Y7; mt is read and written in memory, as it sums over the outputs.
 // Rows of Bv, gB and gBv are reached from B's row by their (constant) distance from B.
-TEXT ·outputsBackBlock(SB), NOSPLIT, $0-152
+TEXT ·outputsBackBlock(SB), NOSPLIT, $0-144
 	MOVQ B+0(FP), SI
 	MOVQ Bv+8(FP), R9
 	SUBQ SI, R9
@@ -238,10 +238,8 @@ TEXT ·outputsBackBlock(SB), NOSPLIT, $0-152
 	MOVQ gx+104(FP), CX
 	MOVQ gj+112(FP), DI
 	MOVQ out+120(FP), R12
-	MOVQ hid+136(FP), R14
-	SHLQ $3, R14 // a row of B in bytes
-	MOVQ hp+144(FP), R13
-	SHLQ $3, R13 // a row of at and mt in bytes
+	MOVQ hp+136(FP), R14
+	SHLQ $3, R14 // a row in bytes
 	TESTQ R12, R12
 	JLE backstore
 
@@ -279,7 +277,7 @@ input:
 	VADDPD (BX)(DX*1), Y15, Y15
 	VMOVUPD Y15, (BX)(DX*1)
 	ADDQ $8, DI
-	ADDQ R13, DX
+	ADDQ R14, DX
 	DECQ AX
 	JNZ input
 
@@ -392,5 +390,87 @@ gradients:
 	VMOVUPD Y13, (AX)
 	MOVQ gyt+96(FP), AX
 	VMOVUPD Y14, (AX)
+	VZEROUPPER
+	RET
+
+// func unitsBackBlock(at, avt, mt, k, gphv, gy, gyt, gys, gyw, smq, gap, gavp, gAt, gAvt, ts *float64, in, hp int)
+//
+// gys' = (k k) gphv + (gys + gyt);  gyw' = gyw + gyt;  gap += gy;  gavp += gyw';  for every input j:
+//	gAt_j += (gy s̄_j + ((2 gys') A_j) s̃_j) + mt_j k;  gAvt_j += gyw' (s̄_j² + s̃_j);
+//	ts[8j:8j+4] = gy A_j + ((2 gyw') Av_j) s̄_j;  ts[8j+4:8j+8] = gyw' Av_j + (gys' A_j) A_j
+TEXT ·unitsBackBlock(SB), NOSPLIT, $0-136
+	MOVQ k+24(FP), AX
+	VMOVUPD (AX), Y0 // k
+	MOVQ gy+40(FP), AX
+	VMOVUPD (AX), Y1 // gy
+	MOVQ gyt+48(FP), AX
+	VMOVUPD (AX), Y6 // gyt
+	MOVQ gphv+32(FP), AX
+	VMOVUPD (AX), Y7
+	VMULPD Y0, Y0, Y8
+	VMULPD Y7, Y8, Y8 // (k k) gphv
+	MOVQ gys+56(FP), AX
+	VMOVUPD (AX), Y9
+	VADDPD Y6, Y9, Y9
+	VADDPD Y9, Y8, Y2 // gys'
+	MOVQ gyw+64(FP), AX
+	VMOVUPD (AX), Y9
+	VADDPD Y6, Y9, Y3 // gyw'
+	MOVQ gap+80(FP), AX
+	VADDPD (AX), Y1, Y9
+	VMOVUPD Y9, (AX)
+	MOVQ gavp+88(FP), AX
+	VADDPD (AX), Y3, Y9
+	VMOVUPD Y9, (AX)
+	VADDPD Y2, Y2, Y4 // 2 gys'
+	VADDPD Y3, Y3, Y5 // 2 gyw'
+	MOVQ at+0(FP), SI
+	MOVQ avt+8(FP), DI
+	MOVQ mt+16(FP), R8
+	MOVQ smq+72(FP), BX
+	MOVQ gAt+96(FP), R9
+	MOVQ gAvt+104(FP), R10
+	MOVQ ts+112(FP), DX
+	MOVQ in+120(FP), CX
+	MOVQ hp+128(FP), R14
+	SHLQ $3, R14
+	XORQ AX, AX // row offset
+	TESTQ CX, CX
+	JLE unitsbackdone
+
+firstlayer:
+	VMOVUPD (SI)(AX*1), Y6 // A_j
+	VMOVUPD (DI)(AX*1), Y7 // Av_j
+	VBROADCASTSD (BX), Y8 // s̄_j
+	VBROADCASTSD 8(BX), Y9 // s̄_j² + s̃_j
+	VBROADCASTSD 16(BX), Y10 // s̃_j
+	VMULPD Y8, Y1, Y11 // gy s̄
+	VMULPD Y6, Y4, Y12
+	VMULPD Y10, Y12, Y12
+	VADDPD Y12, Y11, Y11
+	VMULPD (R8)(AX*1), Y0, Y12 // mt k
+	VADDPD Y12, Y11, Y11
+	VADDPD (R9)(AX*1), Y11, Y11
+	VMOVUPD Y11, (R9)(AX*1)
+	VMULPD Y9, Y3, Y11
+	VADDPD (R10)(AX*1), Y11, Y11
+	VMOVUPD Y11, (R10)(AX*1)
+	VMULPD Y6, Y1, Y11 // gy A
+	VMULPD Y7, Y5, Y12
+	VMULPD Y8, Y12, Y12
+	VADDPD Y12, Y11, Y11
+	VMOVUPD Y11, (DX)
+	VMULPD Y7, Y3, Y11 // gyw' Av
+	VMULPD Y6, Y2, Y12
+	VMULPD Y6, Y12, Y12
+	VADDPD Y12, Y11, Y11
+	VMOVUPD Y11, 32(DX)
+	ADDQ R14, AX
+	ADDQ $24, BX
+	ADDQ $64, DX
+	DECQ CX
+	JNZ firstlayer
+
+unitsbackdone:
 	VZEROUPPER
 	RET

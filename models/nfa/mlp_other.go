@@ -2,8 +2,8 @@
 
 package nfa
 
-// Without amd64 the scalar functions of prop do every unit and output.
-const useAVX = false
+// Without amd64 the scalar functions of prop do every unit and output (a variable, as on amd64, for the tests).
+var useAVX = false
 
 func unitsInBlock(at, avt, ap, avp, smq, y, yw, ys, yt, z, tq *float64, nz, in, hp int) { noKernel() }
 
@@ -13,7 +13,11 @@ func outputsForwardBlock(bt, bvt, A, phm, phw, pv, k, xm, xv, jt *float64, op, i
 	noKernel()
 }
 
-func outputsBackBlock(B, Bv, gB, gBv, at, mt, k, phm, phw, pv, gphm, gphv, gphw, gx, gj *float64, out, in, hid, hp int) {
+func outputsBackBlock(B, Bv, gB, gBv, at, mt, k, phm, phw, pv, gphm, gphv, gphw, gx, gj *float64, out, in, hp int) {
+	noKernel()
+}
+
+func unitsBackBlock(at, avt, mt, k, gphv, gy, gyt, gys, gyw, smq, gap, gavp, gAt, gAvt, ts *float64, in, hp int) {
 	noKernel()
 }
 

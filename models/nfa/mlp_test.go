@@ -8,9 +8,10 @@ import (
 	"github.com/geovb/geovb/rng"
 )
 
-// TestPropKernelsMatchScalar runs forward and backward of one layer with the AVX kernels (four units or outputs at a
-// time) and with the scalar functions alone, from the same weights and inputs, and requires every output bit for
-// bit equal: the output moments, the Jacobian, and the gradients accumulated onto nonzero values. Shapes cover
+// TestPropKernelsMatchScalar runs forward and backward of one layer for two steps with the AVX kernels (four units or
+// outputs at a time) and with the scalar functions alone, from the same weights and inputs, and requires every
+// output bit for bit equal: the output moments, the Jacobians, and the gradients accumulated over both steps onto
+// nonzero values. Shapes cover
 // widths below, at and above multiples of 4 (the padded lanes and the scalar tail of the backward pass), the skip,
 // an incoming ∂C/∂J, both moment rules, and inputs wide enough that the Gauss–Hermite residual is clamped for some
 // units (counted: the clamped branch of nonlinBackBlock must be reached).
@@ -33,17 +34,21 @@ func TestPropKernelsMatchScalar(t *testing.T) {
 							wm[i] = r.NormFloat64()
 							wv[i] = 0.01 + 0.05*r.Float64()
 						}
-						sm, sv := make([]float64, in), make([]float64, in)
-						for j := range sm {
-							sm[j] = r.NormFloat64()
-							sv[j] = 0.1 * r.Float64()
-							if wide {
-								sv[j] = 20 + 40*r.Float64()
+						// Two steps, as over a block of time steps: the weight gradients accumulate in p over both.
+						var sm, sv, gxm, gxv [2][]float64
+						for st := range 2 {
+							sm[st], sv[st] = make([]float64, in), make([]float64, in)
+							for j := range in {
+								sm[st][j] = r.NormFloat64()
+								sv[st][j] = 0.1 * r.Float64()
+								if wide {
+									sv[st][j] = 20 + 40*r.Float64()
+								}
 							}
-						}
-						gxm, gxv := make([]float64, out), make([]float64, out)
-						for i := range gxm {
-							gxm[i], gxv[i] = r.NormFloat64(), r.Float64()
+							gxm[st], gxv[st] = make([]float64, out), make([]float64, out)
+							for i := range out {
+								gxm[st][i], gxv[st][i] = r.NormFloat64(), r.Float64()
+							}
 						}
 						var gJ []float64
 						if l.skip {
@@ -60,21 +65,26 @@ func TestPropKernelsMatchScalar(t *testing.T) {
 						pass := func(avx bool) result {
 							useAVX = avx
 							p := newProp(l, mo, order)
-							res := result{xm: make([]float64, out), xv: make([]float64, out)}
+							var res result
 							p.setWeights(wm, wv)
-							p.forward(sm, sv, res.xm, res.xv)
-							res.jx = append([]float64(nil), p.jx...)
 							g := append([]float64(nil), start...)
 							res.gwm, res.gwv = g[:l.size()], g[l.size():2*l.size()]
 							res.gsm, res.gsv = g[2*l.size():2*l.size()+in], g[2*l.size()+in:]
-							p.backward(sm, sv, gxm, gxv, gJ, res.gwm, res.gwv, res.gsm, res.gsv)
-							if avx && mo == GaussHermite {
-								for h := range hid {
-									if p.phw[h] == 0 {
-										clamped++
+							for st := range 2 {
+								xm, xv := make([]float64, out), make([]float64, out)
+								p.forward(sm[st], sv[st], xm, xv)
+								res.xm, res.xv = append(res.xm, xm...), append(res.xv, xv...)
+								res.jx = append(res.jx, p.jx...)
+								p.backward(sm[st], sv[st], gxm[st], gxv[st], gJ, res.gsm, res.gsv)
+								if avx && mo == GaussHermite {
+									for h := range hid {
+										if p.phw[h] == 0 {
+											clamped++
+										}
 									}
 								}
 							}
+							p.addWeightGrad(res.gwm, res.gwv)
 							return res
 						}
 						k, s := pass(true), pass(false)

@@ -142,7 +142,7 @@ func (m *Model) runChunk(c *chunk, s *stepArgs) {
 		}
 		c.F.add(ft)
 		if s.grad {
-			c.pf.backward(st, vt, c.gxm, c.gxv, nil, c.gwf, c.gwvf, s.gsm[t*d:(t+1)*d], s.gsTil[t*d:(t+1)*d])
+			c.pf.backward(st, vt, c.gxm, c.gxv, nil, s.gsm[t*d:(t+1)*d], s.gsTil[t*d:(t+1)*d])
 		}
 		if !m.Cfg.Dynamic || t == 0 {
 			continue
@@ -172,7 +172,13 @@ func (m *Model) runChunk(c *chunk, s *stepArgs) {
 		}
 		c.F.add(ft)
 		if s.grad {
-			c.pg.backward(sp, vp, c.ghm, c.ghv, c.gJ, c.gwg, c.gwvg, m.prevSm[(t-1)*d:t*d], m.prevTil[(t-1)*d:t*d])
+			c.pg.backward(sp, vp, c.ghm, c.ghv, c.gJ, m.prevSm[(t-1)*d:t*d], m.prevTil[(t-1)*d:t*d])
+		}
+	}
+	if s.grad {
+		c.pf.addWeightGrad(c.gwf, c.gwvf)
+		if m.Cfg.Dynamic {
+			c.pg.addWeightGrad(c.gwg, c.gwvg)
 		}
 	}
 }

@@ -83,7 +83,7 @@ type prop struct {
 	*mlpWeights
 	smq    []float64 // in×3: s̄_j, s̄_j² + s̃_j and s̃_j
 	xm, xv []float64 // op: the output means and variances as the kernels sum them
-	jt     []float64 // in×op: Jᵀ as the kernels sum it
+	jt     []float64 // in×op (8×op for in ≤ 8): Jᵀ as the kernels sum it
 	jx     []float64 // out×in Jacobian of the output mean path
 	gj     []float64 // out×in: ∂C/∂J of the backward pass, all paths
 	gx     []float64 // out×3: ∂C/∂xm_i, ∂C/∂xv_i and twice the latter
@@ -102,7 +102,7 @@ func newProp(l layer, mo Moments, order int) *prop {
 		y: unit(), yt: unit(), ys: unit(), yw: unit(), phm: unit(), k: unit(), phw: unit(), m2: unit(), pv: unit(),
 		gphm: unit(), gphv: unit(), gphw: unit(), gk: unit(), gy: unit(), gyt: unit(), gys: unit(), gyw: unit(),
 		mlpWeights: newMLPWeights(l), smq: make([]float64, 3*l.in),
-		xm: make([]float64, op), xv: make([]float64, op), jt: make([]float64, l.in*op),
+		xm: make([]float64, op), xv: make([]float64, op), jt: make([]float64, max(l.in, 8)*op),
 		jx: make([]float64, l.out*l.in), gj: make([]float64, l.out*l.in), gx: make([]float64, 3*l.out),
 		mt: make([]float64, l.in*hp), ts: make([]float64, 8*l.in),
 		gAt: make([]float64, l.in*hp), gAvt: make([]float64, l.in*hp), gap: make([]float64, hp), gavp: make([]float64, hp),
@@ -137,13 +137,14 @@ type mlpWeights struct {
 	at, avt []float64 // in×hp: Aᵀ and Avᵀ
 	bt, bvt []float64 // hid×op: Bᵀ and Bvᵀ
 	bp, bvp []float64 // out×hp: B and Bv with padded rows
+	a8      []float64 // hid×8 for in ≤ 8: A with its rows padded to 8 columns
 }
 
 func newMLPWeights(l layer) *mlpWeights {
 	hp, op := (l.hid+3)&^3, (l.out+3)&^3
 	return &mlpWeights{ap: make([]float64, hp), avp: make([]float64, hp), at: make([]float64, l.in*hp),
 		avt: make([]float64, l.in*hp), bt: make([]float64, l.hid*op), bvt: make([]float64, l.hid*op),
-		bp: make([]float64, l.out*hp), bvp: make([]float64, l.out*hp)}
+		bp: make([]float64, l.out*hp), bvp: make([]float64, l.out*hp), a8: make([]float64, l.hid*8)}
 }
 
 // set takes wm and wv of layer l by reference and copies them into the kernels' layouts.
@@ -157,6 +158,9 @@ func (w *mlpWeights) set(l layer, wm, wv []float64) {
 	for h := range l.hid {
 		for j := range l.in {
 			w.at[j*hp+h], w.avt[j*hp+h] = A[h*l.in+j], Av[h*l.in+j]
+		}
+		if l.in <= 8 {
+			copy(w.a8[h*8:h*8+l.in], A[h*l.in:(h+1)*l.in])
 		}
 		for i := range l.out {
 			w.bt[h*op+i], w.bvt[h*op+i] = B[i*l.hid+h], Bv[i*l.hid+h]
@@ -208,12 +212,19 @@ func (p *prop) forward(sm, sv, xm, xv []float64) {
 	copy(p.xm, l.bias(p.wm))
 	copy(p.xv, l.bias(p.wv))
 	clear(p.jt)
-	if useAVX {
+	switch {
+	case useAVX && l.in <= 8:
+		// J's eight (padded) columns summed in registers.
+		for i := 0; i < l.out; i += 4 {
+			outputsForwardBlock8(&p.bt[i], &p.bvt[i], &p.a8[0], &p.phm[0], &p.phw[0], &p.pv[0], &p.k[0], &p.xm[i],
+				&p.xv[i], &p.jt[i], p.op, l.hid)
+		}
+	case useAVX:
 		for i := 0; i < l.out; i += 4 {
 			outputsForwardBlock(&p.bt[i], &p.bvt[i], &p.wm[0], &p.phm[0], &p.phw[0], &p.pv[0], &p.k[0], &p.xm[i],
 				&p.xv[i], &p.jt[i], p.op, l.in, l.hid)
 		}
-	} else {
+	default:
 		for i := range l.out {
 			p.outputForward(i)
 		}

@@ -26,6 +26,12 @@ func nonlinBlock(tq, w, ys, phm, k, phw, m2, pv *float64, nq, hp int)
 //go:noescape
 func outputsForwardBlock(bt, bvt, A, phm, phw, pv, k, xm, xv, jt *float64, op, in, hid int)
 
+// outputsForwardBlock8 is outputsForwardBlock for in ≤ 8, with A's rows padded to 8 columns (a8): the eight
+// columns of J are summed in registers and stored to the first 8 rows of jt.
+//
+//go:noescape
+func outputsForwardBlock8(bt, bvt, a8, phm, phw, pv, k, xm, xv, jt *float64, op, hid int)
+
 // outputsBackBlock is prop.outputsBackUnit for four units: B, Bv, gB, gBv, at and mt at column h of rows of hp
 // elements, k, phm, phw, pv, gphm, gphv and gphw at element h; gx (out×3) and gj (out×in) whole.
 //

@@ -206,6 +206,107 @@ fwdstore:
 	VZEROUPPER
 	RET
 
+// func outputsForwardBlock8(bt, bvt, a8, phm, phw, pv, k, xm, xv, jt *float64, op, hid int)
+//
+// outputsForwardBlock with J's eight columns in Y0–Y7, xm and xv in Y8 and Y9, over the units; a8's padding
+// columns are zero, so the unused columns sum zeros.
+TEXT ·outputsForwardBlock8(SB), NOSPLIT, $0-96
+	MOVQ bt+0(FP), SI
+	MOVQ bvt+8(FP), R9
+	SUBQ SI, R9
+	MOVQ a8+16(FP), DI
+	MOVQ phm+24(FP), R10
+	MOVQ phw+32(FP), R11
+	MOVQ pv+40(FP), R12
+	MOVQ k+48(FP), R13
+	MOVQ xm+56(FP), AX
+	VMOVUPD (AX), Y8
+	MOVQ xv+64(FP), AX
+	VMOVUPD (AX), Y9
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	MOVQ op+80(FP), R14
+	SHLQ $3, R14
+	MOVQ hid+88(FP), R8
+	XORQ DX, DX
+	TESTQ R8, R8
+	JLE fwd8store
+
+unit8:
+	VMOVUPD (SI), Y10 // B[·, h]
+	VMOVUPD (SI)(R9*1), Y11 // Bv[·, h]
+	VBROADCASTSD (R10)(DX*8), Y12
+	VMULPD Y12, Y10, Y12
+	VADDPD Y12, Y8, Y8
+	VMULPD Y10, Y10, Y12
+	VBROADCASTSD (R11)(DX*8), Y13
+	VMULPD Y13, Y12, Y12
+	VBROADCASTSD (R12)(DX*8), Y13
+	VMULPD Y13, Y11, Y13
+	VADDPD Y13, Y12, Y12
+	VADDPD Y12, Y9, Y9
+	VBROADCASTSD (R13)(DX*8), Y12
+	VMULPD Y12, Y10, Y12 // B k
+	VBROADCASTSD 0(DI), Y13
+	VMULPD Y13, Y12, Y13
+	VADDPD Y13, Y0, Y0
+	VBROADCASTSD 8(DI), Y14
+	VMULPD Y14, Y12, Y14
+	VADDPD Y14, Y1, Y1
+	VBROADCASTSD 16(DI), Y15
+	VMULPD Y15, Y12, Y15
+	VADDPD Y15, Y2, Y2
+	VBROADCASTSD 24(DI), Y13
+	VMULPD Y13, Y12, Y13
+	VADDPD Y13, Y3, Y3
+	VBROADCASTSD 32(DI), Y14
+	VMULPD Y14, Y12, Y14
+	VADDPD Y14, Y4, Y4
+	VBROADCASTSD 40(DI), Y15
+	VMULPD Y15, Y12, Y15
+	VADDPD Y15, Y5, Y5
+	VBROADCASTSD 48(DI), Y13
+	VMULPD Y13, Y12, Y13
+	VADDPD Y13, Y6, Y6
+	VBROADCASTSD 56(DI), Y14
+	VMULPD Y14, Y12, Y14
+	VADDPD Y14, Y7, Y7
+	ADDQ $64, DI
+	ADDQ R14, SI
+	INCQ DX
+	CMPQ DX, R8
+	JLT unit8
+
+fwd8store:
+	MOVQ xm+56(FP), AX
+	VMOVUPD Y8, (AX)
+	MOVQ xv+64(FP), AX
+	VMOVUPD Y9, (AX)
+	MOVQ jt+72(FP), AX
+	VMOVUPD Y0, (AX)
+	ADDQ R14, AX
+	VMOVUPD Y1, (AX)
+	ADDQ R14, AX
+	VMOVUPD Y2, (AX)
+	ADDQ R14, AX
+	VMOVUPD Y3, (AX)
+	ADDQ R14, AX
+	VMOVUPD Y4, (AX)
+	ADDQ R14, AX
+	VMOVUPD Y5, (AX)
+	ADDQ R14, AX
+	VMOVUPD Y6, (AX)
+	ADDQ R14, AX
+	VMOVUPD Y7, (AX)
+	VZEROUPPER
+	RET
+
 // func outputsBackBlock(B, Bv, gB, gBv, at, mt, k, phm, phw, pv, gphm, gphv, gphw, gx, gj *float64, out, in, hp int)
 //
 // Output by output:

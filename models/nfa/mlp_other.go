@@ -13,6 +13,8 @@ func outputsForwardBlock(bt, bvt, A, phm, phw, pv, k, xm, xv, jt *float64, op, i
 	noKernel()
 }
 
+func outputsForwardBlock8(bt, bvt, a8, phm, phw, pv, k, xm, xv, jt *float64, op, hid int) { noKernel() }
+
 func outputsBackBlock(B, Bv, gB, gBv, at, mt, k, phm, phw, pv, gphm, gphv, gphw, gx, gj *float64, out, in, hp int) {
 	noKernel()
 }

@@ -22,7 +22,7 @@ func TestPropKernelsMatchScalar(t *testing.T) {
 	defer func(v bool) { useAVX = v }(useAVX)
 	r := rand.New(rng.NewSource(5, 9))
 	cases, clamped := 0, 0
-	for _, in := range []int{1, 2, 7} {
+	for _, in := range []int{1, 2, 7, 8, 9} {
 		for _, hid := range []int{1, 3, 4, 6, 9, 30} {
 			for _, out := range []int{1, 3, 4, 7, 21} {
 				for _, mo := range []Moments{Taylor, GaussHermite} {

@@ -78,8 +78,7 @@ type prop struct {
 	gphm, gphv, gphw, gk, gy, gyt, gys, gyw []float64
 	tq                                      []float64 // nodes×hp: tanh at each node (Taylor: tanh(ȳ), one node)
 
-	// The weights of the pass, shared by the propagators of all blocks of time steps (setWeights sets a
-	// propagator's own).
+	// The weights of the pass, shared by the propagators of all blocks of time steps (newProp).
 	*mlpWeights
 	smq    []float64 // in×3: s̄_j, s̄_j² + s̃_j and s̃_j
 	xm, xv []float64 // op: the output means and variances as the kernels sum them
@@ -95,13 +94,18 @@ type prop struct {
 	gAt, gAvt, gap, gavp, gBp, gBvp, gbp, gbvp []float64
 }
 
-func newProp(l layer, mo Moments, order int) *prop {
+// newProp returns a propagator for layer l that reads its weights from w, which the propagators of all blocks of
+// time steps share; with w nil it has weights of its own, which setWeights sets.
+func newProp(l layer, mo Moments, order int, w *mlpWeights) *prop {
+	if w == nil {
+		w = newMLPWeights(l)
+	}
 	hp, op := (l.hid+3)&^3, (l.out+3)&^3
 	unit := func() []float64 { return make([]float64, l.hid, hp) }
 	p := &prop{mo: mo, l: l, hp: hp, op: op,
 		y: unit(), yt: unit(), ys: unit(), yw: unit(), phm: unit(), k: unit(), phw: unit(), m2: unit(), pv: unit(),
 		gphm: unit(), gphv: unit(), gphw: unit(), gk: unit(), gy: unit(), gyt: unit(), gys: unit(), gyw: unit(),
-		mlpWeights: newMLPWeights(l), smq: make([]float64, 3*l.in),
+		mlpWeights: w, smq: make([]float64, 3*l.in),
 		xm: make([]float64, op), xv: make([]float64, op), jt: make([]float64, max(l.in, 8)*op),
 		jx: make([]float64, l.out*l.in), gj: make([]float64, l.out*l.in), gx: make([]float64, 3*l.out),
 		mt: make([]float64, l.in*hp), ts: make([]float64, 8*l.in),
@@ -169,7 +173,8 @@ func (w *mlpWeights) set(l layer, wm, wv []float64) {
 	}
 }
 
-// setWeights sets the weights of the passes of p that follow (forward, backward) in p's own mlpWeights.
+// setWeights sets the weights of the passes of p that follow (forward, backward), for a p made with weights of its
+// own (newProp with nil).
 func (p *prop) setWeights(wm, wv []float64) { p.mlpWeights.set(p.l, wm, wv) }
 
 // forward maps input means sm and variances sv (independent inputs) to output means xm and variances xv, with the

@@ -64,7 +64,7 @@ func TestPropKernelsMatchScalar(t *testing.T) {
 						type result struct{ xm, xv, jx, gwm, gwv, gsm, gsv []float64 }
 						pass := func(avx bool) result {
 							useAVX = avx
-							p := newProp(l, mo, order)
+							p := newProp(l, mo, order, nil)
 							var res result
 							p.setWeights(wm, wv)
 							g := append([]float64(nil), start...)

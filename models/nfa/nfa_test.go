@@ -189,7 +189,7 @@ func TestMomentsOneUnit(t *testing.T) {
 	wm := []float64{1.3, 0.2, 0.8, -0.1} // A, a, B, b
 	wv := make([]float64, 4)
 	sm, sv := []float64{0.4}, []float64{0.5}
-	p := newProp(l, GaussHermite, 30)
+	p := newProp(l, GaussHermite, 30, nil)
 	xm, xv := make([]float64, 1), make([]float64, 1)
 	p.setWeights(wm, wv)
 	p.forward(sm, sv, xm, xv)
@@ -199,7 +199,7 @@ func TestMomentsOneUnit(t *testing.T) {
 	if math.Abs(xm[0]-wantM) > 1e-6 || math.Abs(xv[0]-wantV) > 1e-6 {
 		t.Errorf("GH: mean %v var %v, want %v %v", xm[0], xv[0], wantM, wantV)
 	}
-	pt := newProp(l, Taylor, 0)
+	pt := newProp(l, Taylor, 0, nil)
 	errAt := func(v float64) float64 {
 		pt.setWeights(wm, wv)
 		pt.forward(sm, []float64{v}, xm, xv)
@@ -421,7 +421,7 @@ func TestGHVarianceNonNegative(t *testing.T) {
 	xm, xv := make([]float64, 1), make([]float64, 1)
 	worst := math.Inf(1)
 	for _, order := range []int{8, 9, 10} {
-		p := newProp(l, GaussHermite, order)
+		p := newProp(l, GaussHermite, order, nil)
 		for _, sv := range []float64{1, 100, 1e4} {
 			for _, q := range p.z { // put one node at the origin
 				sm := []float64{-q * math.Sqrt(sv)}
@@ -451,7 +451,7 @@ func TestGHClampedGradient(t *testing.T) {
 	sm := []float64{0.3, -0.8}
 	sv := []float64{20 + 40*r.Float64(), 20 + 40*r.Float64()}
 	gxm, gxv := []float64{0.7, -1.1, 0.4}, []float64{0.5, 0.9, 0.3}
-	p := newProp(l, GaussHermite, 9)
+	p := newProp(l, GaussHermite, 9, nil)
 	xm, xv := make([]float64, l.out), make([]float64, l.out)
 	C := func() float64 {
 		p.setWeights(wm, wv)

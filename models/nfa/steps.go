@@ -31,18 +31,14 @@ func (m *Model) newChunks() {
 		m.gw = newMLPWeights(m.g)
 	}
 	for a := 0; a < m.T; a += chunkLen {
-		c := &chunk{a: a, b: min(a+chunkLen, m.T), pf: newProp(m.f, m.Cfg.Moments, m.Cfg.GHOrder),
+		c := &chunk{a: a, b: min(a+chunkLen, m.T), pf: newProp(m.f, m.Cfg.Moments, m.Cfg.GHOrder, m.fw),
 			obsE: make([]float64, P), gwf: make([]float64, m.f.size()), gwvf: make([]float64, m.f.size()),
 			xm: make([]float64, P), xv: make([]float64, P), gxm: make([]float64, P), gxv: make([]float64, P)}
 		if m.Cfg.Dynamic {
-			c.pg = newProp(m.g, m.Cfg.Moments, m.Cfg.GHOrder)
+			c.pg = newProp(m.g, m.Cfg.Moments, m.Cfg.GHOrder, m.gw)
 			c.stE, c.gwg, c.gwvg = make([]float64, d), make([]float64, m.g.size()), make([]float64, m.g.size())
 			c.hm, c.hv, c.gJ = make([]float64, d), make([]float64, d), make([]float64, d*d)
 			c.ghm, c.ghv = make([]float64, d), make([]float64, d)
-		}
-		c.pf.mlpWeights = m.fw
-		if c.pg != nil {
-			c.pg.mlpWeights = m.gw
 		}
 		m.chunks = append(m.chunks, c)
 	}

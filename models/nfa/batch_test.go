@@ -145,11 +145,11 @@ func TestBatchSwapKeepsBest(t *testing.T) {
 
 // Update evaluates each run only in the passes that concern it: over each of three Updates of a batch of three runs
 // (on their own data sets), the forward passes cover as many runs as the same Updates of each run alone in a batch of
-// one, and leave the same states, for NFA and the NSSM, with runs that take different numbers of passes (batchRuns'
+// one, and leave the same states (to 1e-10 relative), for NFA and the NSSM, with runs that take different numbers of passes (batchRuns'
 // large means make the damping reject some steps; checked), whose Update in lockstep would evaluate more.
 func TestBatchUpdateEvaluatesOnlyItsRuns(t *testing.T) {
 	be := testbackend.Open(t)
-	differ := false
+	differ, worst := false, 0.0
 	for _, cfg := range []Config{batchCfg, nssmCfg} {
 		alone, ms, xs := batchRuns(t, cfg, 3, 12, false)
 		bt, err := NewBatch(be, ms)
@@ -179,8 +179,13 @@ func TestBatchUpdateEvaluatesOnlyItsRuns(t *testing.T) {
 				}
 				want += sb.runsForwarded - b
 				passes = append(passes, sb.forwards-p)
-				if !slices.Equal(bt.Model(i).State(), sb.Model(0).State()) {
-					t.Errorf("dynamic=%v round %d: run %d settled another state than alone", cfg.Dynamic, round, i)
+				// The same state to round-off: a GPU's BLAS may round a batch of three otherwise than a batch of
+				// one (seen on an H200: not bit for bit); the CPU backend agrees exactly.
+				if d := numtest.MaxRel(bt.Model(i).State(), sb.Model(0).State(), 0); !(d <= 1e-10) {
+					t.Errorf("dynamic=%v round %d: run %d settled another state than alone (relative %.3g)",
+						cfg.Dynamic, round, i, d)
+				} else {
+					worst = math.Max(worst, d)
 				}
 			}
 			if got := bt.runsForwarded - before; got != want {
@@ -199,6 +204,7 @@ func TestBatchUpdateEvaluatesOnlyItsRuns(t *testing.T) {
 	if !differ {
 		t.Errorf("every run took as many passes as the others in every round: nothing to leave out")
 	}
+	t.Logf("states of the batch against the runs alone: largest relative difference %.2g", worst)
 }
 
 // TestBatchMatchesModel: on the test backend, for NFA and the NSSM, flat, with ARD (NFA adapting from the first update,

@@ -13,7 +13,7 @@ func BenchmarkSamplerStep(b *testing.B) {
 	be := testbackend.Open(b)
 	tgt, _ := vmfTarget(b, 3, 5, 0)
 	const chains = 10000
-	s, err := New(be, tgt, randomPoints(chains, 1, 3, 1), Config{Method: GSGNHT, Step: 0.05, Friction: 1})
+	s, err := New(be, tgt, randomPoints(b, be, chains, 1, 3, 1), Config{Method: GSGNHT, Step: 0.05, Friction: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func BenchmarkSAMIteration(b *testing.B) {
 		b.Fatal(err)
 	}
 	eps := 0.1 / 40.816 // √(γ/D) with γ = 1e-2, D = 1666
-	s, err := New(be, model, sam.InitTopics(m, 20, 1), Config{Method: GSGNHT, Step: eps, Friction: 1e-2 / eps, L: 10})
+	s, err := New(be, model, testbackend.Upload(b, be, sam.InitTopics(m, 20, 1)), Config{Method: GSGNHT, Step: eps, Friction: 1e-2 / eps, L: 10})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,8 @@ type GMC struct {
 	mem    scratch
 }
 
-// NewGMC starts GMC chains at x0 (batch×K×n, unit rows; copied) with step eps and L leapfrog steps per sample.
+// NewGMC starts GMC chains at x0 (batch×K×n, unit rows, a tensor of b; copied) with step eps and L leapfrog steps
+// per sample.
 func NewGMC(b backend.Backend, tgt Energy, x0 *T, eps float64, L int, seed, stream uint64) (*GMC, error) {
 	if !(eps > 0) || math.IsInf(eps, 0) || L < 1 {
 		return nil, backend.Errorf("sggmc.gmc", "eps", backend.ErrDomain, "step %v, L = %d", eps, L)

@@ -6,13 +6,21 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/vmf"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
-// randomPoints returns batch×K×n uniform points (normalised Gaussians) from stream seed.
-func randomPoints(batch, K, n int, seed uint64) *T {
+// randomPoints returns batch×K×n uniform points (normalised Gaussians) from stream seed on b, freed when the test
+// ends.
+func randomPoints(t testing.TB, b backend.Backend, batch, K, n int, seed uint64) *T {
+	t.Helper()
+	return testbackend.Upload(t, b, randomHost(batch, K, n, seed))
+}
+
+// randomHost is randomPoints in host memory.
+func randomHost(batch, K, n int, seed uint64) *T {
 	h := tensor.NewHost(batch, K, n)
 	c := rng.Counter{Seed: seed, Stream: 99}
 	d := hostData(h)
@@ -31,15 +39,16 @@ func randomPoints(batch, K, n int, seed uint64) *T {
 	return h
 }
 
-// pointsAt returns batch×1×n copies of x.
-func pointsAt(batch int, x []float64) *T {
+// pointsAt returns batch×1×n copies of x on b, freed when the test ends.
+func pointsAt(t testing.TB, b backend.Backend, batch int, x []float64) *T {
+	t.Helper()
 	h := tensor.NewHost(batch, 1, len(x))
-	for b := 0; b < batch; b++ {
+	for c := 0; c < batch; c++ {
 		for j, v := range x {
-			h.Set(b, 0, j, v)
+			h.Set(c, 0, j, v)
 		}
 	}
-	return h
+	return testbackend.Upload(t, b, h)
 }
 
 // chainStats accumulates per-chain means of a few statistics of the samples; the standard errors come from the

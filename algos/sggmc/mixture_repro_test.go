@@ -37,7 +37,7 @@ func mixtureRun(t *testing.T, m *TwoVMF, cfg Config, chains, burn, keep int) (h1
 			x0.Set(c, j/2, j%2, v)
 		}
 	}
-	s, err := New(b, m, x0, cfg)
+	s, err := New(b, m, testbackend.Upload(t, b, x0), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

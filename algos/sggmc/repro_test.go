@@ -40,7 +40,7 @@ func TestReproToyCircle(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tgt := circleTarget(t, c.noise)
-			s, err := New(b, tgt, randomPoints(chains, 1, 2, 11), Config{Step: c.eps, Friction: 1, L: 10, VHat: c.vhat, Seed: 21})
+			s, err := New(b, tgt, randomPoints(t, b, chains, 1, 2, 11), Config{Step: c.eps, Friction: 1, L: 10, VHat: c.vhat, Seed: 21})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func vmfRun(t *testing.T, cfg Config, noise float64, chains, burn, keep int) (m,
 	tgt, mu := vmfTarget(t, 10, 20, noise)
 	x0 := make([]float64, 10)
 	x0[1] = 1
-	s, err := New(b, tgt, pointsAt(chains, x0), cfg)
+	s, err := New(b, tgt, pointsAt(t, b, chains, x0), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

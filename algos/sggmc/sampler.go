@@ -32,8 +32,8 @@ type Sampler struct {
 	mem         scratch
 }
 
-// New starts chains at x0 (batch×K×n, unit rows; copied) for tgt, drawing the initial velocity v ~ Λ(x)𝒩(0, I)
-// and ξ = C. The backend tensors are freed by Close.
+// New starts chains at x0 (batch×K×n, unit rows, a tensor of b; copied) for tgt, drawing the initial velocity
+// v ~ Λ(x)𝒩(0, I) and ξ = C. The backend tensors are freed by Close.
 func New(b backend.Backend, tgt Target, x0 *T, cfg Config) (*Sampler, error) {
 	if err := checkPoints(b, x0); err != nil {
 		return nil, err

@@ -121,7 +121,16 @@ func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus
 	if err != nil {
 		return err
 	}
-	x0 := sam.InitTopics(m, cfg.K, cfg.Seed)
+	// The samplers take their starting points on b (InitTopics draws them in host memory).
+	x0h := sam.InitTopics(m, cfg.K, cfg.Seed)
+	x0, err := b.Alloc(x0h.Shape())
+	if err != nil {
+		return err
+	}
+	defer b.Free(x0)
+	if err := b.Upload(x0, x0h); err != nil {
+		return err
+	}
 	var step func() error
 	var xOf func() *T
 	var diag func(p *SAMPoint) error

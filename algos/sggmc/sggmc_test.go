@@ -13,7 +13,6 @@ import (
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/vmf"
-	"github.com/geovb/geovb/tensor"
 )
 
 // The flow invariants (‖x‖ = 1, xᵀv = 0, group properties, 2e7-step drift; notes §9 tests 1–3) are tested once for
@@ -33,7 +32,8 @@ func vmfTarget(t testing.TB, d int, kappa, noise float64) (*vmf.Mixture, []float
 func TestBadInput(t *testing.T) {
 	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 3, 1, 0)
-	x := randomPoints(2, 1, 3, 1)
+	hx := randomHost(2, 1, 3, 1)
+	x := testbackend.Upload(t, b, hx)
 	for name, cfg := range map[string]Config{
 		"eps":    {Step: 0, Friction: 1},
 		"C":      {Step: 0.1, Friction: -1},
@@ -44,10 +44,11 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %v, want ErrDomain", name, err)
 		}
 	}
-	off := x.Clone()
+	hoff := hx.Clone()
 	for j := 0; j < 3; j++ {
-		off.Set(1, 0, j, off.At(1, 0, j)*(1+2e-8))
+		hoff.Set(1, 0, j, hoff.At(1, 0, j)*(1+2e-8))
 	}
+	off := testbackend.Upload(t, b, hoff)
 	if _, err := New(b, tgt, off, Config{Step: 0.1, Friction: 1}); !errors.Is(err, backend.ErrDomain) {
 		t.Errorf("point off the sphere: %v", err)
 	}
@@ -60,7 +61,9 @@ func TestBadInput(t *testing.T) {
 func TestEmptyStart(t *testing.T) {
 	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 3, 1, 0)
-	for _, x := range []*T{nil, tensor.NewHost(0, 1, 3), tensor.NewHost(2, 0, 3)} {
+	// The empty tensors are allocated on b (every backend allocates zero-size tensors), so that the shape is all
+	// that is wrong with them.
+	for _, x := range []*T{nil, testbackend.Alloc(t, b, 0, 1, 3), testbackend.Alloc(t, b, 2, 0, 3)} {
 		if _, err := New(b, tgt, x, Config{Step: 0.1, Friction: 1}); !errors.Is(err, backend.ErrShape) {
 			t.Errorf("SGGMC from %v: %v, want ErrShape", x, err)
 		}
@@ -120,7 +123,7 @@ func TestInvariants(t *testing.T) {
 	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 7, 3, 4)
 	for _, m := range []Method{SGGMC, GSGNHT} {
-		x := randomPoints(3, 4, 7, 2)
+		x := randomPoints(t, b, 3, 4, 7, 2)
 		// A product target: the vMF gradient applied row by row (K = 4 rows).
 		s, err := New(b, rowTarget{tgt}, x, Config{Method: m, Step: 0.3, Friction: 0.5, L: 7, RenormEvery: -1})
 		if err != nil {
@@ -163,10 +166,13 @@ func TestCheckpointResume(t *testing.T) {
 	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 4, 5, 1)
 	cfg := Config{Method: GSGNHT, Step: 0.1, Friction: 1, L: 3, Seed: 9}
-	x := randomPoints(5, 1, 4, 3)
+	x := randomPoints(t, b, 5, 1, 4, 3)
 	path := filepath.Join(t.TempDir(), "ck.gob")
 
-	full, _ := New(b, tgt, x, cfg)
+	full, err := New(b, tgt, x, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mem run.Memory
 	res := full.Run(run.Control{MaxIter: 20, CheckpointEvery: 10, CheckpointPath: path, Recorder: &mem}, 0, nil)
 	if res.Err != nil || res.Reason != run.MaxIter || res.Iters != 20 {
@@ -175,12 +181,23 @@ func TestCheckpointResume(t *testing.T) {
 	if len(mem.Records) != 20 || mem.Records[19].Extra["xi"] == 0 {
 		t.Fatalf("records: %d", len(mem.Records))
 	}
-	want, _ := full.State()
+	want, err := full.State()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// The checkpoint holds iteration 20 (last save at 20): rerun 10 from a fresh sampler, checkpoint at 10, resume.
-	half, _ := New(b, tgt, x, cfg)
-	half.Run(run.Control{MaxIter: 10, CheckpointEvery: 10, CheckpointPath: path}, 0, nil)
-	res2, _ := New(b, tgt, randomPoints(5, 1, 4, 77), cfg)
+	half, err := New(b, tgt, x, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := half.Run(run.Control{MaxIter: 10, CheckpointEvery: 10, CheckpointPath: path}, 0, nil); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	res2, err := New(b, tgt, randomPoints(t, b, 5, 1, 4, 77), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := res2.Resume(path); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +205,10 @@ func TestCheckpointResume(t *testing.T) {
 	if r.Iters != 20 {
 		t.Fatalf("resumed run did %d iterations", r.Iters)
 	}
-	got, _ := res2.State()
+	got, err := res2.State()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range want.X {
 		if got.X[i] != want.X[i] || got.V[i] != want.V[i] {
 			t.Fatalf("resumed state differs at %d: %v vs %v", i, got.X[i], want.X[i])
@@ -198,7 +218,10 @@ func TestCheckpointResume(t *testing.T) {
 		t.Fatalf("ξ differs")
 	}
 	// A checkpoint of another shape is refused.
-	other, _ := New(b, tgt, randomPoints(4, 1, 4, 3), cfg)
+	other, err := New(b, tgt, randomPoints(t, b, 4, 1, 4, 3), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := other.Resume(path); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("resume into another shape: %v", err)
 	}
@@ -219,7 +242,7 @@ func TestVMFTargetShort(t *testing.T) {
 		tgt, mu := vmfTarget(t, 10, 20, 0)
 		x0 := make([]float64, 10)
 		x0[1] = 1 // x₀ ⊥ μ
-		s, err := New(b, tgt, pointsAt(200, x0), Config{Method: c.m, Step: c.eps, Friction: 1, Seed: 3})
+		s, err := New(b, tgt, pointsAt(t, b, 200, x0), Config{Method: c.m, Step: c.eps, Friction: 1, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +269,7 @@ func TestGMCvMF(t *testing.T) {
 	b := testbackend.Open(t)
 	tgt, mu := vmfTarget(t, 10, 20, 0)
 	a, _ := vmf.A(10, 20)
-	g, err := NewGMC(b, tgt, randomPoints(200, 1, 10, 4), 0.1, 10, 1, 0)
+	g, err := NewGMC(b, tgt, randomPoints(t, b, 200, 1, 10, 4), 0.1, 10, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,18 +291,25 @@ func TestGMCvMF(t *testing.T) {
 func TestBatchLayout(t *testing.T) {
 	b := testbackend.Open(t)
 	tgt, _ := vmfTarget(t, 3, 2, 0)
-	x := randomPoints(3, 1, 3, 8)
-	s3, _ := New(b, tgt, x, Config{Step: 0.1, Friction: 1, L: 2, Seed: 4})
-	for i := 0; i < 5; i++ {
-		_ = s3.Sample()
+	x := randomPoints(t, b, 3, 1, 3, 8)
+	s3, err := New(b, tgt, x, Config{Step: 0.1, Friction: 1, L: 2, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
 	}
-	st3, _ := s3.State()
+	for i := 0; i < 5; i++ {
+		if err := s3.Sample(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st3, err := s3.State()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Chains differ from one another (independent noise).
 	if st3.X[0] == st3.X[3] && st3.X[1] == st3.X[4] {
 		t.Fatal("chains 0 and 1 identical")
 	}
-	h := tensor.NewHost(3, 1, 3)
-	_ = b.Download(h, s3.X())
+	h := testbackend.Download(t, b, s3.X())
 	if h.At(2, 0, 1) != st3.X[7] {
 		t.Fatal("state layout")
 	}

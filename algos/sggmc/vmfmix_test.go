@@ -20,15 +20,16 @@ func TestTwoVMFGradient(t *testing.T) {
 	}
 	for _, mean := range []bool{true, false} {
 		m.MeanReading, m.Batch = mean, 0
-		x := tensor.NewHost(1, 2, 2)
+		hx := tensor.NewHost(1, 2, 2)
 		pt := append(unitAngle(0.3), unitAngle(-0.4)...)
 		for j, v := range pt {
-			x.Set(0, j/2, j%2, v)
+			hx.Set(0, j/2, j%2, v)
 		}
-		g := tensor.NewHost(1, 2, 2)
-		if err := m.GradU(b, g, x, 0); err != nil {
+		x, dg := testbackend.Upload(t, b, hx), testbackend.Alloc(t, b, 1, 2, 2)
+		if err := m.GradU(b, dg, x, 0); err != nil {
 			t.Fatal(err)
 		}
+		g := testbackend.Download(t, b, dg)
 		for j := 0; j < 4; j++ {
 			const h = 1e-6
 			p, q := append([]float64(nil), pt...), append([]float64(nil), pt...)
@@ -44,9 +45,10 @@ func TestTwoVMFGradient(t *testing.T) {
 		avg := make([]float64, 4)
 		const steps = 4000
 		for s := uint64(0); s < steps; s++ {
-			if err := m.GradU(b, g, x, s); err != nil {
+			if err := m.GradU(b, dg, x, s); err != nil {
 				t.Fatal(err)
 			}
+			g := testbackend.Download(t, b, dg)
 			for j := range avg {
 				avg[j] += g.At(0, j/2, j%2) / steps
 			}

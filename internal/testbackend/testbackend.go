@@ -54,3 +54,36 @@ func DownloadRows(t testing.TB, b backend.Backend, d *tensor.Tensor) [][]float64
 	}
 	return h.ItemRows()
 }
+
+// Alloc returns a zeroed tensor of the given shape on b, freed when the test ends. Library functions that take a
+// backend want their tensors there: a GPU backend refuses host memory, which the CPU backend accepts, so only a GPU
+// run catches a test that hands over tensor.NewHost.
+func Alloc(t testing.TB, b backend.Backend, batch, rows, cols int) *tensor.Tensor {
+	t.Helper()
+	d, err := b.Alloc(tensor.Shape{Batch: batch, Rows: rows, Cols: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Free(d) })
+	return d
+}
+
+// Upload returns a tensor on b holding a copy of the host tensor h, freed when the test ends.
+func Upload(t testing.TB, b backend.Backend, h *tensor.Tensor) *tensor.Tensor {
+	t.Helper()
+	d := Alloc(t, b, h.Batch(), h.Rows(), h.Cols())
+	if err := b.Upload(d, h); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Download returns a host copy of the tensor d on b (element access to d itself works on the CPU only).
+func Download(t testing.TB, b backend.Backend, d *tensor.Tensor) *tensor.Tensor {
+	t.Helper()
+	h := tensor.NewHost(d.Batch(), d.Rows(), d.Cols())
+	if err := b.Download(h, d); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

@@ -146,14 +146,19 @@ func TestMixtureBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := tensor.NewHost(2, 1, 3)
-	good.Set(0, 0, 0, 1)
-	good.Set(1, 0, 2, 1)
-	if err := m.GradU(b, tensor.NewHost(2, 1, 3), good, 0); err != nil {
+	hgood := tensor.NewHost(2, 1, 3)
+	hgood.Set(0, 0, 0, 1)
+	hgood.Set(1, 0, 2, 1)
+	good := testbackend.Upload(t, b, hgood)
+	if err := m.GradU(b, testbackend.Alloc(t, b, 2, 1, 3), good, 0); err != nil {
 		t.Fatalf("good points refused: %v", err)
 	}
-	for _, x := range []*tensor.Tensor{tensor.NewHost(2, 1, 2), tensor.NewHost(0, 1, 3), tensor.NewHost(2, 2, 3)} {
-		if err := m.GradU(b, tensor.NewHost(2, 1, 3), x, 0); !errors.Is(err, backend.ErrShape) {
+	// The bad points are allocated on b (every backend allocates zero-size tensors), so that the shape is all that
+	// is wrong with them.
+	bad := []*tensor.Tensor{testbackend.Alloc(t, b, 2, 1, 2), testbackend.Alloc(t, b, 0, 1, 3),
+		testbackend.Alloc(t, b, 2, 2, 3)}
+	for _, x := range bad {
+		if err := m.GradU(b, testbackend.Alloc(t, b, 2, 1, 3), x, 0); !errors.Is(err, backend.ErrShape) {
 			t.Errorf("GradU at %v: %v, want ErrShape", x.Shape(), err)
 		}
 		if err := m.U(b, make([]float64, 2), x); !errors.Is(err, backend.ErrShape) {
@@ -164,7 +169,7 @@ func TestMixtureBadInput(t *testing.T) {
 		t.Errorf("1 energy for 2 chains: %v, want ErrShape", err)
 	}
 	m.GradNoise = -1
-	if err := m.GradU(b, tensor.NewHost(2, 1, 3), good, 0); !errors.Is(err, backend.ErrDomain) {
+	if err := m.GradU(b, testbackend.Alloc(t, b, 2, 1, 3), good, 0); !errors.Is(err, backend.ErrDomain) {
 		t.Errorf("noise variance −1: %v, want ErrDomain", err)
 	}
 	if _, err := NewMixture([]float64{1, math.Inf(1)}, []float64{5, 5}, [][]float64{{1, 0}, {0, 1}}); !errors.Is(err, backend.ErrDomain) {

@@ -31,8 +31,8 @@ type slopeLine struct {
 
 // runBatched runs methods (rcg.RunMoGBatch) on the mixture of rcgplot.Sweep (R, K, ε = epsN·N, the same data and
 // initialisations) for each N of ns, all seeds as one mog.Batch per method on the backend called beName. It writes
-// a line per (N, method) and per method the log–log slopes of the batch's wall time and of the median iterations
-// against N, and draws the batch wall times against N into svg.
+// a line per (N, method) and, for more than one N, per method the log–log slopes of the batch's wall time and of the
+// median iterations against N, and draws the batch wall times against N into svg.
 func runBatched(w io.Writer, beName string, methods []string, ns []int, R float64, K, seeds int, epsN float64, svg string) error {
 	be, err := rcgplot.OpenBackend(beName, os.Stderr)
 	if err != nil {
@@ -74,6 +74,9 @@ func runBatched(w io.Writer, beName string, methods []string, ns []int, R float6
 	}
 	for j, meth := range methods {
 		c := curves[j]
+		if len(ns) < 2 {
+			break // one N: no slope
+		}
 		if err := enc.Encode(slopeLine{Method: meth, Backend: name, WallSlope: slope(c.X, c.Y),
 			IterSlope: slope(c.X, iters[j])}); err != nil {
 			return err

@@ -83,15 +83,33 @@ func TestSlope(t *testing.T) {
 	}
 }
 
-// TestParseGrid checks the N grid: spaces are allowed; a non-number, zero or a negative N is an error that names it.
+// TestParseGrid checks the N grid: spaces are allowed; a non-number, zero, a negative or a repeated N is an error that
+// names it.
 func TestParseGrid(t *testing.T) {
 	ns, err := parseGrid("100, 200,5000")
 	if err != nil || len(ns) != 3 || ns[0] != 100 || ns[1] != 200 || ns[2] != 5000 {
 		t.Errorf("parseGrid: %v, %v", ns, err)
 	}
-	for _, bad := range []string{"100,x", "0", "100,-5", ""} {
+	for _, bad := range []string{"100,x", "0", "100,-5", "", "100,200,100"} {
 		if _, err := parseGrid(bad); err == nil {
 			t.Errorf("parseGrid(%q): no error", bad)
 		}
+	}
+}
+
+// TestBatchedOneN: with a single N there is no slope, and every line is valid JSON (a NaN slope once made the encoder
+// fail after the N's lines).
+func TestBatchedOneN(t *testing.T) {
+	var buf bytes.Buffer
+	if err := runBatched(&buf, "cpu", []string{"RCG"}, []int{100}, 0.3, 8, 2, 1e-8, filepath.Join(t.TempDir(), "f8.svg")); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(&buf)
+	var l batchLine
+	if err := dec.Decode(&l); err != nil || l.N != 100 || l.Runs != 2 {
+		t.Fatalf("line %+v, %v", l, err)
+	}
+	if dec.More() {
+		t.Errorf("a line after the one N's: %s", buf.String())
 	}
 }

@@ -1,11 +1,12 @@
 // Command rcg-fig8 reproduces the scaling in N of paper 004 Fig. 8 (notes §6.5): K = 8, R = 0.3 (the paper does
-// not state R here), ε = 1e-8·N; RCG and VB-EM (-methods). It prints one JSON line per (N, method) and the log–log
-// slopes of median run time against N, and writes the curves as an SVG.
+// not state R here), ε = 1e-8·N; RCG and VB-EM (-methods). It prints one JSON line per (N, method) and, for a grid
+// of more than one N, the log–log slopes of median run time against N, and writes the curves as an SVG.
 //
 // With -batched, each method runs all seeds of an N as one batched computation on a backend (mog.Batch,
 // rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto): one JSON line per (N, method) with the batch's wall
-// and process CPU time and the per-run medians of final F and iterations, then per method the log–log slopes of the
-// batch wall time and of the median iterations against N; the SVG shows the batch wall times against N.
+// and process CPU time and the per-run medians of final F and iterations, then (for more than one N) per method the
+// log–log slopes of the batch wall time and of the median iterations against N; the SVG shows the batch wall times
+// against N.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"log"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,20 +73,26 @@ func main() {
 	for _, m := range methods {
 		s := series[m]
 		p.Curves = append(p.Curves, *s)
-		fmt.Printf("{\"method\":%q,\"loglog_slope\":%.4f}\n", m, slope(s.X, s.Y))
+		if len(ns) > 1 {
+			fmt.Printf("{\"method\":%q,\"loglog_slope\":%.4f}\n", m, slope(s.X, s.Y))
+		}
 	}
 	if err := p.WriteFile(*svg); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// parseGrid reads the comma-separated N grid; every N must be a positive integer.
+// parseGrid reads the comma-separated N grid; every N must be a positive integer, named once (a repeated N would
+// leave the log–log slopes undefined).
 func parseGrid(grid string) ([]int, error) {
 	var ns []int
 	for _, f := range strings.Split(grid, ",") {
 		N, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || N < 1 {
 			return nil, fmt.Errorf("-n: %q is not a positive integer", f)
+		}
+		if slices.Contains(ns, N) {
+			return nil, fmt.Errorf("-n: %d appears twice", N)
 		}
 		ns = append(ns, N)
 	}

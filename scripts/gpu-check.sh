@@ -9,12 +9,15 @@
 #    runs the CUDA conformance suite with GEOVB_REQUIRE_GPU=1 (a missing GPU fails instead of skipping), the
 #    binding-layer tests, the CUDA benchmarks and vbbench on cpu and cuda side by side, and writes logs, JSON and a
 #    summary into OUTDIR.
-# Paper 004's batched runs alone, in about 48 MB of binaries and at most 9 minutes (the steps' timeouts):
-#      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg, vbbench, rcg-nssm
+# Paper 004's batched runs alone, in about 72 MB of binaries packed into a 17 MB bins.tar.xz (unpacked by the run,
+# with tar or python3) and at most 13 minutes (the steps' timeouts; about 5 minutes on an H200):
+#      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg, vbbench, rcg-nssm,
+#                                            # rcg-fig6, rcg-fig8
 #      DIR/gpu-check.sh rcg [OUTDIR]         # the CUDA conformance suite, the batch tests of the three packages on
-#                                            # cuda, BenchmarkMoGBatch30 (RCG) and BenchmarkNFABatch8 on cuda,
-#                                            # vbbench's algo.nssm and algo.nssm.batch on cpu and cuda, and 200
-#                                            # iterations of Fig. 10's 5 runs as one batch; each step time-bounded
+#                                            # cuda, BenchmarkMoGBatch30 (RCG, VB-EM) and BenchmarkNFABatch8 on cuda,
+#                                            # vbbench's algo.nssm and algo.nssm.batch on cpu and cuda, 200
+#                                            # iterations of Fig. 10's 5 runs as one batch, the whole Fig. 6 grid and
+#                                            # Fig. 8's N = 100 … 10000 as batches; each step time-bounded
 set -euo pipefail
 
 # step runs one check: name, then the command; output to $out/name.log, a line in the summary.
@@ -47,13 +50,24 @@ build-rcg)
 	cd "$(dirname "$0")/.."
 	out=${2:-.gpu-rcg}
 	scripts/build-gpu-tests.sh "$out" ./backend/cuda ./models/mog ./models/nfa ./algos/rcg >/dev/null
-	CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/rcg-nssm" ./examples/rcg-nssm
+	for ex in rcg-nssm rcg-fig6 rcg-fig8; do
+		CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/$ex" "./examples/$ex"
+	done
+	# Packed where xz is found, so that the folder travels in a quarter of the bytes.
+	if command -v xz >/dev/null; then
+		(cd "$out" && rm -f bins.tar.xz && tar -cf - ./*.test vbbench rcg-nssm rcg-fig6 rcg-fig8 | xz -6 -T0 >bins.tar.xz &&
+			rm -f ./*.test vbbench rcg-nssm rcg-fig6 rcg-fig8)
+	fi
 	cp scripts/gpu-check.sh "$out/"
 	echo "built into $out: $(du -sh "$out" | cut -f1); on the GPU machine run: $out/gpu-check.sh rcg"
 	;;
 rcg)
 	here=$(cd "$(dirname "$0")" && pwd)
 	out=${2:-$here/results}
+	if [ -e "$here/bins.tar.xz" ]; then
+		tar -xJf "$here/bins.tar.xz" -C "$here" 2>/dev/null ||
+			python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$here/bins.tar.xz" "$here"
+	fi
 	start
 	step cuda-conformance timeout 100 "$here/backend_cuda.test" -test.v -test.count=1 \
 		-test.run '^(TestConformance|TestKernelsCompile|TestVersions)$'
@@ -61,8 +75,8 @@ rcg)
 		step "cuda-$pkg-batch" timeout 60 env GEOVB_BACKEND=cuda "$here/$pkg.test" -test.v -test.short \
 			-test.count=1 -test.run Batch
 	done
-	step cuda-bench-batch timeout 100 env GEOVB_BACKEND=cuda "$here/algos_rcg.test" -test.run '^$' \
-		-test.bench 'MoGBatch30/RCG|NFABatch8' -test.benchtime 1x
+	step cuda-bench-batch timeout 180 env GEOVB_BACKEND=cuda "$here/algos_rcg.test" -test.run '^$' \
+		-test.bench 'MoGBatch30|NFABatch8' -test.benchtime 1x
 	step vb-nssm-batch timeout 80 "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium \
 		-json "$out/vb-nssm.json"
 	# Fig. 10's size as one batch of its 5 initialisations, 200 RCG iterations: the seconds per round that a run
@@ -70,7 +84,10 @@ rcg)
 	# (-checkpoint) would take.
 	step fig10-batch-200 timeout 80 "$here/rcg-nssm" -batched -backend cuda -n 1000 -d 7 -hidden 30 -eps 1e-6 \
 		-seeds 5 -methods RCG -rcgiter 200 -runs -svg "$out/fig10-batch.svg"
-	grep -h -E '^(---|ok|FAIL|Benchmark)|loop/batched|host-loop' "$out"/*.log | tail -n 60
+	# The mixture experiments as batches: Fig. 6's 13 R values × 30 runs as one batch per method, Fig. 8's grid.
+	step fig6-whole timeout 60 "$here/rcg-fig6" -batched -whole -backend cuda -methods RCG,VBEM -svg "$out/fig6.svg"
+	step fig8-batched timeout 60 "$here/rcg-fig8" -batched -backend cuda -svg "$out/fig8.svg"
+	grep -h -E '^(---|ok|FAIL|Benchmark)|loop/batched|host-loop|r_values|loglog' "$out"/*.log | tail -n 60
 	cat "$out/summary.txt"
 	exit $status
 	;;
@@ -105,7 +122,7 @@ run)
 	exit $status
 	;;
 *)
-	sed -n '2,17p' "$0" >&2
+	sed -n '2,20p' "$0" >&2
 	exit 2
 	;;
 esac

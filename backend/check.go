@@ -263,6 +263,23 @@ func CheckFinite(op string, names []string, ts ...*T) error {
 	return nil
 }
 
+// UploadNew returns a new tensor of b, of h's shape, holding a copy of the host tensor h: what a function that takes
+// tensors of b needs from data built in host memory (a GPU backend refuses host tensors). The caller frees it.
+func UploadNew(b Backend, h *T) (*T, error) {
+	if err := CheckNotNil("upload", []string{"src"}, h); err != nil {
+		return nil, err
+	}
+	d, err := b.Alloc(h.Shape())
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Upload(d, h); err != nil {
+		b.Free(d)
+		return nil, err
+	}
+	return d, nil
+}
+
 // UploadFinite copies user data into backend memory like b.Upload, after scanning it: a NaN or an infinity gives
 // an error wrapping ErrNotFinite that names the operand and the element, and dst is left untouched. Upload itself
 // copies bits as they are; data from outside the program should come in through UploadFinite.

@@ -69,3 +69,30 @@ func Example() {
 	// round trip error below 1e-10: true, log det > d·log 2: true
 	// geovb: alloc: negative dimension in 1×-1×2: shape mismatch
 }
+
+// UploadNew puts points built on the host onto the backend, as the functions that take a backend want them.
+func ExampleUploadNew() {
+	b, err := backend.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	h := tensor.NewHost(2, 1, 3)
+	h.Set(0, 0, 0, 1)
+	h.Set(1, 0, 2, 1)
+	x, err := backend.UploadNew(b, h)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Free(x)
+	back := tensor.NewHost(2, 1, 3)
+	if err := b.Download(back, x); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(x.Shape(), back.At(0, 0, 0), back.At(1, 0, 2), back.At(1, 0, 0))
+	_, err = backend.UploadNew(b, nil)
+	fmt.Println(err != nil)
+	// Output:
+	// 2×1×3 1 1 0
+	// true
+}

@@ -8,6 +8,7 @@ import (
 	_ "github.com/geovb/geovb/backend/cpu" // registers the "cpu" backend
 	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/rng"
+	"github.com/geovb/geovb/tensor"
 )
 
 // Example moves a batch of two points of S² × S² along their geodesics and transports the velocity to the new
@@ -36,14 +37,18 @@ func Example() {
 	check(m.Retract(b, y, x, v, 0.5)) // y = Exp_x(0.5 v)
 	check(m.Transport(b, w, x, y, v)) // w ∈ T_y
 
-	// every row of y is a unit vector and the matching row of w is orthogonal to it
+	// every row of y is a unit vector and the matching row of w is orthogonal to it (read on the host: a GPU
+	// backend's tensors are not host memory)
+	yh, wh := tensor.NewHost(s.Batch, s.Rows, s.Cols), tensor.NewHost(s.Batch, s.Rows, s.Cols)
+	check(b.Download(yh, y))
+	check(b.Download(wh, w))
 	worst := 0.0
 	for p := 0; p < 2; p++ {
 		for k := 0; k < 2; k++ {
 			var n2, d float64
 			for j := 0; j < 3; j++ {
-				n2 += y.At(p, k, j) * y.At(p, k, j)
-				d += y.At(p, k, j) * w.At(p, k, j)
+				n2 += yh.At(p, k, j) * yh.At(p, k, j)
+				d += yh.At(p, k, j) * wh.At(p, k, j)
 			}
 			worst = math.Max(worst, math.Max(math.Abs(math.Sqrt(n2)-1), math.Abs(d)))
 		}

@@ -122,15 +122,11 @@ func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus
 		return err
 	}
 	// The samplers take their starting points on b (InitTopics draws them in host memory).
-	x0h := sam.InitTopics(m, cfg.K, cfg.Seed)
-	x0, err := b.Alloc(x0h.Shape())
+	x0, err := backend.UploadNew(b, sam.InitTopics(m, cfg.K, cfg.Seed))
 	if err != nil {
 		return err
 	}
 	defer b.Free(x0)
-	if err := b.Upload(x0, x0h); err != nil {
-		return err
-	}
 	var step func() error
 	var xOf func() *T
 	var diag func(p *SAMPoint) error

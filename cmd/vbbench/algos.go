@@ -289,7 +289,12 @@ func setupSGGMC(b backend.Backend, d dims, f *filler) (*instance, error) {
 			row[i] /= s
 		}
 	}
-	s, err := sggmc.New(b, tgt, x0, sggmc.Config{Method: sggmc.GSGNHT, Step: 0.05, Friction: 1, Seed: f.seed})
+	xd, err := backend.UploadNew(b, x0) // the sampler takes its starting points on b, and copies them
+	if err != nil {
+		return nil, err
+	}
+	defer b.Free(xd)
+	s, err := sggmc.New(b, tgt, xd, sggmc.Config{Method: sggmc.GSGNHT, Step: 0.05, Friction: 1, Seed: f.seed})
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,9 @@ func main() {
 		x0.Set(c, 0, 0, math.Cos(a))
 		x0.Set(c, 0, 1, math.Sin(a))
 	}
+	if x0, err = backend.UploadNew(b, x0); err != nil { // the samplers take their starting points on b
+		log.Fatal(err)
+	}
 	chart := svgplot.Chart{Title: "toy circle: error of the running mean of x", XLabel: "wall time (s)", YLabel: "‖Ê[x] − E[x]‖"}
 	for _, m := range []struct {
 		name        string

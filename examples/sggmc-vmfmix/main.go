@@ -74,6 +74,9 @@ func main() {
 		x0.Set(c, 1, 0, math.Cos(a2))
 		x0.Set(c, 1, 1, math.Sin(a2))
 	}
+	if x0, err = backend.UploadNew(b, x0); err != nil { // the samplers take their starting points on b
+		log.Fatal(err)
+	}
 	chart := svgplot.Chart{Title: "two-vMF mixture: TV(v₁ marginal, grid posterior)", XLabel: "wall time (s)", YLabel: "TV"}
 	type sampler interface {
 		Sample() error

@@ -21,7 +21,8 @@ var (
 	ErrNoDevice = errors.New("backend unavailable")
 	// ErrOutOfMemory: an allocation did not fit.
 	ErrOutOfMemory = errors.New("out of memory")
-	// ErrForeign: a tensor handed to a backend lives in another backend's memory.
+	// ErrForeign: a tensor handed to a backend lives in another backend's memory, or in plain host memory where the
+	// backend (a GPU, or the CPU under GEOVB_CPU_STRICT=1) needs its own, or was freed.
 	ErrForeign = errors.New("tensor owned by another backend")
 	// ErrNoConvergence: an iterative method (an eigen-solver) did not converge.
 	ErrNoConvergence = errors.New("no convergence")

@@ -7,6 +7,7 @@ package cpu
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -131,8 +132,40 @@ func (b *Backend) Free(t *tensor.Tensor) {
 // MemInUse returns the bytes allocated with Alloc and not yet freed.
 func (b *Backend) MemInUse() int64 { return b.mem.Load() }
 
-// checkHost rejects tensors whose memory the CPU cannot address.
+// StrictEnv names the environment variable that, set to 1 when the package is loaded, makes every CPU backend
+// strict: operations refuse operands that a GPU backend would refuse — plain host tensors (tensor.NewHost,
+// tensor.FromSlice) and tensors already freed — and only Upload's source and Download's destination may be plain
+// host memory. The CPU can address any host slice, so without it code that forgets to upload passes every test on
+// the CPU and fails on the first GPU; the method and model tests run under it in CI.
+const StrictEnv = "GEOVB_CPU_STRICT"
+
+// strict is StrictEnv's setting; tests of this package change it.
+var strict = os.Getenv(StrictEnv) == "1"
+
+// checkHost rejects tensors whose memory the CPU cannot address and, in strict mode, tensors that no CPU backend
+// allocated or that were freed.
 func checkHost(op string, names []string, ts ...*tensor.Tensor) error {
+	if err := checkAddressable(op, names, ts...); err != nil || !strict {
+		return err
+	}
+	for i, t := range ts {
+		if t == nil {
+			continue
+		}
+		st, ok := t.Storage().(*hostStorage)
+		if !ok {
+			return backend.Errorf(op, names[i], backend.ErrForeign,
+				"plain host memory, not from a backend's Alloc; a GPU refuses it too (%s=1): upload it", StrictEnv)
+		}
+		if st.freed.Load() {
+			return backend.Errorf(op, names[i], backend.ErrForeign, "tensor was freed (%s=1)", StrictEnv)
+		}
+	}
+	return nil
+}
+
+// checkAddressable rejects tensors whose memory the CPU cannot address.
+func checkAddressable(op string, names []string, ts ...*tensor.Tensor) error {
 	for i, t := range ts {
 		if t != nil && !t.IsHost() {
 			return backend.Errorf(op, names[i], backend.ErrForeign, "tensor is not in host memory")
@@ -154,7 +187,21 @@ func (b *Backend) copyOp(op string, dst, src *tensor.Tensor) error {
 	if err := backend.CheckNotNil(op, []string{"dst", "src"}, dst, src); err != nil {
 		return err
 	}
-	if err := checkHost(op, []string{"dst", "src"}, dst, src); err != nil {
+	// Upload reads, and Download writes, plain host memory; the other operand is the backend's.
+	var err error
+	switch op {
+	case "upload":
+		if err = checkHost(op, []string{"dst"}, dst); err == nil {
+			err = checkAddressable(op, []string{"src"}, src)
+		}
+	case "download":
+		if err = checkHost(op, []string{"src"}, src); err == nil {
+			err = checkAddressable(op, []string{"dst"}, dst)
+		}
+	default:
+		err = checkHost(op, []string{"dst", "src"}, dst, src)
+	}
+	if err != nil {
 		return err
 	}
 	if op != "copy" && src.Batch() != dst.Batch() {

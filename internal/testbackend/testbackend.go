@@ -56,8 +56,9 @@ func DownloadRows(t testing.TB, b backend.Backend, d *tensor.Tensor) [][]float64
 }
 
 // Alloc returns a zeroed tensor of the given shape on b, freed when the test ends. Library functions that take a
-// backend want their tensors there: a GPU backend refuses host memory, which the CPU backend accepts, so only a GPU
-// run catches a test that hands over tensor.NewHost.
+// backend want their tensors there: a GPU backend refuses host memory, which the CPU backend accepts unless
+// GEOVB_CPU_STRICT=1 (as scripts/test.sh runs the tests), so a test that hands over tensor.NewHost fails on a GPU
+// or under the strict CPU backend.
 func Alloc(t testing.TB, b backend.Backend, batch, rows, cols int) *tensor.Tensor {
 	t.Helper()
 	d, err := b.Alloc(tensor.Shape{Batch: batch, Rows: rows, Cols: cols})

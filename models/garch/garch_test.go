@@ -4,8 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/geovb/geovb/backend"
-	_ "github.com/geovb/geovb/backend/cpu"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -70,18 +69,15 @@ func TestValue(t *testing.T) {
 
 // TestBatched checks LogPostGrad on the backend against the host evaluation column by column.
 func TestBatched(t *testing.T) {
-	b, err := backend.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testbackend.Open(t)
 	m := synth(t, 100)
 	th := tensor.NewHost(2, 3, 4)
 	rng.Counter{Seed: 9}.FillNormal(th.Storage().Host())
-	lp := tensor.NewHost(2, 1, 4)
-	g := tensor.NewHost(2, 3, 4)
-	if err := m.LogPostGrad(b, lp, g, th); err != nil {
+	lpd, gd := testbackend.Alloc(t, b, 2, 1, 4), testbackend.Alloc(t, b, 2, 3, 4)
+	if err := m.LogPostGrad(b, lpd, gd, testbackend.Upload(t, b, th)); err != nil {
 		t.Fatal(err)
 	}
+	lp, g := testbackend.Download(t, b, lpd), testbackend.Download(t, b, gd)
 	for k := 0; k < 2; k++ {
 		for j := 0; j < 4; j++ {
 			x := []float64{th.At(k, 0, j), th.At(k, 1, j), th.At(k, 2, j)}
@@ -91,7 +87,7 @@ func TestBatched(t *testing.T) {
 			}
 		}
 	}
-	if err := m.LogPost(b, lp, tensor.NewHost(2, 2, 4)); err == nil {
+	if err := m.LogPost(b, lpd, testbackend.Alloc(t, b, 2, 2, 4)); err == nil {
 		t.Fatal("wrong shape accepted")
 	}
 }

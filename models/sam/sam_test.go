@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/backend"
-	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/vmf"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -55,9 +55,12 @@ func smallModel(t *testing.T, beta []float64) (*Model, *chainState) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := backend.Open("cpu")
-	x, _ := tensor.FromSlice(append([]float64(nil), beta...), 1, 4, 30)
-	if err := md.BeginSample(b, x, 3); err != nil {
+	b := testbackend.Open(t)
+	xh, err := tensor.FromSlice(append([]float64(nil), beta...), 1, 4, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := md.BeginSample(b, testbackend.Upload(t, b, xh), 3); err != nil {
 		t.Fatal(err)
 	}
 	return md, md.chains[0]

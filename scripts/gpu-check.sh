@@ -10,12 +10,13 @@
 #    binding-layer tests, the CUDA benchmarks and vbbench on cpu and cuda side by side, and writes logs, JSON and a
 #    summary into OUTDIR.
 # Paper 004's batched runs alone, in about 72 MB of binaries packed into a 17 MB bins.tar.xz (unpacked by the run,
-# with tar or python3) and at most 13 minutes (the steps' timeouts; about 5 minutes on an H200):
+# with tar or python3) and at most 16 minutes (the steps' timeouts; about 6 minutes on an H200):
 #      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg, vbbench, rcg-nssm,
 #                                            # rcg-fig6, rcg-fig8
 #      DIR/gpu-check.sh rcg [OUTDIR]         # the CUDA conformance suite, the batch tests of the three packages on
 #                                            # cuda, BenchmarkMoGBatch30 (RCG, VB-EM) and BenchmarkNFABatch8 on cuda,
-#                                            # vbbench's algo.nssm and algo.nssm.batch on cpu and cuda, 200
+#                                            # vbbench's algo.rcg, algo.rcg.batch (N = 1e3 … 1e6, and 30 runs),
+#                                            # algo.nssm and algo.nssm.batch on cpu and cuda, 200
 #                                            # iterations of Fig. 10's 5 runs as one batch, the whole Fig. 6 grid and
 #                                            # Fig. 8's N = 100 … 10000 as batches; each step time-bounded
 set -euo pipefail
@@ -79,6 +80,12 @@ rcg)
 		-test.bench 'MoGBatch30|NFABatch8' -test.benchtime 1x
 	step vb-nssm-batch timeout 80 "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium \
 		-json "$out/vb-nssm.json"
+	# Paper 004's mixture throughput: one host run and one run on the GPU (a batch of one) at N = 1e3 … 1e6, and 30
+	# runs of N = 1000 as one batch.
+	step vb-rcg timeout 150 "$here/vbbench" -backend cpu,cuda -algos rcg,rcg.batch -sizes quick,small,medium,large \
+		-json "$out/vb-rcg.json"
+	step vb-rcg-batch30 timeout 60 "$here/vbbench" -backend cpu,cuda -algos rcg.batch -batch 30 -n 1000 -k 8 \
+		-json "$out/vb-rcg30.json"
 	# Fig. 10's size as one batch of its 5 initialisations, 200 RCG iterations: the seconds per round that a run
 	# to convergence (20901 to more than 116000 iterations in the host runs, docs/rcg.md) across sessions
 	# (-checkpoint) would take.

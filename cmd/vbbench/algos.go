@@ -368,6 +368,31 @@ func setupRCG(b backend.Backend, d dims, f *filler) (*instance, error) {
 		rcg.Settings{RestartEvery: rcg.SqrtN}), nil
 }
 
+// setupRCGBatch times rcgIters − 1 rounds of a MinimizeBatch run of d.Batch mixture runs (algo.rcg's data set,
+// initialisations seed, seed + 1, …, algo.rcg's settings) as one mog.Batch on b: with batch 1, one run on the
+// backend. A round's time is the time between two records of run 0 (the first round, with the batch's set-up, is
+// not timed).
+func setupRCGBatch(b backend.Backend, d dims, f *filler) (*instance, error) {
+	return batchInstance(func() (rcg.BatchObjective, [][]float64, func(), error) {
+		m, err := mog.New(mog.Synthetic(0.3, d.N, 0.03, f.seed), d.N, rcgDim, d.K, mog.DefaultPrior(rcgDim), mog.Options{})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ms, xs := make([]*mog.Model, d.Batch), make([][]float64, d.Batch)
+		for i := range ms {
+			ms[i] = m
+			if xs[i], err = mog.Init(m, f.seed+uint64(i)); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		bt, err := mog.NewBatch(b, ms)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return bt, xs, bt.Close, nil
+	}, b, rcg.Settings{RestartEvery: rcg.SqrtN}), nil
+}
+
 // setupNSSM times RCG iterations on the nonlinear state-space model (NSSM-SYN of T = n steps, d = 5, H = 20,
 // Gauss–Hermite moments, p = 21), each call from the same start.
 func setupNSSM(b backend.Backend, d dims, f *filler) (*instance, error) {
@@ -408,28 +433,42 @@ func rcgInstance(b backend.Backend, obj rcg.Objective, start func() ([]float64, 
 // run 0 (the first round, with the batch's set-up, is not timed).
 func setupNSSMBatch(b backend.Backend, d dims, f *filler) (*instance, error) {
 	X := nfa.SyntheticNSSM(d.N, 1)
-	var res []rcg.Result
-	timer := &iterTimer{from: 1}
-	step := func() error {
+	return batchInstance(func() (rcg.BatchObjective, [][]float64, func(), error) {
 		ms, xs := make([]*nfa.Model, d.Batch), make([][]float64, d.Batch)
 		for i := range ms {
 			m, err := nfa.New(X, d.N, nssmP, nfa.Config{Dynamic: true, D: 5, H: 20, Moments: nfa.GaussHermite})
 			if err != nil {
-				return err
+				return nil, nil, nil, err
 			}
 			if xs[i], err = m.Init(f.seed + uint64(i)); err != nil {
-				return err
+				return nil, nil, nil, err
 			}
 			ms[i] = m
 		}
 		bt, err := nfa.NewBatch(b, ms)
 		if err != nil {
+			return nil, nil, nil, err
+		}
+		return bt, xs, bt.Close, nil
+	}, b, rcg.Settings{PowellBeale: 0.2}), nil
+}
+
+// batchInstance times rcgIters − 1 rounds of a MinimizeBatch run of the batch objective and starting points that
+// open builds afresh on each call on b (it returns the batch's close too); a round's time is the time between two
+// records of run 0.
+func batchInstance(open func() (rcg.BatchObjective, [][]float64, func(), error), b backend.Backend,
+	s rcg.Settings) *instance {
+	var res []rcg.Result
+	timer := &iterTimer{from: 1}
+	step := func() error {
+		bt, xs, closeBatch, err := open()
+		if err != nil {
 			return err
 		}
-		defer bt.Close()
+		defer closeBatch()
 		return timer.fitTimed(rcgIters-1, func() error {
 			last := time.Now()
-			r, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{PowellBeale: 0.2}, rcg.BatchControl{MaxIter: rcgIters,
+			r, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: rcgIters,
 				Record: func(i int, r algorun.Record) {
 					if i == 0 {
 						now := time.Now()
@@ -451,7 +490,7 @@ func setupNSSMBatch(b backend.Backend, d dims, f *filler) (*instance, error) {
 		}
 		return x, nil
 	}
-	return selfTimedInstance(b, timer, step, out), nil
+	return selfTimedInstance(b, timer, step, out)
 }
 
 // nssmP is the observation dimension of NSSM-SYN.
@@ -573,7 +612,7 @@ var algoWorkloads = []*workload{
 		uses: []string{"n", "k"},
 		sizes: map[string]dims{
 			"quick": {N: 1000, K: 8}, "small": {N: 10000, K: 8},
-			"medium": {N: 100000, K: 8},
+			"medium": {N: 100000, K: 8}, "large": {N: 1000000, K: 8},
 		},
 		// Host Go: each evaluation of F or its gradient visits every (point, component) pair with O(D²) work (≈ 25
 		// flops at D = 2); the VB-EM update, the gradient, the natural gradient and a few line-search trials make
@@ -586,6 +625,24 @@ var algoWorkloads = []*workload{
 		setBytes:  func(d dims) float64 { return 8 * (3*f64(d.N, d.K) + f64(d.N, rcgDim)) },
 		tempBytes: func(d dims) float64 { return 8 * 4 * f64(d.N, d.K) },
 	}, "algos/rcg", setupRCG),
+	algoWorkload(&workload{
+		name: "algo.rcg.batch",
+		desc: "one RCG round (mean of rounds 2–4 of a MinimizeBatch run: one iteration of every run) of batch collapsed-mixture runs as one mog.Batch on the backend, k components, n 2-D points; batch 1 is one run on the backend",
+		uses: []string{"batch", "n", "k"},
+		sizes: map[string]dims{
+			"quick": {Batch: 2, N: 1000, K: 8}, "small": {Batch: 1, N: 10000, K: 8},
+			"medium": {Batch: 1, N: 100000, K: 8}, "large": {Batch: 1, N: 1000000, K: 8},
+		},
+		// As algo.rcg per run. On the backend an evaluation is two GEMMs of n×k by n×7 (the statistics and φ) and
+		// element-wise passes over n×k; the O(kD³) conditional optima stay on the host.
+		cost: func(d dims) (float64, float64) {
+			b, n, k := float64(d.Batch), float64(d.N), float64(d.K)
+			return b * 200 * n * k, b * 8 * 8 * (2*n*k + n*rcgDim)
+		},
+		// The design Z (n×7, shared by the runs), and per run x, r, φ and a scratch n×k.
+		setBytes:  func(d dims) float64 { return 8 * (7*float64(d.N) + 4*float64(d.Batch)*f64(d.N, d.K)) },
+		tempBytes: func(d dims) float64 { return 8 * 6 * float64(d.Batch) * f64(d.N, d.K) },
+	}, "models/mog", setupRCGBatch),
 	algoWorkload(&workload{
 		name: "algo.nssm",
 		desc: "one RCG iteration (mean of iterations 2–4 of a Minimize run: variance fixed points and hyperparameter update, gradient, chain natural gradient, line search) on the nonlinear state-space model, NSSM-SYN with n time steps, d = 5, H = 20, p = 21, Gauss–Hermite moments (10 nodes)",

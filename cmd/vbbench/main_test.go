@@ -430,8 +430,8 @@ func TestQuickAlgos(t *testing.T) {
 			want = append(want, w.name)
 		}
 	}
-	if got := strings.Join(want, ","); got != "algo.mgvb,algo.nnvb,algo.lrvga,algo.sggmc,algo.cholng,algo.rcg,algo.nssm,algo.nssm.batch" {
-		t.Errorf("method workloads %s, want the six methods, the NSSM and its batch", got)
+	if got := strings.Join(want, ","); got != "algo.mgvb,algo.nnvb,algo.lrvga,algo.sggmc,algo.cholng,algo.rcg,algo.rcg.batch,algo.nssm,algo.nssm.batch" {
+		t.Errorf("method workloads %s, want the six methods, the mixture's batch, the NSSM and its batch", got)
 	}
 	if len(rep.Records) != len(want) {
 		t.Fatalf("%d records, want %d (%v)", len(rep.Records), len(want), want)

@@ -68,23 +68,35 @@ func (c *Collapsed) NatGrad(dst, g, x []float64) {
 // Step writes x + αp with the responsibilities renormalised in the log domain (86): ℓ' = u − LSE(u),
 // u = max(ℓ + αp, max(ℓ + αp) − 700) (notes §7.2).
 func (c *Collapsed) Step(dst, x, p []float64, alpha float64) {
-	K := c.M.K
-	nk := c.M.N * K
-	for n := 0; n < nk; n += K {
-		row := dst[n : n+K]
-		mx := math.Inf(-1)
-		for k := range K {
-			row[k] = x[n+k] + alpha*p[n+k]
-			mx = math.Max(mx, row[k])
+	N, K := c.M.N, c.M.K
+	nk := N * K
+	parallelRows(N, nk, func(lo, hi int) {
+		for n := lo * K; n < hi*K; n += K {
+			row := dst[n : n+K]
+			mx := math.Inf(-1)
+			nan := false
+			for k := range K {
+				v := x[n+k] + alpha*p[n+k]
+				row[k] = v
+				if v > mx {
+					mx = v
+				}
+				nan = nan || v != v
+			}
+			if nan { // math.Max's rule: a NaN in the row makes the floor NaN, and the row NaN
+				mx = math.NaN()
+			}
+			for k := range K {
+				if floor := mx - 700; !(row[k] >= floor) && row[k] == row[k] {
+					row[k] = floor
+				}
+			}
+			lse := logSumExp(row)
+			for k := range K {
+				row[k] -= lse
+			}
 		}
-		for k := range K {
-			row[k] = math.Max(row[k], mx-700)
-		}
-		lse := logSumExp(row)
-		for k := range K {
-			row[k] -= lse
-		}
-	}
+	})
 	for i := nk; i < len(x); i++ {
 		dst[i] = x[i] + alpha*p[i]
 	}

@@ -1,0 +1,31 @@
+package mog
+
+import (
+	"runtime"
+	"sync"
+)
+
+// minPairsPerWorker is the number of (point, component) pairs below which one more goroutine costs more than it
+// saves (an exp or a D-dimensional quadratic form per pair, 10–20 ns).
+const minPairsPerWorker = 16384
+
+// parallelRows runs f over the points [0, n) in contiguous blocks on up to GOMAXPROCS goroutines when there are
+// enough pairs (n·K) to pay for them, else on the caller. f must write only what belongs to its points, so that
+// the result is the same bits for every split.
+func parallelRows(n, pairs int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), pairs/minPairsPerWorker, n)
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range w {
+		lo, hi := i*n/w, (i+1)*n/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
+}

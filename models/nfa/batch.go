@@ -19,8 +19,8 @@ import (
 //
 // What runs on the backend, all runs and time steps in one call each (ops 5–10 and 13 of notes §5; mlpBatch): the
 // layer-1 moments Y = S̄Āᵀ + 1āᵀ, the weight part (S̄² + S̃)Ãᵀ + 1ãᵀ and the source part S̃(Ā²)ᵀ as batched GEMMs; the
-// Gauss–Hermite nonlinearity as Q passes of Map(Tanh) and Axpby, with the clamp max(v, 0) as (v + |v|)/2; the output
-// mean and weight-variance terms as GEMMs; the Jacobian term Σ_j J_tij² s̃_tj without a loop over t, as one GEMM per
+// Gauss–Hermite nonlinearity (backend.GHTanh and, in reverse, GHTanhBack: all Q nodes in one call), with the clamp
+// max(v, 0) as (v + |v|)/2; the output mean and weight-variance terms as GEMMs; the Jacobian term Σ_j J_tij² s̃_tj without a loop over t, as one GEMM per
 // run with the Khatri–Rao factor C (H × Td, C_h,(t,j) = k_th Ā_hj, built by n·H outer products), J = B̄C, squared,
 // scaled by S̃ (ScaleCols) and summed over j (Reduce); for the NSSM the same through g on the states shifted by one
 // step, with J's diagonal (the lag-one covariance of eq. 103) as k(D̄ ⊙ C̄ᵀ)ᵀ; the squared errors; the reverse pass of

@@ -11,22 +11,23 @@ import (
 type mlpBatch struct {
 	l      layer
 	R, Q   int
-	z, w   []float64 // Gauss–Hermite nodes and weights
+	z, w   []float64      // Gauss–Hermite nodes and weights
+	zw     *tensor.Tensor // 1×2×Q: the nodes and weights on the backend (backend.GHTanh)
 	wsum   float64
 	ones   *tensor.Tensor // 1×R×1
 	onesRH *tensor.Tensor // 1×R×H
 	sq, td *tensor.Tensor // B×R×in: s̄² + s̃, scratch
 	tq     *tensor.Tensor // B×(Q·R)×H: tanh at every node
 	// B×R×H: layer-1 moments, the nonlinearity's outputs and their gradients, scratch
-	y, yw, ys, yt, sd, m1, m2, k, res, phw, pv, w1, w2, gphm, gphw, gk, gys, gy, gsum, gyw *tensor.Tensor
-	a2, ac, hd                                                                             *tensor.Tensor // B×H×in
-	b2, ph                                                                                 *tensor.Tensor // B×out×H
-	kt, gkt                                                                                *tensor.Tensor // B×H×R
-	c, mm                                                                                  *tensor.Tensor // B×H×(R·in)
-	j, j2, gj                                                                              *tensor.Tensor // B×out×(R·in)
-	xm, xv, tp                                                                             *tensor.Tensor // B×R×out
-	jt                                                                                     *tensor.Tensor // B×(out·R)×1
-	h1, h2, h3                                                                             *tensor.Tensor // B×1×H
+	y, yw, ys, yt, sd, m1, m2, k, res, phw, pv, w1, gphm, gphw, gk, gys, gy, gsum, gyw *tensor.Tensor
+	a2, ac, hd                                                                         *tensor.Tensor // B×H×in
+	b2, ph                                                                             *tensor.Tensor // B×out×H
+	kt, gkt                                                                            *tensor.Tensor // B×H×R
+	c, mm                                                                              *tensor.Tensor // B×H×(R·in)
+	j, j2, gj                                                                          *tensor.Tensor // B×out×(R·in)
+	xm, xv, tp                                                                         *tensor.Tensor // B×R×out
+	jt                                                                                 *tensor.Tensor // B×(out·R)×1
+	h1, h2, h3                                                                         *tensor.Tensor // B×1×H
 	// With the skip (in = out): Aᵀ, E = B ⊙ Aᵀ (J's diagonal is k E per step), the diagonal's gradient parts, and
 	// jd = diag(B diag(k_t) A) per step (R×out).
 	at, e, dk *tensor.Tensor // B×in×H
@@ -41,11 +42,11 @@ func newMLPBatch(alloc func(b, r, c int) *tensor.Tensor, B int, l layer, R, Q in
 	for _, w := range m.w {
 		m.wsum += w
 	}
-	m.ones, m.onesRH = alloc(1, R, 1), alloc(1, R, H)
+	m.ones, m.onesRH, m.zw = alloc(1, R, 1), alloc(1, R, H), alloc(1, 2, Q)
 	m.sq, m.td = alloc(B, R, in), alloc(B, R, in)
 	m.tq = alloc(B, Q*R, H)
 	for _, t := range []**tensor.Tensor{&m.y, &m.yw, &m.ys, &m.yt, &m.sd, &m.m1, &m.m2, &m.k, &m.res, &m.phw, &m.pv,
-		&m.w1, &m.w2, &m.gphm, &m.gphw, &m.gk, &m.gys, &m.gy, &m.gsum, &m.gyw} {
+		&m.w1, &m.gphm, &m.gphw, &m.gk, &m.gys, &m.gy, &m.gsum, &m.gyw} {
 		*t = alloc(B, R, H)
 	}
 	m.a2, m.ac, m.hd = alloc(B, H, in), alloc(B, H, in), alloc(B, H, in)
@@ -67,6 +68,12 @@ func newMLPBatch(alloc func(b, r, c int) *tensor.Tensor, B int, l layer, R, Q in
 func (m *mlpBatch) init(o *ops) {
 	o.fill(m.ones, 1)
 	o.fill(m.onesRH, 1)
+	zw := tensor.NewHost(1, 2, m.Q)
+	for q := range m.Q {
+		zw.Set(0, 0, q, m.z[q])
+		zw.Set(0, 1, q, m.w[q])
+	}
+	o.do(func() error { return o.be.Upload(m.zw, zw) })
 }
 
 // weights returns the views A (H×in), a (1×H), B (out×H), b (1×out) of the first n items of t (b×1×len) whose
@@ -78,11 +85,6 @@ func (m *mlpBatch) weights(t *tensor.Tensor, n, off int) (A, a, B, b *tensor.Ten
 	B = t.Window(n, off+H*in+H, out, H, H)
 	b = t.Window(n, off+H*in+H+out*H, 1, out, out)
 	return
-}
-
-// node returns tanh at Gauss–Hermite node q of the first n runs (n×R×H).
-func (m *mlpBatch) node(q, n int) *tensor.Tensor {
-	return m.tq.Batches(0, n).Slice(q*m.R, (q+1)*m.R, 0, m.l.hid)
 }
 
 // forward computes the output means xm and variances xv (R×out, in m.xm, m.xv) of the first n runs from the input
@@ -108,16 +110,7 @@ func (m *mlpBatch) forward(o *ops, n int, S, V, Vf, wm, wv *tensor.Tensor) {
 	// Gauss–Hermite moments (op. 6, prop.nonlin): E tanh, E tanh², the slope k = Σw − E tanh² (Σ w_q(1 − t_q²)) and
 	// the residual variance max(E tanh² − (E tanh)² − k²ys, 0).
 	o.mapf(sd, backend.Sqrt, yt)
-	o.fill(m1, 0)
-	o.fill(m2, 0)
-	for q := range m.Q {
-		u := m.node(q, n)
-		o.axpby(u, 1, y, m.z[q], sd)
-		o.mapf(u, backend.Tanh, u)
-		o.axpby(m1, m.w[q], u, 1, m1)
-		o.mul(w1, u, u)
-		o.axpby(m2, m.w[q], w1, 1, m2)
-	}
+	o.do(func() error { return backend.GHTanh(o.be, m1, m2, it(m.tq), y, sd, m.zw) })
 	o.axpby(k, m.wsum, m.onesRH, -1, m2)
 	o.mul(w1, m1, m1)
 	o.axpby(res, 1, m2, -1, w1)
@@ -180,7 +173,7 @@ func (m *mlpBatch) backward(o *ops, n int, S, V, Vf, wm, wv, gxm, psi, psiH, gJd
 	gAv, gav, gBv, gbv := m.weights(gwv, n, 0)
 	Av, _, _, _ := m.weights(wv, n, 0)
 	m1, k, ys, phw, pv, res, sd := it(m.m1), it(m.k), it(m.ys), it(m.phw), it(m.pv), it(m.res), it(m.sd)
-	w1, w2, h1, h2, h3 := it(m.w1), it(m.w2), it(m.h1), it(m.h2), it(m.h3)
+	w1, h1, h2, h3 := it(m.w1), it(m.h1), it(m.h2), it(m.h3)
 	gphm, gphw, gk, gys, gy, gsum, gyw := it(m.gphm), it(m.gphw), it(m.gk), it(m.gys), it(m.gy), it(m.gsum), it(m.gyw)
 	j, j2, gj, c, mm := it(m.j), it(m.j2), it(m.gj), it(m.c), it(m.mm)
 	// Output layer: b and b̃.
@@ -235,7 +228,7 @@ func (m *mlpBatch) backward(o *ops, n int, S, V, Vf, wm, wv, gxm, psi, psiH, gJd
 	o.scaleCols(gys, w1, h1)
 	// Through the Gauss–Hermite moments (prop.nonlinBack): no gradient through the clamped residual; with
 	// gm1 = ∂phm − 2 m1 ∂phw and gkk = ∂k − 2 k ys ∂phw, each node adds w_q (1 − t²)(gm1 + 2t(∂phw − gkk)) to ∂ȳ and
-	// z_q times that to ∂√yt.
+	// z_q times that to ∂√yt (GHTanhBack with gk = 2(∂phw − gkk) and gm = gm1).
 	o.mapf(w1, backend.Step, res)
 	o.mul(gphw, gphw, w1)
 	o.mul(w1, m1, gphw)
@@ -247,18 +240,7 @@ func (m *mlpBatch) backward(o *ops, n int, S, V, Vf, wm, wv, gxm, psi, psiH, gJd
 	o.mul(w1, w1, gphw)
 	o.axpby(gys, 1, gys, -1, w1)
 	o.axpby(gk, 2, gphw, -2, gk)
-	o.fill(gy, 0)
-	o.fill(gsum, 0)
-	for q := range m.Q {
-		u := m.node(q, n)
-		o.mul(w1, u, u)
-		o.axpby(w1, 1, m.onesRH, -1, w1)
-		o.mul(w2, gk, u)
-		o.axpby(w2, 1, w2, 1, gphm)
-		o.mul(w1, w1, w2)
-		o.axpby(gy, m.w[q], w1, 1, gy)
-		o.axpby(gsum, m.w[q]*m.z[q], w1, 1, gsum)
-	}
+	o.do(func() error { return backend.GHTanhBack(o.be, gy, gsum, it(m.tq), gk, gphm, m.zw) })
 	o.div(w1, gsum, sd) // ∂F/∂yt = ∂√yt/(2√yt), and yt = ys + yw
 	o.axpby(gys, 1, gys, 0.5, w1)
 	o.scale(gyw, 0.5, w1)

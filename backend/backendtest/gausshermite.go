@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/tensor"
@@ -13,7 +14,10 @@ import (
 // Conformance of the Gauss–Hermite tanh moments and their reverse pass (gh.tanh, gh.tanh_back) against the sums
 // written out per element in float64.
 
-func init() { register("gausshermite", testGaussHermite) }
+func init() {
+	register("gausshermite", testGaussHermite)
+	registerBench("gausshermite", benchGaussHermite)
+}
 
 // ghAlloc allocates a tensor freed when the test ends.
 func ghAlloc(t *testing.T, b backend.Backend, s tensor.Shape) *tensor.Tensor {
@@ -109,4 +113,52 @@ func testGaussHermite(t *testing.T, b backend.Backend) {
 	wantErr(t, "gh.tanh sd", backend.GHTanh(b, x, x, u, x, short, zw), backend.ErrShape, "sd", -1)
 	wantErr(t, "gh.tanh_back nil gm", backend.GHTanhBack(b, x, x, u, x, nil, zw), backend.ErrShape, "gm", -1)
 	wantErr(t, "gh.tanh_back short u", backend.GHTanhBack(b, x, x, short, x, x, zw), backend.ErrShape, "u", -1)
+}
+
+// benchGaussHermite times both operations (the implementation Select picks, then the reference) on the batched
+// NSSM's layer: 8 runs × 1000 steps × 20 hidden units, Q = 10. The rate is GB/s of the least traffic any
+// implementation needs — forward: y and sd read, the Q node values and m1, m2 written; reverse: the node values, gk
+// and gm read, gy and gsum written: 8(Q + 4) bytes per element each — to be read against the copy floor of
+// benchFloors in the same run.
+func benchGaussHermite(b *testing.B, be backend.Backend) {
+	const Q = 10
+	s := tensor.Shape{Batch: 8, Rows: 1000, Cols: 20}
+	r := rand.New(rand.NewPCG(3, 4))
+	y, sd := upload(b, be, randHost(r, s.Batch, s.Rows, s.Cols)), upload(b, be, randHost(r, s.Batch, s.Rows, s.Cols))
+	gk, gm := upload(b, be, randHost(r, s.Batch, s.Rows, s.Cols)), upload(b, be, randHost(r, s.Batch, s.Rows, s.Cols))
+	if err := be.Map(sd, backend.Abs, 1, sd); err != nil {
+		b.Fatal(err)
+	}
+	zw := upload(b, be, ghRuleHost(r, Q))
+	u := mustAlloc(b, be, tensor.Shape{Batch: s.Batch, Rows: Q * s.Rows, Cols: s.Cols})
+	o1, o2 := mustAlloc(b, be, s), mustAlloc(b, be, s)
+	defer func() {
+		for _, t := range []*tensor.Tensor{y, sd, gk, gm, zw, u, o1, o2} {
+			be.Free(t)
+		}
+	}()
+	bytes := 8 * float64(Q+4) * float64(s.Len())
+	timed := func(b *testing.B, f func() error) {
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := be.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(bytes/(time.Since(start).Seconds()/float64(b.N))/1e9, "GB/s")
+	}
+	fwd, _ := backend.GHTanhOp.Select(be, s)
+	back, _ := backend.GHTanhBackOp.Select(be, s)
+	name := fmt.Sprintf("%dx%dx%d-Q%d", s.Batch, s.Rows, s.Cols, Q)
+	b.Run("tanh/"+name, func(b *testing.B) { timed(b, func() error { return fwd(be, o1, o2, u, y, sd, zw) }) })
+	b.Run("tanh-reference/"+name, func(b *testing.B) {
+		timed(b, func() error { return backend.GHTanhOp.Reference()(be, o1, o2, u, y, sd, zw) })
+	})
+	b.Run("tanh_back/"+name, func(b *testing.B) { timed(b, func() error { return back(be, o1, o2, u, gk, gm, zw) }) })
+	b.Run("tanh_back-reference/"+name, func(b *testing.B) {
+		timed(b, func() error { return backend.GHTanhBackOp.Reference()(be, o1, o2, u, gk, gm, zw) })
+	})
 }

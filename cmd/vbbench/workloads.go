@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/models/nfa"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -461,6 +462,54 @@ var workloads = []*workload{
 		},
 		setup: setupChainNatGrad,
 	},
+	{
+		name: "gh.tanh", op: backend.GHTanhOp.Name(),
+		desc:  "Gauss–Hermite moments of tanh (10 nodes: node values, E tanh, E tanh²) of m hidden units over n steps, batch runs: the batched NFA/NSSM layer's nonlinearity",
+		uses:  []string{"batch", "n", "m"},
+		sizes: ghSizes,
+		check: func(d dims) dims { d.Batch = min(d.Batch, 2); return d },
+		// Per element and node: the argument (2 flops), tanh (about 20) and the two sums (4). Bytes: y and sd read,
+		// the node values and the two sums written.
+		cost: func(d dims) (float64, float64) {
+			e := f64(d.Batch, d.N, d.M)
+			return 26 * ghQ * e, 8 * (ghQ + 4) * e
+		},
+		setBytes:  func(d dims) float64 { return 8 * (ghQ + 4) * f64(d.Batch, d.N, d.M) },
+		tempBytes: func(d dims) float64 { return 8 * f64(d.Batch, d.N, d.M) },
+		kernel: func(b backend.Backend, d dims) string {
+			return kernelName(backend.GHTanhOp, b, shp(d.Batch, d.N, d.M))
+		},
+		setup: setupGH(false),
+	},
+	{
+		name: "gh.tanh_back", op: backend.GHTanhBackOp.Name(),
+		desc:  "reverse pass of gh.tanh through its 10 nodes (gradients with respect to the pre-activations' means and standard deviations), m hidden units over n steps, batch runs",
+		uses:  []string{"batch", "n", "m"},
+		sizes: ghSizes,
+		check: func(d dims) dims { d.Batch = min(d.Batch, 2); return d },
+		// Per element and node: 1 − u², gk·u + gm, their product and the two sums: 9 flops. Bytes: the node values,
+		// gk and gm read, the two gradients written.
+		cost: func(d dims) (float64, float64) {
+			e := f64(d.Batch, d.N, d.M)
+			return 9 * ghQ * e, 8 * (ghQ + 4) * e
+		},
+		setBytes:  func(d dims) float64 { return 8 * (ghQ + 4) * f64(d.Batch, d.N, d.M) },
+		tempBytes: func(d dims) float64 { return 8 * 3 * f64(d.Batch, d.N, d.M) },
+		kernel: func(b backend.Backend, d dims) string {
+			return kernelName(backend.GHTanhBackOp, b, shp(d.Batch, d.N, d.M))
+		},
+		setup: setupGH(true),
+	},
+}
+
+// ghQ is the Gauss–Hermite order of the gh.* workloads (models/nfa's default).
+const ghQ = 10
+
+// ghSizes are the batched NSSM's layers: one run of Fig. 9's size (T = 1000, H = 20), 8 runs, 30 runs of Fig. 10's
+// (H = 30).
+var ghSizes = map[string]dims{
+	"quick": {Batch: 2, N: 40, M: 6}, "small": {Batch: 1, N: 1000, M: 20},
+	"medium": {Batch: 8, N: 1000, M: 20}, "large": {Batch: 30, N: 1000, M: 30},
 }
 
 // lookupWorkload returns the workload called name, or nil.
@@ -798,4 +847,67 @@ func setupChainNatGrad(b backend.Backend, d, sel dims, ref bool, nbuf int, f *fi
 	in.run = func(i int) error { c := sets[i]; return fn(b, c.dst, c.g, c.breve, c.ring) }
 	in.outputs = func(i int) []*T { return []*T{sets[i].dst} }
 	return in, nil
+}
+
+// setupGH prepares gh.tanh (back false: random pre-activation means and positive standard deviations) or
+// gh.tanh_back (node values tanh of normal draws, random upstream factors) with models/nfa's 10-node rule.
+func setupGH(back bool) func(b backend.Backend, d, sel dims, ref bool, nbuf int, f *filler) (*instance, error) {
+	return func(b backend.Backend, d, sel dims, ref bool, nbuf int, f *filler) (*instance, error) {
+		fwd, _ := pick(backend.GHTanhOp, b, shp(sel.Batch, sel.N, sel.M), ref)
+		rev, _ := pick(backend.GHTanhBackOp, b, shp(sel.Batch, sel.N, sel.M), ref)
+		in := newInstance(b, nbuf)
+		z, w := nfa.GHNodes(ghQ)
+		zh := tensor.NewHost(1, 2, ghQ)
+		for q := range ghQ {
+			zh.Set(0, 0, q, z[q])
+			zh.Set(0, 1, q, w[q])
+		}
+		zw, err := in.alloc(1, 2, ghQ)
+		if err != nil {
+			return fail(in, err)
+		}
+		if err := b.Upload(zw, zh); err != nil {
+			return fail(in, err)
+		}
+		type set struct{ o1, o2, u, x1, x2 *T }
+		sets := make([]set, nbuf)
+		for i := range sets {
+			var ts [5]*T
+			for j := range ts {
+				rows := d.N
+				if j == 2 {
+					rows = ghQ * d.N
+				}
+				if ts[j], err = in.alloc(d.Batch, rows, d.M); err != nil {
+					return fail(in, err)
+				}
+			}
+			c := set{ts[0], ts[1], ts[2], ts[3], ts[4]}
+			sets[i] = c
+			if err := f.normal(c.x1, 2); err != nil {
+				return fail(in, err)
+			}
+			if back {
+				if err := f.normal(c.x2, 1); err != nil {
+					return fail(in, err)
+				}
+				if err := f.normal(c.u, 2); err != nil {
+					return fail(in, err)
+				}
+				if err := b.Map(c.u, backend.Tanh, 1, c.u); err != nil {
+					return fail(in, err)
+				}
+			} else if err := f.positive(c.x2); err != nil {
+				return fail(in, err)
+			}
+		}
+		if back {
+			in.run = func(i int) error { c := sets[i]; return rev(b, c.o1, c.o2, c.u, c.x1, c.x2, zw) }
+			in.outputs = func(i int) []*T { return []*T{sets[i].o1, sets[i].o2} }
+		} else {
+			in.run = func(i int) error { c := sets[i]; return fwd(b, c.o1, c.o2, c.u, c.x1, c.x2, zw) }
+			in.outputs = func(i int) []*T { return []*T{sets[i].o1, sets[i].o2, sets[i].u} }
+		}
+		return in, nil
+	}
 }

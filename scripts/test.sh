@@ -3,8 +3,9 @@
 # reproductions and other long tests (test names containing Repro), as CI does.
 #
 # The backends' own tests hand the CPU backend plain host memory on purpose. Every other package's tests run with
-# the CPU backend strict (GEOVB_CPU_STRICT=1, see backend/cpu): operands must be backend tensors, as on a GPU, so a
-# method or model that forgets to upload fails here and not first on a GPU.
+# the CPU backend strict (GEOVB_CPU_STRICT=1, see backend/cpu): operands must be backend tensors and the backend's
+# memory is not readable element by element, as on a GPU, so a method or model that forgets an upload or a
+# download fails here and not first on a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backends='/backend/(cpu|cuda)$'

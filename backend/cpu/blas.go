@@ -10,7 +10,7 @@ import (
 
 // general returns matrix bb of t (with broadcast) as a blas64.General.
 func general(t *tensor.Tensor, bb int) blas64.General {
-	data, stride, r, c := t.Matrix(bi(t, bb))
+	data, stride, r, c := matrix(t, bi(t, bb))
 	return blas64.General{Rows: r, Cols: c, Stride: stride, Data: data}
 }
 

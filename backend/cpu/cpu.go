@@ -104,6 +104,41 @@ type hostStorage struct {
 	freed atomic.Bool
 }
 
+// Host returns the slice, or nil in strict mode, where the backend's memory is as opaque to other code as a GPU's
+// (element access panics, backend.CheckFinite passes over it); the backend itself reads it through hostData.
+func (s *hostStorage) Host() []float64 {
+	if strict {
+		return nil
+	}
+	return s.Data
+}
+
+// hostData returns the host slice behind t: the backend's own memory in any mode, or plain host memory.
+func hostData(t *tensor.Tensor) []float64 {
+	if st, ok := t.Storage().(*hostStorage); ok {
+		return st.Data
+	}
+	return t.Storage().Host()
+}
+
+// matrix is tensor.Matrix through hostData: the storage slice, row stride, rows and cols of matrix b of t, the
+// slice starting at element (b, 0, 0) and ending after element (b, rows−1, cols−1).
+func matrix(t *tensor.Tensor, b int) (data []float64, stride, rows, cols int) {
+	s := t.Shape()
+	if uint(b) >= uint(s.Batch) {
+		panic(fmt.Sprintf("cpu: batch %d out of range %v", b, s))
+	}
+	stride = t.RowStride()
+	if stride < s.Cols {
+		stride = max(s.Cols, 1)
+	}
+	if s.Rows == 0 || s.Cols == 0 {
+		return nil, stride, s.Rows, s.Cols
+	}
+	start := t.Offset() + b*t.BatchStride()
+	return hostData(t)[start : start+(s.Rows-1)*t.RowStride()+s.Cols], stride, s.Rows, s.Cols
+}
+
 // Alloc returns a zeroed contiguous host tensor and counts its bytes in MemInUse.
 func (b *Backend) Alloc(s tensor.Shape) (*tensor.Tensor, error) {
 	if s.Batch < 0 || s.Rows < 0 || s.Cols < 0 {
@@ -133,10 +168,12 @@ func (b *Backend) Free(t *tensor.Tensor) {
 func (b *Backend) MemInUse() int64 { return b.mem.Load() }
 
 // StrictEnv names the environment variable that, set to 1 when the package is loaded, makes every CPU backend
-// strict: operations refuse operands that a GPU backend would refuse — plain host tensors (tensor.NewHost,
-// tensor.FromSlice) and tensors already freed — and only Upload's source and Download's destination may be plain
-// host memory. The CPU can address any host slice, so without it code that forgets to upload passes every test on
-// the CPU and fails on the first GPU; the method and model tests run under it in CI.
+// behave as a GPU towards other code: operations refuse plain host tensors (tensor.NewHost, tensor.FromSlice) and
+// tensors already freed as operands, only Upload's source and Download's destination may be plain host memory, and
+// the backend's own tensors expose no host slice (Storage().Host() is nil, so At, Set and Matrix panic on them and
+// backend.CheckFinite passes over them, as for device memory). The CPU can address any host slice, so without it
+// code that forgets an upload or a download passes every test on the CPU and fails on the first GPU; the method and
+// model tests run under it in CI.
 const StrictEnv = "GEOVB_CPU_STRICT"
 
 // strict is StrictEnv's setting; tests of this package change it.
@@ -167,7 +204,10 @@ func checkHost(op string, names []string, ts ...*tensor.Tensor) error {
 // checkAddressable rejects tensors whose memory the CPU cannot address.
 func checkAddressable(op string, names []string, ts ...*tensor.Tensor) error {
 	for i, t := range ts {
-		if t != nil && !t.IsHost() {
+		if t == nil {
+			continue
+		}
+		if _, own := t.Storage().(*hostStorage); !own && !t.IsHost() {
 			return backend.Errorf(op, names[i], backend.ErrForeign, "tensor is not in host memory")
 		}
 	}
@@ -261,7 +301,7 @@ func bi(x *tensor.Tensor, b int) int {
 
 // row returns row i of matrix bb of a host tensor.
 func row(t *tensor.Tensor, bb, i int) []float64 {
-	h := t.Storage().Host()
+	h := hostData(t)
 	start := t.Offset() + bi(t, bb)*t.BatchStride() + i*t.RowStride()
 	return h[start : start+t.Cols()]
 }

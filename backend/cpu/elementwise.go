@@ -57,7 +57,7 @@ func (b *Backend) eachSpan(dst *tensor.Tensor, costPerElem float64, xs []*tensor
 // span returns elements [lo, hi) in row-major order of matrix bb of a host tensor; the range lies within one row
 // unless the tensor stores its rows back to back.
 func span(t *tensor.Tensor, bb, lo, hi int) []float64 {
-	h := t.Storage().Host()
+	h := hostData(t)
 	cols := t.Cols()
 	start := t.Offset() + bi(t, bb)*t.BatchStride() + (lo/cols)*t.RowStride() + lo%cols
 	return h[start : start+hi-lo]

@@ -17,7 +17,7 @@ func init() {
 
 // colVec returns the entries of the d×1 matrix bb of t (batch 1 broadcast).
 func colVec(t *tensor.Tensor, bb int, out []float64) []float64 {
-	data, stride, rows, _ := t.Matrix(bi(t, bb))
+	data, stride, rows, _ := matrix(t, bi(t, bb))
 	out = out[:rows]
 	for i := range out {
 		out[i] = data[i*stride]

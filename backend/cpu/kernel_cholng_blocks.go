@@ -58,7 +58,7 @@ func blkOf(t *tensor.Tensor) blk {
 	if t.Batch() == 1 {
 		bs = 0
 	}
-	return blk{d: t.Storage().Host(), off: t.Offset(), bs: bs, rs: t.RowStride()}
+	return blk{d: hostData(t), off: t.Offset(), bs: bs, rs: t.RowStride()}
 }
 
 // item returns the storage index of element (i, 0, 0).

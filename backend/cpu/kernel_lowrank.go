@@ -65,13 +65,13 @@ func (b *Backend) lrGemmBlock(d, w int) int {
 
 // lrGen returns the single matrix of a batch-1 host tensor.
 func lrGen(t *tensor.Tensor) blas64.General {
-	data, stride, r, c := t.Matrix(0)
+	data, stride, r, c := matrix(t, 0)
 	return blas64.General{Rows: r, Cols: c, Stride: stride, Data: data}
 }
 
 // lrVec returns a d×1 host tensor as a slice and increment: element i is v[i*inc].
 func lrVec(t *tensor.Tensor) ([]float64, int) {
-	data, stride, _, _ := t.Matrix(0)
+	data, stride, _, _ := matrix(t, 0)
 	return data, stride
 }
 

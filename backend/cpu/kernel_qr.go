@@ -410,12 +410,12 @@ func qrRetractSmall(be backend.Backend, dst, x, v *tensor.Tensor, t float64) err
 		return nil
 	}
 	// Raw slices and strides, looked up once: per-row accessor calls would cost as much as the arithmetic here.
-	xh, xrs, xbs := x.Storage().Host(), x.RowStride(), x.BatchStride()
-	dh, drs, dbs := dst.Storage().Host(), dst.RowStride(), dst.BatchStride()
+	xh, xrs, xbs := hostData(x), x.RowStride(), x.BatchStride()
+	dh, drs, dbs := hostData(dst), dst.RowStride(), dst.BatchStride()
 	var vh []float64
 	vrs, vbs := 0, 0
 	if v != nil {
-		vh, vrs, vbs = v.Storage().Host(), v.RowStride(), v.BatchStride()
+		vh, vrs, vbs = hostData(v), v.RowStride(), v.BatchStride()
 		if v.Batch() == 1 {
 			vbs = 0
 		}

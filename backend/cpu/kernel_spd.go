@@ -77,7 +77,7 @@ func getSPDWork(n int) *spdWork {
 
 // spdLoad copies the n×n matrix bb of t (broadcast when t has batch 1) into the contiguous dst.
 func spdLoad(dst []float64, t *tensor.Tensor, bb, n int) {
-	data, stride, _, _ := t.Matrix(bi(t, bb))
+	data, stride, _, _ := matrix(t, bi(t, bb))
 	for i := 0; i < n; i++ {
 		copy(dst[i*n:(i+1)*n], data[i*stride:i*stride+n])
 	}
@@ -100,7 +100,7 @@ func spdStore(cb *Backend, dst *tensor.Tensor, res []float64, n int) {
 	nn := n * n
 	cb.parallelWork(dst.Batch(), float64(nn), func(lo, hi int) {
 		for bb := lo; bb < hi; bb++ {
-			data, stride, _, _ := dst.Matrix(bb)
+			data, stride, _, _ := matrix(dst, bb)
 			r := res[bb*nn : (bb+1)*nn]
 			for i := 0; i < n; i++ {
 				copy(data[i*stride:i*stride+n], r[i*n:(i+1)*n])
@@ -162,8 +162,8 @@ func spdRetractItem(w *spdWork, out []float64, sigma, xi *tensor.Tensor, bb int)
 		blas64.Trsm(blas.Left, blas.NoTrans, 1, spdLower(l, n), spdSquare(y, n))
 		blas64.Syrk(blas.Trans, 0.5, spdSquare(y, n), 0, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: q})
 	}
-	sd, ss, _, _ := sigma.Matrix(bi(sigma, bb))
-	xd, xs, _, _ := xi.Matrix(bi(xi, bb))
+	sd, ss, _, _ := matrix(sigma, bi(sigma, bb))
+	xd, xs, _, _ := matrix(xi, bi(xi, bb))
 	for i := 0; i < n; i++ {
 		si, xr, qi, oi := sd[i*ss:i*ss+n], xd[i*xs:i*xs+n], q[i*n:i*n+i+1], out[i*n:i*n+n]
 		for j := 0; j < i; j++ {
@@ -262,7 +262,7 @@ func spdTransportItem(w *spdWork, out []float64, s1, s2, xi *tensor.Tensor, bb i
 			r[j] *= f
 		}
 	}
-	xd, xs, _, _ := xi.Matrix(bi(xi, bb))
+	xd, xs, _, _ := matrix(xi, bi(xi, bb))
 	if n <= spdLoopMax {
 		// M = N^{1/2} = UUᵀ, the Gram matrix of the columns of u = Uᵀ, in m; G = Eᵀ = L₁⁻ᵀ(M L₁ᵀ) in nm (L₁ᵀ in u
 		// for the solve); T = ξG in m; R = EξEᵀ = GᵀT in e (Gᵀ in u).

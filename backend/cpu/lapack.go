@@ -168,8 +168,8 @@ func (b *Backend) QR(q, r, a *tensor.Tensor) error {
 		return err
 	}
 	if q != a {
-		if err := tensor.CopyHost(q, a); err != nil {
-			return backend.Errorf("qr", "a", backend.ErrShape, "%v", err)
+		if err := b.Copy(q, a); err != nil {
+			return err
 		}
 	}
 	n, p := a.Rows(), a.Cols()
@@ -273,7 +273,7 @@ func syevPrescale(a []float64, n int) int {
 
 // copyCol writes src into the n×1 matrix bb of t, whatever its row stride.
 func copyCol(t *tensor.Tensor, bb int, src []float64) {
-	h := t.Storage().Host()
+	h := hostData(t)
 	base := t.Offset() + bb*t.BatchStride()
 	for i, x := range src {
 		h[base+i*t.RowStride()] = x

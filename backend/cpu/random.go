@@ -24,7 +24,7 @@ func (b *Backend) fill(op string, dst *tensor.Tensor, c rng.Counter, normal bool
 			for k := lo; k < hi; k++ {
 				bb, r0 := k/chunks, (k%chunks)*per
 				r1 := min(r0+per, rows)
-				data, _, _, _ := dst.Matrix(bb)
+				data, _, _, _ := matrix(dst, bb)
 				gen(c.Advance((bb*rows+r0)*cols), data[r0*cols:r1*cols])
 			}
 		})

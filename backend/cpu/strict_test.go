@@ -12,7 +12,8 @@ import (
 
 // TestStrictRefusesWhatAGPURefuses checks GEOVB_CPU_STRICT's rules: plain host tensors and freed tensors are
 // refused as operands (ErrForeign, naming the operand), views of backend tensors and Upload's source and Download's
-// destination in host memory are not; without it the CPU backend takes any host tensor.
+// destination in host memory are not, and the backend's memory has no host slice outside the backend; without it
+// the CPU backend takes any host tensor.
 func TestStrictRefusesWhatAGPURefuses(t *testing.T) {
 	defer func(s bool) { strict = s }(strict)
 	b, err := New()
@@ -54,7 +55,39 @@ func TestStrictRefusesWhatAGPURefuses(t *testing.T) {
 			}
 		}
 	}
+	// The backend's memory is opaque to other code, as a GPU's: no host slice, element access panics, and the
+	// backend still computes on it and hands it back through Download.
 	strict = true
+	vals := tensor.NewHost(2, 3, 3)
+	for i := range vals.Storage().Host() {
+		vals.Storage().Host()[i] = float64(i) + 0.5
+	}
+	if err := b.Upload(own, vals); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Axpby(own2, 2, own, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if own.IsHost() || own.Storage().Host() != nil {
+		t.Error("strict: a backend tensor exposes its host slice")
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("strict: element access to a backend tensor did not panic")
+			}
+		}()
+		_ = own2.At(0, 0, 0)
+	}()
+	back := tensor.NewHost(2, 3, 3)
+	if err := b.Download(back, own2); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range back.Storage().Host() {
+		if v != 2*(float64(i)+0.5) {
+			t.Fatalf("strict: element %d came back %v, want %v", i, v, 2*(float64(i)+0.5))
+		}
+	}
 	err = b.Gemm(blas.NoTrans, blas.NoTrans, 1, own, plain, 0, own2)
 	var be *backend.OpError
 	if !errors.As(err, &be) || be.Operand != "b" {

@@ -3,13 +3,15 @@
 #
 # 1. Here (any machine with Go; no CUDA needed):
 #      scripts/gpu-check.sh build [DIR]     # default DIR=.gpu (git-ignored)
-#    builds every test binary and vbbench with CGO_ENABLED=0 into DIR and copies this script beside them.
+#    builds every test binary and vbbench with CGO_ENABLED=0 into DIR, packs them into DIR/bins.tar.xz where xz is
+#    found, and copies this script beside them.
 # 2. On the GPU machine (NVIDIA driver and the CUDA 12/13 libraries; no Go):
-#      DIR/gpu-check.sh run [OUTDIR]        # default OUTDIR=DIR/results
-#    runs the CUDA conformance suite with GEOVB_REQUIRE_GPU=1 (a missing GPU fails instead of skipping), the
-#    binding-layer tests, the CUDA benchmarks and vbbench on cpu and cuda side by side, and writes logs, JSON and a
-#    summary into OUTDIR.
-# Paper 004's batched runs alone, in about 72 MB of binaries packed into a 17 MB bins.tar.xz (unpacked by the run,
+#      [STEPS=REGEX] DIR/gpu-check.sh run [OUTDIR]   # default OUTDIR=DIR/results
+#    unpacks the binaries and runs the CUDA conformance suite with GEOVB_REQUIRE_GPU=1 (a missing GPU fails instead
+#    of skipping), the binding-layer tests, the CUDA benchmarks, every method and model test on cuda, and vbbench on
+#    cpu and cuda side by side, and writes logs, JSON and a summary into OUTDIR. Every step is time-bounded (the
+#    timeouts sum to 58 minutes): STEPS picks the steps whose names match, to fit a lease.
+# Paper 004's batched runs alone, in about 72 MB of binaries packed into a 19 MB bins.tar.xz (unpacked by the run,
 # with tar or python3) and at most 16 minutes (the steps' timeouts; about 6 minutes on an H200):
 #      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg, vbbench, rcg-nssm,
 #                                            # rcg-fig6, rcg-fig8
@@ -21,10 +23,14 @@
 #                                            # Fig. 8's N = 100 … 10000 as batches; each step time-bounded
 set -euo pipefail
 
-# step runs one check: name, then the command; output to $out/name.log, a line in the summary.
+# step runs one check: name, then the command; output to $out/name.log, a line in the summary. With STEPS set (an
+# extended regular expression), only the steps whose names match it run, so that a run fits a short device lease.
 step() {
 	local name=$1 r
 	shift
+	if [ -n "${STEPS:-}" ] && ! [[ $name =~ $STEPS ]]; then
+		return 0
+	fi
 	if "$@" >"$out/$name.log" 2>&1; then r=ok; else r="FAILED ($?)"; status=1; fi
 	printf '%-28s %s\n' "$name" "$r" | tee -a "$out/summary.txt"
 }
@@ -38,14 +44,39 @@ start() {
 	: >"$out/summary.txt"
 }
 
+# pack replaces the binaries in folder $1 by bins.tar.xz where xz is found (a quarter to a fifth of the bytes: the
+# device tool carries 64 MiB at most).
+pack() {
+	command -v xz >/dev/null || return 0
+	(
+		cd "$1"
+		shopt -s nullglob
+		files=(./*.test ./rcg-*)
+		if [ -e ./vbbench ]; then files+=(./vbbench); fi
+		if [ ${#files[@]} -eq 0 ]; then exit 0; fi
+		rm -f bins.tar.xz
+		tar -cf - "${files[@]}" | xz -6 -T0 >bins.tar.xz
+		rm -f "${files[@]}"
+	)
+}
+
+# unpack restores the binaries of bins.tar.xz beside this script, with tar or, where tar lacks xz, python3.
+unpack() {
+	if [ -e "$here/bins.tar.xz" ]; then
+		tar -xJf "$here/bins.tar.xz" -C "$here" 2>/dev/null ||
+			python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$here/bins.tar.xz" "$here"
+	fi
+}
+
 cmd=${1:-}
 case "$cmd" in
 build)
 	cd "$(dirname "$0")/.."
 	out=${2:-.gpu}
 	scripts/build-gpu-tests.sh "$out" >/dev/null
+	pack "$out"
 	cp scripts/gpu-check.sh scripts/torch-qr-baseline.py "$out/"
-	echo "built into $out: $(ls "$out" | wc -l) files; on the GPU machine run: $out/gpu-check.sh run"
+	echo "built into $out: $(du -sh "$out" | cut -f1); on the GPU machine run: $out/gpu-check.sh run"
 	;;
 build-rcg)
 	cd "$(dirname "$0")/.."
@@ -54,21 +85,14 @@ build-rcg)
 	for ex in rcg-nssm rcg-fig6 rcg-fig8; do
 		CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/$ex" "./examples/$ex"
 	done
-	# Packed where xz is found, so that the folder travels in a quarter of the bytes.
-	if command -v xz >/dev/null; then
-		(cd "$out" && rm -f bins.tar.xz && tar -cf - ./*.test vbbench rcg-nssm rcg-fig6 rcg-fig8 | xz -6 -T0 >bins.tar.xz &&
-			rm -f ./*.test vbbench rcg-nssm rcg-fig6 rcg-fig8)
-	fi
+	pack "$out"
 	cp scripts/gpu-check.sh "$out/"
 	echo "built into $out: $(du -sh "$out" | cut -f1); on the GPU machine run: $out/gpu-check.sh rcg"
 	;;
 rcg)
 	here=$(cd "$(dirname "$0")" && pwd)
 	out=${2:-$here/results}
-	if [ -e "$here/bins.tar.xz" ]; then
-		tar -xJf "$here/bins.tar.xz" -C "$here" 2>/dev/null ||
-			python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$here/bins.tar.xz" "$here"
-	fi
+	unpack
 	start
 	step cuda-conformance timeout 100 "$here/backend_cuda.test" -test.v -test.count=1 \
 		-test.run '^(TestConformance|TestKernelsCompile|TestVersions)$'
@@ -101,29 +125,34 @@ rcg)
 run)
 	here=$(cd "$(dirname "$0")" && pwd)
 	out=${2:-$here/results}
+	unpack
 	start
-	run() { step "$@"; }
-	run cu-binding "$here/backend_cuda_internal_cu.test" -test.v -test.count=1
-	run cuda-conformance "$here/backend_cuda.test" -test.v -test.count=1 -test.timeout=30m
-	run cuda-bench "$here/backend_cuda.test" -test.run '^$' -test.bench Conformance -test.benchtime 10x -test.timeout=30m
+	# Each step is time-bounded; the bounds sum to 58 minutes, more than a 15-minute device lease: pick
+	# with STEPS (e.g. STEPS='conformance|cuda-algos' for the correctness checks, STEPS='^vb' for the figures).
+	step cu-binding timeout 60 "$here/backend_cuda_internal_cu.test" -test.v -test.count=1
+	step cuda-conformance timeout 150 "$here/backend_cuda.test" -test.v -test.count=1
+	step cuda-bench timeout 240 "$here/backend_cuda.test" -test.run '^$' -test.bench Conformance -test.benchtime 10x
 	# Every method and model test on the GPU (internal/testbackend opens $GEOVB_BACKEND), short mode.
 	for bin in "$here"/algos_*.test "$here"/models_*.test "$here"/manifold.test; do
 		[ -e "$bin" ] || continue
 		name=$(basename "$bin" .test)
-		run "cuda-$name" env GEOVB_BACKEND=cuda "$bin" -test.short -test.count=1 -test.timeout=20m
+		step "cuda-$name" timeout 120 env GEOVB_BACKEND=cuda "$bin" -test.short -test.count=1
 	done
 	if python3 -c 'import torch' 2>/dev/null; then
-		run torch-qr "python3" "$here/torch-qr-baseline.py" 100000 64 8
+		step torch-qr timeout 60 python3 "$here/torch-qr-baseline.py" 100000 64 8
 	fi
-	run vbbench "$here/vbbench" -backend cpu,cuda -sizes small,medium -json "$out/vbbench.json"
+	step vbbench timeout 300 "$here/vbbench" -backend cpu,cuda -sizes small,medium -json "$out/vbbench.json"
 	# The issue's GPU targets, at their exact sizes.
-	run vb-lowrank-large "$here/vbbench" -backend cuda -ops lowrank -sizes large -json "$out/vb-lowrank.json"
-	run vb-qr-64x8 "$here/vbbench" -backend cuda -ops qr.batch -batch 100000 -n 64 -p 8 -json "$out/vb-qr.json"
-	run vb-sphere-1e7x3 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000000 -n 3 -json "$out/vb-sphere1.json"
-	run vb-sphere-1e4x5000 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000 -n 5000 -json "$out/vb-sphere2.json"
+	step vb-lowrank-large timeout 120 "$here/vbbench" -backend cuda -ops lowrank -sizes large -json "$out/vb-lowrank.json"
+	step vb-qr-64x8 timeout 60 "$here/vbbench" -backend cuda -ops qr.batch -batch 100000 -n 64 -p 8 -json "$out/vb-qr.json"
+	step vb-sphere-1e7x3 timeout 60 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000000 -n 3 \
+		-json "$out/vb-sphere1.json"
+	step vb-sphere-1e4x5000 timeout 60 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000 -n 5000 \
+		-json "$out/vb-sphere2.json"
 	# Paper 004's batched runs: the NSSM's repetitions as one batch against the host model's iteration.
-	run vb-nssm-batch "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium -json "$out/vb-nssm.json"
-	run vb-nssm-batch30 "$here/vbbench" -backend cuda -algos nssm.batch -sizes large -json "$out/vb-nssm30.json"
+	step vb-nssm-batch timeout 80 "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium \
+		-json "$out/vb-nssm.json"
+	step vb-nssm-batch30 timeout 80 "$here/vbbench" -backend cuda -algos nssm.batch -sizes large -json "$out/vb-nssm30.json"
 	tail -n 5 "$out"/*.log | tail -n 60
 	cat "$out/summary.txt"
 	exit $status

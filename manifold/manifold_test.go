@@ -8,23 +8,18 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/backend"
-	"github.com/geovb/geovb/backend/cpu"
+	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
-// The manifold properties are checked on the CPU backend against independent float64 code written with gonum on
+// The manifold properties are checked on the test backend (the CPU unless $GEOVB_BACKEND names another) against independent float64 code written with gonum on
 // the host (explicit formulas, mat.Inverse instead of Cholesky solves). Tolerances are stated at each check.
 
-func newCPU(t testing.TB) backend.Backend {
-	t.Helper()
-	b, err := cpu.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+// newBackend is the test backend (internal/testbackend: $GEOVB_BACKEND, else the CPU), so that a GPU run checks
+// the manifolds there.
+func newBackend(t testing.TB) backend.Backend { return testbackend.Open(t) }
 
 type fixture struct {
 	name string
@@ -57,20 +52,12 @@ func fixtures() []fixture {
 
 func alloc(t testing.TB, b backend.Backend, s tensor.Shape) *tensor.Tensor {
 	t.Helper()
-	x, err := b.Alloc(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
+	return testbackend.Alloc(t, b, s.Batch, s.Rows, s.Cols)
 }
 
 func down(t testing.TB, b backend.Backend, x *tensor.Tensor) *tensor.Tensor {
 	t.Helper()
-	h := tensor.NewHost(x.Batch(), x.Rows(), x.Cols())
-	if err := b.Download(h, x); err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return testbackend.Download(t, b, x)
 }
 
 func ok(t testing.TB, err error) {
@@ -263,7 +250,7 @@ func TestDims(t *testing.T) {
 
 // TestRandom: random points lie on the manifold, random tangents in the tangent space (1e-14).
 func TestRandom(t *testing.T) {
-	b := newCPU(t)
+	b := newBackend(t)
 	for _, f := range fixtures() {
 		st := newState(t, b, f.m, 4, 11)
 		v := alloc(t, b, st.s)
@@ -286,7 +273,7 @@ func TestRandom(t *testing.T) {
 // TestProject: Project lands in the tangent space, is idempotent, fixes tangent vectors and matches the explicit
 // formula (1e-14 relative to ‖u‖).
 func TestProject(t *testing.T) {
-	b := newCPU(t)
+	b := newBackend(t)
 	for _, f := range fixtures() {
 		st := newState(t, b, f.m, 3, 21)
 		u, p, pp, q := alloc(t, b, st.s), alloc(t, b, st.s), alloc(t, b, st.s), alloc(t, b, st.s)
@@ -330,7 +317,7 @@ func TestProject(t *testing.T) {
 // TestRiemannianGrad: the gradient matches the explicit formula and satisfies ⟨rgrad, ξ⟩_x = ⟨egrad, ξ⟩_F for
 // tangent ξ (paper 000 Lemma 3.2; notes A2), both to 1e-12 relative.
 func TestRiemannianGrad(t *testing.T) {
-	b := newCPU(t)
+	b := newBackend(t)
 	for _, f := range fixtures() {
 		const batch = 3
 		st := newState(t, b, f.m, batch, 31)
@@ -361,7 +348,7 @@ func TestRiemannianGrad(t *testing.T) {
 // TestRetract: R_x(0) = x, R_x(tξ) on the manifold, first order (‖R_x(tξ) − x − tξ‖ = O(t²), ratio 4 when t
 // halves, notes A1/A3) and the central difference of t ↦ R_x(tξ) at 0 equal to ξ.
 func TestRetract(t *testing.T) {
-	b := newCPU(t)
+	b := newBackend(t)
 	for _, f := range fixtures() {
 		const batch = 2
 		st := newState(t, b, f.m, batch, 41)
@@ -442,7 +429,7 @@ func scaled(a float64, m mat.Matrix) *mat.Dense {
 // TestTransport: the transported vector is tangent at y, transport to the same point is the identity, and the
 // SPD parallel transport is an isometry of the affine-invariant metric (notes A4, 1e-10 relative).
 func TestTransport(t *testing.T) {
-	b := newCPU(t)
+	b := newBackend(t)
 	for _, f := range fixtures() {
 		const batch = 3
 		st := newState(t, b, f.m, batch, 51)
@@ -480,7 +467,7 @@ func TestTransport(t *testing.T) {
 
 // TestInner: the metric matches its definition (SPD: explicit inverse) to 1e-12 relative and is symmetric.
 func TestInner(t *testing.T) {
-	b := newCPU(t)
+	b := newBackend(t)
 	for _, f := range fixtures() {
 		const batch = 3
 		st := newState(t, b, f.m, batch, 61)
@@ -513,7 +500,7 @@ func TestInner(t *testing.T) {
 // TestSphereRetractions checks both sphere retractions against float64 formulas: the geodesic of paper 001
 // eq. (7) with one speed per row, and the normalisation of x + tv.
 func TestSphereRetractions(t *testing.T) {
-	b := newCPU(t)
+	b := newBackend(t)
 	for _, r := range []manifold.RetractionMethod{manifold.ExponentialRetraction, manifold.ProjectionRetraction} {
 		m := must(manifold.NewSphere(6, 4, manifold.WithRetraction(r)))
 		st := newState(t, b, m, 2, 71)
@@ -603,7 +590,7 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want ErrDomain", c.name, c.err)
 		}
 	}
-	b := newCPU(t)
+	b := newBackend(t)
 	for _, f := range fixtures() {
 		s := f.m.PointShape(2)
 		x, dst := alloc(t, b, s), alloc(t, b, s)

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 
@@ -62,6 +63,21 @@ func benchFloors(b *testing.B, be backend.Backend) {
 			be.Free(z)
 		})
 	}
+}
+
+// secondsPerCall calls f b.N times, waits for the backend's queued work and returns the wall time per call, the
+// measure every GB/s and GFLOP/s figure of the suite is divided by.
+func secondsPerCall(b *testing.B, be backend.Backend, f func() error) float64 {
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := be.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start).Seconds() / float64(b.N)
 }
 
 func mustAlloc(b testing.TB, be backend.Backend, s tensor.Shape) *tensor.Tensor {

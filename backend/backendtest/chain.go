@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/models/fisher"
@@ -168,16 +167,7 @@ func benchChain(b *testing.B, be backend.Backend) {
 		for _, im := range []impl[backend.ChainNatGradFunc]{{"natgrad", selected},
 			{"natgrad-reference", backend.ChainNatGradOp.Reference()}} {
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", im.name, s.Batch, s.Rows, s.Cols), func(b *testing.B) {
-				start := time.Now()
-				for i := 0; i < b.N; i++ {
-					if err := im.fn(be, dst, g, br, ri); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := be.Sync(); err != nil {
-					b.Fatal(err)
-				}
-				sec := time.Since(start).Seconds() / float64(b.N)
+				sec := secondsPerCall(b, be, func() error { return im.fn(be, dst, g, br, ri) })
 				b.ReportMetric(32*float64(s.Len())/sec/1e9, "GB/s")
 			})
 		}

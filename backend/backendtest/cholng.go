@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"testing"
-	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -196,16 +195,7 @@ func benchCholNG(b *testing.B, be backend.Backend) {
 		}
 		bytes := 8 * float64(c.batch) * float64(c.d*c.d)
 		b.Run(fmt.Sprintf("tri/%dx%d", c.batch, c.d), func(b *testing.B) {
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				if err := backend.CholNGTri(be, dst, ld, xd, xd, 1); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := be.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			sec := time.Since(start).Seconds() / float64(b.N)
+			sec := secondsPerCall(b, be, func() error { return backend.CholNGTri(be, dst, ld, xd, xd, 1) })
 			b.ReportMetric(bytes/sec/1e9, "GB/s")
 		})
 		be.Free(ld)

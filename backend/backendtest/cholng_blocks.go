@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -950,16 +949,7 @@ func benchCholNGBlocks(bb *testing.B, be backend.Backend) {
 		name := fmt.Sprintf("n=%d,r=%d,q=%d", c.n, c.r, c.q)
 		timed := func(sub string, bytes float64, f func() error) {
 			bb.Run(name+"/"+sub, func(b *testing.B) {
-				start := time.Now()
-				for i := 0; i < b.N; i++ {
-					if err := f(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := be.Sync(); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(bytes/(time.Since(start).Seconds()/float64(b.N))/1e9, "GB/s")
+				b.ReportMetric(bytes/secondsPerCall(b, be, f)/1e9, "GB/s")
 			})
 		}
 		colShape := x.Shape()

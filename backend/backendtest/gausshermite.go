@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/tensor"
@@ -139,16 +138,7 @@ func benchGaussHermite(b *testing.B, be backend.Backend) {
 	}()
 	bytes := 8 * float64(Q+4) * float64(s.Len())
 	timed := func(b *testing.B, f func() error) {
-		start := time.Now()
-		for i := 0; i < b.N; i++ {
-			if err := f(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := be.Sync(); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(bytes/(time.Since(start).Seconds()/float64(b.N))/1e9, "GB/s")
+		b.ReportMetric(bytes/secondsPerCall(b, be, f)/1e9, "GB/s")
 	}
 	fwd, _ := backend.GHTanhOp.Select(be, s)
 	back, _ := backend.GHTanhBackOp.Select(be, s)

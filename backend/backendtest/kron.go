@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"testing"
-	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -235,16 +234,7 @@ func benchKron(b *testing.B, be backend.Backend) {
 		flops := float64(c.batch) * ((m*m*m+n*n*n)/3 + 2*m*m*n + 2*m*n*n)
 		bytes := 8 * float64(c.batch) * (m*m + n*n + 2*m*n)
 		b.Run(fmt.Sprintf("solve/%s/%dx%dx%d", c.class, c.batch, c.m, c.n), func(b *testing.B) {
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				if err := backend.KronSolve(be, dst, ad, bd, gd, 1e-3); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := be.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			sec := time.Since(start).Seconds() / float64(b.N)
+			sec := secondsPerCall(b, be, func() error { return backend.KronSolve(be, dst, ad, bd, gd, 1e-3) })
 			b.ReportMetric(flops/sec/1e9, "GFLOP/s")
 			b.ReportMetric(bytes/sec/1e9, "GB/s")
 		})

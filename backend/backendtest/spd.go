@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"testing"
-	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -547,16 +546,7 @@ func benchSPD(b *testing.B, be backend.Backend) {
 			{"transport", 20 * d3, 4 * mb, func() error { return backend.SPDTransport(be, dst, sd, s2d, xd) }},
 		} {
 			b.Run(fmt.Sprintf("%s/%s/%dx%dx%d", op.name, c.class, c.batch, c.d, c.d), func(b *testing.B) {
-				start := time.Now()
-				for i := 0; i < b.N; i++ {
-					if err := op.run(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := be.Sync(); err != nil {
-					b.Fatal(err)
-				}
-				sec := time.Since(start).Seconds() / float64(b.N)
+				sec := secondsPerCall(b, be, op.run)
 				b.ReportMetric(op.flops/sec/1e9, "GFLOP/s")
 				b.ReportMetric(op.bytes/sec/1e9, "GB/s")
 			})

@@ -433,16 +433,7 @@ func benchStiefel(b *testing.B, be backend.Backend) {
 			_, kname := backend.QRRetractOp.Select(be, s)
 			b.Logf("kernel %s", kname)
 			b.ResetTimer()
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				if err := backend.QRRetract(be, dst, x, v, 0.1); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := be.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			sec := time.Since(start).Seconds() / float64(b.N)
+			sec := secondsPerCall(b, be, func() error { return backend.QRRetract(be, dst, x, v, 0.1) })
 			b.ReportMetric(flops(s)/sec/1e9, "GFLOP/s")
 			b.ReportMetric(24*float64(s.Len()/s.Batch)*float64(s.Batch)/sec/1e9, "GB/s")
 		})

@@ -66,7 +66,7 @@ func (b *Backend) Gemm(tA, tB blas.Transpose, alpha float64, a, bm *tensor.Tenso
 		}
 		return b.Axpby(c, beta, c, 0, nil)
 	}
-	return b.do(func() error {
+	return b.queue("gemm", func() error {
 		return b.gpu.DgemmStridedBatched(cuOp(tB), cuOp(tA), n, m, k, alpha,
 			b.ptr(bm), ld(bm), stride(bm), b.ptr(a), ld(a), stride(a), beta, b.ptr(c), ld(c), int64(c.BatchStride()),
 			c.Batch())
@@ -125,7 +125,7 @@ func (b *Backend) Trsm(side blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.D
 		return nil
 	}
 	rows, cols := bm.Cols(), bm.Rows() // B read column-major
-	return b.do(func() error {
+	return b.queue("trsm", func() error {
 		if bm.Batch() == 1 {
 			return b.gpu.Dtrsm(flipSide(side), flipUplo(ul), cuOp(tA), cuDiag(d), rows, cols, alpha,
 				b.ptr(a), ld(a), b.ptr(bm), ld(bm))
@@ -183,7 +183,7 @@ func (b *Backend) Trmm(side blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.D
 		return nil
 	}
 	rows, cols := bm.Cols(), bm.Rows()
-	return b.do(func() error {
+	return b.queue("trmm", func() error {
 		tmp, err := b.gpu.Scratch(slotPack, int64(rows*cols)*8)
 		if err != nil {
 			return err

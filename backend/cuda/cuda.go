@@ -38,10 +38,17 @@ func init() {
 
 // Backend is the CUDA backend for one device. It is safe for concurrent use: every device call goes through the
 // device's own OS thread, one call at a time, in submission order on one stream.
+//
+// Operations that only issue work (launches, cuBLAS calls, frees) are queued to that thread without waiting
+// (queue); those that hand memory or a result to the host, allocate, or read a status back wait (do). A queued
+// call that fails leaves the backend failed: every later call returns that error, since what ran after it
+// computed from its missing result.
 type Backend struct {
 	dev    *cu.Device // the binding's device; nil when the backend runs on an emulated device (tests)
 	gpu    device     // where work is issued: dev with the kernel modules, or the emulation
 	run    func(func() error) error
+	post   func(func()) error
+	failed error // the first failure of a queued call (device thread only)
 	info   backend.Info
 	mem    atomic.Int64
 	closed atomic.Bool
@@ -75,7 +82,7 @@ func NewDevice(ordinal int) (*Backend, error) {
 		return nil, noDevice{err}
 	}
 	di := dev.Info()
-	b := &Backend{dev: dev, run: dev.Do, live: map[*storage]struct{}{}}
+	b := &Backend{dev: dev, run: dev.Do, post: dev.Post, live: map[*storage]struct{}{}}
 	b.gpu = hotRun{Device: dev, b: b}
 	b.info = backend.Info{
 		Name:     Name,
@@ -188,12 +195,45 @@ func (b *Backend) Close() error {
 	return b.dev.Close()
 }
 
-// do runs f on the device thread.
+// do runs f on the device thread after the work queued before it and returns its error, or the failure of an
+// earlier queued call without running f.
 func (b *Backend) do(f func() error) error {
 	if b.closed.Load() {
 		return fmt.Errorf("cuda: backend is closed: %w", backend.ErrNoDevice)
 	}
-	return b.run(f)
+	return b.run(func() error {
+		if b.failed != nil {
+			return b.failed
+		}
+		return f()
+	})
+}
+
+// queue queues f (the device work of operation op) on the device thread and returns at once. f must not touch
+// memory the caller may change or read after queue returns (host operands, results for the host). Its error, or
+// a panic, becomes the backend's failure, returned by every later call.
+func (b *Backend) queue(op string, f func() error) error {
+	if b.closed.Load() {
+		return fmt.Errorf("cuda: backend is closed: %w", backend.ErrNoDevice)
+	}
+	return b.post(func() {
+		if b.failed != nil {
+			return
+		}
+		if err := catch(f); err != nil {
+			b.failed = fmt.Errorf("cuda: %s, queued, failed (the backend returns this error from now on): %w", op, err)
+		}
+	})
+}
+
+// catch calls f and turns a panic into an error.
+func catch(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f()
 }
 
 // kernel returns function name of module kernels/<module>.cu, compiling the module on first use. Call inside do.

@@ -30,7 +30,7 @@ func (b *Backend) Fill(dst *tensor.Tensor, v float64) error {
 	}
 	d := b.viewOf(dst)
 	B, R, C := dims(dst)
-	return b.do(func() error { return b.launch1D("core", "ew_fill", B*R*C, d.p, d.bs, d.rs, B, R, C, v) })
+	return b.queue("fill", func() error { return b.launch1D("core", "ew_fill", B*R*C, d.p, d.bs, d.rs, B, R, C, v) })
 }
 
 // Axpby computes dst = alpha·x + beta·y element-wise (y may be nil).
@@ -47,7 +47,7 @@ func (b *Backend) Axpby(dst *tensor.Tensor, alpha float64, x *tensor.Tensor, bet
 		hasY = 1
 	}
 	B, R, C := dims(dst)
-	return b.do(func() error {
+	return b.queue("axpby", func() error {
 		return b.launch1D("core", "ew_axpby", B*R*C, d.p, d.bs, d.rs, xv.p, xv.bs, xv.rs, yv.p, yv.bs, yv.rs,
 			B, R, C, alpha, beta, hasY)
 	})
@@ -68,7 +68,7 @@ func (b *Backend) mulDiv(op string, dst, x, y *tensor.Tensor, div int32) error {
 	}
 	d, xv, yv := b.viewOf(dst), b.viewOf(x), b.viewOf(y)
 	B, R, C := dims(dst)
-	return b.do(func() error {
+	return b.queue(op, func() error {
 		return b.launch1D("core", "ew_muldiv", B*R*C, d.p, d.bs, d.rs, xv.p, xv.bs, xv.rs, yv.p, yv.bs, yv.rs,
 			B, R, C, div)
 	})
@@ -87,7 +87,7 @@ func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *t
 	}
 	d, xv := b.viewOf(dst), b.viewOf(x)
 	B, R, C := dims(dst)
-	return b.do(func() error {
+	return b.queue("map", func() error {
 		return b.launch1D("core", "ew_map", B*R*C, d.p, d.bs, d.rs, xv.p, xv.bs, xv.rs, B, R, C, int32(f), alpha)
 	})
 }
@@ -117,7 +117,7 @@ func (b *Backend) scale(op string, dst, x, v *tensor.Tensor, byCol int32) error 
 	}
 	d, xv, vv := b.viewOf(dst), b.viewOf(x), b.viewOf(v)
 	B, R, C := dims(dst)
-	return b.do(func() error {
+	return b.queue(op, func() error {
 		return b.launch1D("core", "ew_scale", B*R*C, d.p, d.bs, d.rs, xv.p, xv.bs, xv.rs, vv.p, vv.bs, vv.rs,
 			B, R, C, byCol)
 	})
@@ -146,7 +146,7 @@ func (b *Backend) RowDots(dst, x, y *tensor.Tensor) error {
 	}
 	d, xv, yv := b.viewOf(dst), b.viewOf(x), b.viewOf(y)
 	B, R, C := int64(dst.Batch()), int64(x.Rows()), int64(x.Cols())
-	return b.do(func() error {
+	return b.queue(op, func() error {
 		return b.rowWarps("core", "reduce_row", B*R, d.p, d.bs, d.rs, xv.p, xv.bs, xv.rs, yv.p, yv.bs, yv.rs,
 			B, R, C, int32(backend.ReduceSum))
 	})
@@ -169,7 +169,7 @@ func (b *Backend) Reduce(dst *tensor.Tensor, op backend.ReduceOp, axis backend.A
 	if B*R*C == 0 {
 		return b.Fill(dst, reduceEmpty(op))
 	}
-	return b.do(func() error {
+	return b.queue(name, func() error {
 		switch axis {
 		case backend.AxisCols:
 			return b.rowWarps("core", "reduce_row", B*R, d.p, d.bs, d.rs, xv.p, xv.bs, xv.rs, cuNil, int64(0), int64(0),
@@ -208,7 +208,7 @@ func (b *Backend) AddDiag(dst *tensor.Tensor, alpha float64) error {
 	}
 	d := b.viewOf(dst)
 	B, n := int64(dst.Batch()), int64(dst.Rows())
-	return b.do(func() error { return b.launch1D("core", "add_diag", B*n, d.p, d.bs, d.rs, B, n, alpha) })
+	return b.queue(op, func() error { return b.launch1D("core", "add_diag", B*n, d.p, d.bs, d.rs, B, n, alpha) })
 }
 
 // Symmetrize replaces each square matrix of dst by (X + Xᵀ)/2.
@@ -225,7 +225,7 @@ func (b *Backend) Symmetrize(dst *tensor.Tensor) error {
 	}
 	d := b.viewOf(dst)
 	B, n := int64(dst.Batch()), int64(dst.Rows())
-	return b.do(func() error { return b.launch1D("core", "symmetrize", B*n*n, d.p, d.bs, d.rs, B, n) })
+	return b.queue(op, func() error { return b.launch1D("core", "symmetrize", B*n*n, d.p, d.bs, d.rs, B, n) })
 }
 
 // Transpose writes the transpose of each matrix of x into dst.
@@ -245,7 +245,7 @@ func (b *Backend) Transpose(dst, x *tensor.Tensor) error {
 	}
 	d, xv := b.viewOf(dst), b.viewOf(x)
 	B, R, C := int64(dst.Batch()), int64(x.Rows()), int64(x.Cols())
-	return b.do(func() error {
+	return b.queue(op, func() error {
 		return b.launch1D("core", "transpose", B*R*C, d.p, d.bs, d.rs, xv.p, xv.bs, xv.rs, B, R, C)
 	})
 }

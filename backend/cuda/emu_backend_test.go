@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -38,7 +39,8 @@ const emuWords = 1 << 27
 
 func newEmuBackend(t testing.TB) *Backend {
 	g := &emuGPU{emuDev: newEmuDev(t, emuWords), free: map[int][]cu.DevPtr{}, sizes: map[cu.DevPtr]int{}}
-	b := &Backend{gpu: g, run: func(f func() error) error { return f() }, live: map[*storage]struct{}{}}
+	b := &Backend{gpu: g, run: func(f func() error) error { return f() }, post: func(f func()) error { f(); return nil },
+		live: map[*storage]struct{}{}}
 	b.info = backend.Info{Name: Name, Library: "emulated cuBLAS/cuSOLVER", Device: "emulated GPU", Cores: 4,
 		Features: []string{"sm_90"}, Memory: 8 * emuWords, Extra: map[string]string{}}
 	return b
@@ -353,9 +355,150 @@ func (g *emuGPU) DsyevjBatched(vectors bool, uplo cu.Fill, n int, a cu.DevPtr, l
 	return nil
 }
 
-// TestEmulatedConformance runs the conformance suite on the emulated device.
+// newEmuThreadBackend is newEmuBackend with the device's calling thread of the hardware backend: every call goes
+// through a cu.Thread, waited for (do) or queued (queue) as on a GPU, so what runs on the device thread checks the
+// ordering of queued work and that nothing queued reads host memory after its call has returned. The emulation's
+// fatal checks panic instead (t.Fatal must not run on another goroutine); the panic reaches the test through Do, or
+// through the backend's failure when it was queued.
+func newEmuThreadBackend(t testing.TB) *Backend {
+	b := newEmuBackend(panicTB{t})
+	th, err := cu.NewThread(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = th.Close(nil) })
+	b.run, b.post = th.Do, th.Post
+	return b
+}
+
+// panicTB turns Fatal into a panic, for checks that run on the device thread.
+type panicTB struct{ testing.TB }
+
+func (p panicTB) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
+func (p panicTB) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+// TestEmulatedConformance runs the conformance suite on the emulated device, through the device thread.
 func TestEmulatedConformance(t *testing.T) {
-	backendtest.Run(t, newEmuBackend(t))
+	backendtest.Run(t, newEmuThreadBackend(t))
+}
+
+// TestQueuedUpload checks that a queued upload (up to uploadQueued elements) sends src as it was when Upload
+// returned, though the caller overwrites src at once and the device thread copies later: three uploads from one
+// src back to back, overwritten after each. Also a strided src and an upload above uploadQueued (waited for).
+func TestQueuedUpload(t *testing.T) {
+	b := newEmuThreadBackend(t)
+	for _, c := range []struct {
+		batch, rows, cols int
+		strided           bool
+	}{{2, 3, 4, false}, {2, 3, 4, true}, {1, 1, uploadQueued, false}, {1, 2, uploadQueued, false}} {
+		s := tensor.Shape{Batch: c.batch, Rows: c.rows, Cols: c.cols}
+		src := tensor.NewHost(c.batch, c.rows, c.cols)
+		if c.strided {
+			src = tensor.NewHost(c.batch, c.rows, c.cols+1).Slice(0, c.rows, 0, c.cols)
+		}
+		value := func(k, bb, i, j int) float64 { return float64(k*1000000 + (bb*c.rows+i)*c.cols + j) }
+		fill := func(k int) {
+			for bb := 0; bb < c.batch; bb++ {
+				for i := 0; i < c.rows; i++ {
+					for j := 0; j < c.cols; j++ {
+						src.Set(bb, i, j, value(k, bb, i, j))
+					}
+				}
+			}
+		}
+		xs := make([]*tensor.Tensor, 3)
+		for k := range xs {
+			var err error
+			if xs[k], err = b.Alloc(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for k, x := range xs {
+			fill(k)
+			if err := b.Upload(x, src); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fill(99)
+		got := tensor.NewHost(c.batch, c.rows, c.cols)
+		for k, x := range xs {
+			if err := b.Download(got, x); err != nil {
+				t.Fatal(err)
+			}
+			bad := 0
+			for bb := 0; bb < c.batch; bb++ {
+				for i := 0; i < c.rows; i++ {
+					for j := 0; j < c.cols; j++ {
+						if got.At(bb, i, j) != value(k, bb, i, j) {
+							bad++
+						}
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%v strided %v: upload %d: %d elements differ from src at the call", s, c.strided, k, bad)
+			}
+			b.Free(x)
+		}
+	}
+}
+
+// TestQueuedFailure checks what a failing queued call does: the call that queued it returns nil, every later call
+// (waited for or queued) returns its error naming the operation, work queued after it does not run, and Free still
+// gives memory back. A panic in queued work is such a failure too.
+func TestQueuedFailure(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		f    func() error
+		want string
+	}{
+		{"error", func() error { return errors.New("launch refused") }, "launch refused"},
+		{"panic", func() error { panic("bad view") }, "panic: bad view"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, threaded := range []bool{false, true} {
+				b := newEmuBackend(t)
+				if threaded {
+					b = newEmuThreadBackend(t)
+				}
+				x, err := b.Alloc(tensor.Shape{Batch: 1, Rows: 2, Cols: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := b.queue("test.op", c.f); err != nil {
+					t.Fatalf("queue: %v", err)
+				}
+				if err := b.Fill(x, 7); err != nil { // queued behind the failure: accepted, not run
+					t.Fatalf("Fill after the failure: %v", err)
+				}
+				host := tensor.NewHost(1, 2, 3)
+				for _, call := range []struct {
+					name string
+					err  error
+				}{{"Download", b.Download(host, x)}, {"Sync", b.Sync()}} {
+					if call.err == nil || !strings.Contains(call.err.Error(), "test.op, queued, failed") ||
+						!strings.Contains(call.err.Error(), c.want) {
+						t.Errorf("threaded %v: %s after a failed queued call: %v", threaded, call.name, call.err)
+					}
+				}
+				if _, err := b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: 1}); err == nil {
+					t.Errorf("threaded %v: Alloc after a failed queued call succeeded", threaded)
+				}
+				g := b.gpu.(*emuGPU)
+				if v := *g.f(b.ptr(x), 5); v != 0 {
+					t.Errorf("threaded %v: the Fill queued after the failure ran (%v)", threaded, v)
+				}
+				b.Free(x)
+				if err := b.run(func() error { return nil }); err != nil { // wait for the queued free
+					t.Fatal(err)
+				}
+				if b.MemInUse() != 0 || len(g.free[6]) != 1 {
+					t.Errorf("threaded %v: after Free, %d bytes in use, %d blocks of 6 words free", threaded,
+						b.MemInUse(), len(g.free[6]))
+				}
+			}
+		})
+	}
 }
 
 // TestEmulatedErrors checks the errors a user meets first: a request larger than the device names its size and the

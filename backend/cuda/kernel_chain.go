@@ -57,7 +57,7 @@ func chainNatGradCUDA(be backend.Backend, dst, g, breve, ring *tensor.Tensor,
 		out = t
 	}
 	ov, gv, bv, rv := hotViewOf(b, out), hotViewOf(b, g), hotViewOf(b, breve), hotViewOf(b, ring)
-	if err := b.do(func() error { return run(b.hot(), ov, gv, bv, rv) }); err != nil {
+	if err := b.queue(op, func() error { return run(b.hot(), ov, gv, bv, rv) }); err != nil {
 		return err
 	}
 	if out != dst {

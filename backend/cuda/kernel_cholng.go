@@ -93,7 +93,7 @@ func blockLowerCUDA(be backend.Backend, solve bool, dst, s, l, m, x *tensor.Tens
 		return backend.BlockLowerOp.Reference()(be, solve, dst, s, l, m, x, beta)
 	}
 	dv, sv, lv, mv, xv := cngView(b, dst), cngView(b, s), cngView(b, l), cngView(b, m), cngView(b, x)
-	return b.do(func() error { return cngLowerRun(b.hot(), solve, dv, sv, lv, mv, xv, beta) })
+	return b.queue("cholng.blocks.lower", func() error { return cngLowerRun(b.hot(), solve, dv, sv, lv, mv, xv, beta) })
 }
 
 // cngLowerRun launches cholng_lower over dst's batch; m.p = 0 means no coupling sum.
@@ -123,7 +123,7 @@ func blockUpperCUDA(be backend.Backend, solve bool, dst, l, m, c, x *tensor.Tens
 		return err
 	}
 	dv, lv, mv, cv, xv := cngView(b, dst), cngView(b, l), cngView(b, m), cngView(b, c), cngView(b, x)
-	return b.do(func() error { return cngUpperRun(b.hot(), solve, dv, lv, mv, cv, xv) })
+	return b.queue("cholng.blocks.upper", func() error { return cngUpperRun(b.hot(), solve, dv, lv, mv, cv, xv) })
 }
 
 func cngUpperRun(d hotDev, solve bool, dst, l, m, c, x hotView) error {
@@ -150,7 +150,7 @@ func blockCoupledCUDA(be backend.Backend, dst, m, x, y, q *tensor.Tensor, alpha 
 		return err
 	}
 	dv, mv, xv, yv, qv := cngView(b, dst), cngView(b, m), cngView(b, x), cngView(b, y), cngView(b, q)
-	return b.do(func() error { return cngRowScanRun(b.hot(), cngCoupled, dv, mv, xv, yv, qv, alpha) })
+	return b.queue("cholng.blocks.coupled", func() error { return cngRowScanRun(b.hot(), cngCoupled, dv, mv, xv, yv, qv, alpha) })
 }
 
 // cholNGTriCUDA is CholNGTri for small blocks (operands checked by backend.CholNGTri).
@@ -160,7 +160,7 @@ func cholNGTriCUDA(be backend.Backend, dst, l, x, y *tensor.Tensor, alpha float6
 		return err
 	}
 	dv, lv, xv, yv := cngView(b, dst), cngView(b, l), cngView(b, x), cngView(b, y)
-	return b.do(func() error { return cngRowScanRun(b.hot(), cngTri, dv, lv, xv, yv, hotView{}, alpha) })
+	return b.queue("cholng.tri", func() error { return cngRowScanRun(b.hot(), cngTri, dv, lv, xv, yv, hotView{}, alpha) })
 }
 
 // lowerOuterCUDA is LowerOuter for small blocks (operands checked by backend.LowerOuter).
@@ -170,7 +170,7 @@ func lowerOuterCUDA(be backend.Backend, dst, x, y *tensor.Tensor, alpha float64)
 		return err
 	}
 	dv, xv, yv := cngView(b, dst), cngView(b, x), cngView(b, y)
-	return b.do(func() error { return cngRowScanRun(b.hot(), cngOuter, dv, hotView{}, xv, yv, hotView{}, alpha) })
+	return b.queue("cholng.lowerouter", func() error { return cngRowScanRun(b.hot(), cngOuter, dv, hotView{}, xv, yv, hotView{}, alpha) })
 }
 
 // cngRowScanRun launches cholng_rowscan over the dst.batch·dst.rows rows of dst.
@@ -191,7 +191,7 @@ func blockTriNorm2CUDA(be backend.Backend, dst, x, y *tensor.Tensor, n int) erro
 		return err
 	}
 	dv, xv, yv := cngView(b, dst), cngView(b, x), cngView(b, y)
-	return b.do(func() error { return cngTriNorm2Run(b.hot(), dv, xv, yv, n) })
+	return b.queue("cholng.blocks.trinorm2", func() error { return cngTriNorm2Run(b.hot(), dv, xv, yv, n) })
 }
 
 func cngTriNorm2Run(d hotDev, dst, x, y hotView, n int) error {
@@ -211,7 +211,7 @@ func blockLogAbsDiagCUDA(be backend.Backend, dst, l *tensor.Tensor) error {
 		return err
 	}
 	dv, lv := cngView(b, dst), cngView(b, l)
-	return b.do(func() error { return cngLogAbsDiagRun(b.hot(), dv, lv) })
+	return b.queue("cholng.blocks.logabsdiag", func() error { return cngLogAbsDiagRun(b.hot(), dv, lv) })
 }
 
 func cngLogAbsDiagRun(d hotDev, dst, l hotView) error {
@@ -231,7 +231,7 @@ func blockDrawCUDA(be backend.Backend, dst, ld, l, m, c, x *tensor.Tensor) error
 		return err
 	}
 	dv, ldv, lv, mv, cv, xv := cngView(b, dst), cngView(b, ld), cngView(b, l), cngView(b, m), cngView(b, c), cngView(b, x)
-	return b.do(func() error { return cngDrawRun(b.hot(), dv, ldv, lv, mv, cv, xv) })
+	return b.queue("cholng.blocks.draw", func() error { return cngDrawRun(b.hot(), dv, ldv, lv, mv, cv, xv) })
 }
 
 func cngDrawRun(d hotDev, dst, ld, l, m, c, x hotView) error {
@@ -260,7 +260,7 @@ func blockNatGradCUDA(be backend.Backend, dmu, dl, dm, tn, l, m, c, q, z, v *ten
 	for k, t := range []*tensor.Tensor{dmu, dl, dm, tn, l, m, c, q, z, v} {
 		vs[k] = cngView(b, t)
 	}
-	return b.do(func() error { return cngNatGradRun(b.hot(), vs, alpha) })
+	return b.queue("cholng.blocks.natgrad", func() error { return cngNatGradRun(b.hot(), vs, alpha) })
 }
 
 // cngNatGradRun launches cholng_natgrad on the views of (dmu, dl, dm, tn, l, m, c, q, z, v).

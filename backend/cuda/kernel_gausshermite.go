@@ -26,7 +26,7 @@ func ghTanhCUDA(be backend.Backend, m1, m2, u, y, sd, zw *tensor.Tensor) error {
 	}
 	v := [6]hotView{hotViewOf(b, m1), hotViewOf(b, m2), hotViewOf(b, u), hotViewOf(b, y), hotViewOf(b, sd),
 		hotViewOf(b, zw)}
-	return b.do(func() error { return ghRun(b.hot(), "gh_tanh", v) })
+	return b.queue("gh.tanh", func() error { return ghRun(b.hot(), "gh_tanh", v) })
 }
 
 func ghTanhBackCUDA(be backend.Backend, gy, gsum, u, gk, gm, zw *tensor.Tensor) error {
@@ -37,7 +37,7 @@ func ghTanhBackCUDA(be backend.Backend, gy, gsum, u, gk, gm, zw *tensor.Tensor) 
 	}
 	v := [6]hotView{hotViewOf(b, gy), hotViewOf(b, gsum), hotViewOf(b, u), hotViewOf(b, gk), hotViewOf(b, gm),
 		hotViewOf(b, zw)}
-	return b.do(func() error { return ghRun(b.hot(), "gh_tanh_back", v) })
+	return b.queue("gh.tanh_back", func() error { return ghRun(b.hot(), "gh_tanh_back", v) })
 }
 
 // ghRun launches kernel over the elements of the first operand; v holds the two outputs, u, the two inputs and the

@@ -77,7 +77,7 @@ func lrSolveCUDA(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 	if !lrBLAS(wv, lv) {
 		return backend.SolveOp.Reference()(be, dst, w, psi, l, g)
 	}
-	return b.do(func() error { return lrSolveRun(b.hot(), dv, wv, pv, lv, gv) })
+	return b.queue(op, func() error { return lrSolveRun(b.hot(), dv, wv, pv, lv, gv) })
 }
 
 // lrSolveRun: T = g ⊘ ψ (lr_scale_rows), U = Wᵀ T (GEMM, first read of W), V = L⁻ᵀ L⁻¹ U (two TRSMs with the
@@ -139,7 +139,7 @@ func lrSampleCUDA(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, c rng.C
 	if !lrBLAS(dv, wv, lv) {
 		return backend.SampleOp.Reference()(be, dst, w, psi, l, mu, c)
 	}
-	return b.do(func() error { return lrSampleRun(b.hot(), dv, wv, pv, lv, mv, c) })
+	return b.queue(op, func() error { return lrSampleRun(b.hot(), dv, wv, pv, lv, mv, c) })
 }
 
 // lrSampleRun: x = Ψ^{-1/2} z written into dst by the random fill (z: draws c.Offset + i·K + j), ε (p×K) the next

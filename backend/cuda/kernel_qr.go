@@ -76,7 +76,7 @@ func qrRetractSmallCUDA(be backend.Backend, dst, x, v *tensor.Tensor, t float64)
 		return nil
 	}
 	dv, xv, vv := qrOperands(b, dst, x, v)
-	return b.do(func() error { return qrSmallRun(b.hot(), dv, xv, vv, t, "") })
+	return b.queue("stiefel.qr_retract", func() error { return qrSmallRun(b.hot(), dv, xv, vv, t, "") })
 }
 
 // qrSmallRun launches qr_small_warp (several matrices per block) or qr_small_block (one per block); variant ""

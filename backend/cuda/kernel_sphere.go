@@ -66,7 +66,7 @@ func sphereFlowCUDA(be backend.Backend, x, v *tensor.Tensor, h float64) error {
 		return nil
 	}
 	xv, vv := hotViewOf(b, x), hotViewOf(b, v)
-	return b.do(func() error { return sphFlowRun(b.hot(), xv, vv, h, "") })
+	return b.queue(op, func() error { return sphFlowRun(b.hot(), xv, vv, h, "") })
 }
 
 // sphereProjectCUDA computes dst = w − (x·w)x row by row (see backend.SphereProject).
@@ -83,7 +83,7 @@ func sphereProjectCUDA(be backend.Backend, dst, x, w *tensor.Tensor) error {
 		return nil
 	}
 	dv, xv, wv := hotViewOf(b, dst), hotViewOf(b, x), hotViewOf(b, w)
-	return b.do(func() error { return sphProjectRun(b.hot(), dv, xv, wv, "") })
+	return b.queue(op, func() error { return sphProjectRun(b.hot(), dv, xv, wv, "") })
 }
 
 // sphereNormalizeCUDA rescales the rows of x to unit norm and re-projects v (see backend.SphereNormalize).
@@ -100,7 +100,7 @@ func sphereNormalizeCUDA(be backend.Backend, x, v *tensor.Tensor) error {
 		return nil
 	}
 	xv, vv := hotViewOf(b, x), hotViewOf(b, v)
-	return b.do(func() error { return sphNormalizeRun(b.hot(), xv, vv, "") })
+	return b.queue(op, func() error { return sphNormalizeRun(b.hot(), xv, vv, "") })
 }
 
 func sphFlowRun(d hotDev, x, v hotView, h float64, variant string) error {

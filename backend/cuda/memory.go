@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/geovb/geovb/backend"
@@ -82,7 +83,9 @@ func (b *Backend) Free(t *tensor.Tensor) {
 	}
 	b.mu.Unlock()
 	if st.n > 0 && !b.closed.Load() {
-		_ = b.do(func() error { return b.gpu.MemFree(st.ptr) })
+		// Queued: the frees after a batch's last launches need not wait for them. Also after a failure (not
+		// queue), so that memory goes back.
+		_ = b.post(func() { _ = b.gpu.MemFree(st.ptr) })
 		b.mem.Add(-int64(st.n) * 8)
 	}
 }
@@ -108,8 +111,14 @@ func denseSpan(t *tensor.Tensor) bool {
 	return t.Contiguous()
 }
 
+// uploadQueued is the largest upload (in elements) that is queued rather than waited for: the caller copies src
+// first, so that it may change src at once, and copying 256 KiB costs about what one waited hand-over to the device
+// thread does (cu.BenchmarkThreadDo).
+const uploadQueued = 1 << 15
+
 // Upload copies the host tensor src into dst. A contiguous pair is one transfer; otherwise src is packed on the
-// host, sent to a staging buffer and scattered into dst's layout by a kernel.
+// host, sent to a staging buffer and scattered into dst's layout by a kernel. Small uploads are queued from a copy
+// of src; larger ones wait for the transfer.
 func (b *Backend) Upload(dst, src *tensor.Tensor) error {
 	const op = "upload"
 	if err := backend.CheckNotNil(op, []string{"dst", "src"}, dst, src); err != nil {
@@ -129,7 +138,14 @@ func (b *Backend) Upload(dst, src *tensor.Tensor) error {
 		return nil
 	}
 	host := packHost(src)
-	return b.do(func() error {
+	send := b.do
+	if n <= uploadQueued {
+		if src.Contiguous() { // packHost's result is src's own memory
+			host = slices.Clone(host)
+		}
+		send = func(f func() error) error { return b.queue(op, f) }
+	}
+	return send(func() error {
 		if denseSpan(dst) {
 			return b.gpu.HtoD(b.ptr(dst), unsafe.Pointer(&host[0]), int64(n)*8)
 		}
@@ -239,7 +255,7 @@ func (b *Backend) Copy(dst, src *tensor.Tensor) error {
 	if n == 0 {
 		return nil
 	}
-	return b.do(func() error {
+	return b.queue(op, func() error {
 		if denseSpan(dst) && denseSpan(src) && src.Batch() == dst.Batch() {
 			return b.gpu.DtoD(b.ptr(dst), b.ptr(src), int64(n)*8)
 		}

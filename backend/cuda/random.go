@@ -21,7 +21,7 @@ func (b *Backend) fillRandom(dst *tensor.Tensor, c rng.Counter, normal bool) err
 		return nil
 	}
 	v := hotViewOf(b, dst)
-	return b.do(func() error { return rndFill(b.hot(), v, c, normal, 0, 0) })
+	return b.queue(op, func() error { return rndFill(b.hot(), v, c, normal, 0, 0) })
 }
 
 // rndFill launches philox_fill over the view v, one thread per Philox block. A non-zero rowscale multiplies row r

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
 // Device is one GPU with its primary context, one stream, a cuBLAS and a cuSOLVER handle bound to that stream, and
-// one goroutine locked to an OS thread through which every call runs (the current context is per OS thread). All
-// work queued by the methods runs in order on the one stream.
+// one goroutine locked to an OS thread (a Thread) through which every call runs (the current context is per OS
+// thread). All work queued by the methods runs in order on the one stream.
 type Device struct {
 	drv   driverAPI
 	blas  cublasAPI
@@ -26,10 +25,7 @@ type Device struct {
 	compileArch string // what NVRTC targets: arch, or compute_XY when NVRTC does not know the device
 	cacheDir    string
 
-	mu     sync.Mutex // serialises Do and Close
-	closed bool
-	reqs   chan func()
-	done   chan doResult
+	th *Thread
 
 	scratch [8]scratchBuf
 	modules map[string]*Module
@@ -57,6 +53,7 @@ type scratchBuf struct {
 	size int64
 }
 
+// doResult is what a function run by Thread.Do gives back to the caller.
 type doResult struct {
 	err      error
 	panicked bool
@@ -70,8 +67,6 @@ type doResult struct {
 // error it also wraps that *Error.
 func Open(ordinal int) (*Device, error) {
 	d := &Device{
-		reqs:     make(chan func()),
-		done:     make(chan doResult, 1),
 		modules:  map[string]*Module{},
 		launch:   new(launchArgs),
 		cacheDir: kernelCacheDir(),
@@ -81,28 +76,18 @@ func Open(ordinal int) (*Device, error) {
 		return nil, err
 	}
 	d.drv.lib = lib
-	ready := make(chan error)
-	go d.loop(ordinal, ready)
-	if err := <-ready; err != nil {
+	d.th, err = NewThread(func() error {
+		if err := d.setup(ordinal); err != nil {
+			d.teardown()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	d.keep.Pin(d.launch)
 	return d, nil
-}
-
-// loop is the device goroutine: it locks its OS thread, sets the device up and then runs requests until Close. It
-// never unlocks the thread, so the runtime retires the thread (and its current context) when the goroutine ends.
-func (d *Device) loop(ordinal int, ready chan<- error) {
-	runtime.LockOSThread()
-	if err := d.setup(ordinal); err != nil {
-		d.teardown()
-		ready <- err
-		return
-	}
-	ready <- nil
-	for f := range d.reqs {
-		f()
-	}
 }
 
 // setup runs on the device thread.
@@ -262,14 +247,7 @@ func (d *Device) teardown() error {
 // the primary context and ends the device goroutine. Device memory from MemAlloc that is still allocated is the
 // caller's to free before. Close is idempotent; it must not be called inside Do.
 func (d *Device) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil
-	}
-	err := d.doLocked(d.teardown)
-	d.closed = true
-	close(d.reqs)
+	err := d.th.Close(d.teardown)
 	d.keep.Unpin()
 	return err
 }
@@ -284,37 +262,16 @@ func (d *Device) Info() DeviceInfo {
 // Arch is the device's architecture as NVRTC names it, e.g. "sm_90". It may be called outside Do.
 func (d *Device) Arch() string { return d.arch }
 
-// Do runs f on the device's OS thread, where the device's context is current; every other method except Info, Arch
-// and Close must be called inside f, and they do not lock on their own. Do may be called from any goroutine; calls
-// are serialised, so a whole sequence of calls in one f runs without interleaving. Do must not be called inside f
-// (it would deadlock). A panic in f is re-raised in the caller of Do.
-func (d *Device) Do(f func() error) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return errClosed
-	}
-	return d.doLocked(f)
-}
+// Do runs f on the device's OS thread, where the device's context is current, after every function queued
+// before it; every other method except Info, Arch and Close must be called inside f (or a function given to
+// Post), and they do not lock on their own. Do may be called from any goroutine; calls are serialised, so a whole
+// sequence of calls in one f runs without interleaving. Do must not be called inside f (it would deadlock). A
+// panic in f is re-raised in the caller of Do.
+func (d *Device) Do(f func() error) error { return d.th.Do(f) }
 
-func (d *Device) doLocked(f func() error) error {
-	d.reqs <- func() { d.done <- run(f) }
-	res := <-d.done
-	if res.panicked {
-		panic(res.panicVal)
-	}
-	return res.err
-}
-
-// run calls f, catching a panic so that the device goroutine survives it.
-func run(f func() error) (res doResult) {
-	defer func() {
-		if p := recover(); p != nil {
-			res = doResult{panicked: true, panicVal: p}
-		}
-	}()
-	return doResult{err: f()}
-}
+// Post queues f to run on the device's OS thread like Do's functions, in the same order, and returns without
+// waiting (see Thread.Post): f reports nothing back and must not panic.
+func (d *Device) Post(f func()) error { return d.th.Post(f) }
 
 // Scratch returns a device buffer of at least bytes for slot (0..7), reused across calls so hot paths do not
 // allocate: it grows when asked for more (by at least a quarter, to avoid regrowing step by step) and is valid until

@@ -81,7 +81,8 @@ build)
 build-rcg)
 	cd "$(dirname "$0")/.."
 	out=${2:-.gpu-rcg}
-	scripts/build-gpu-tests.sh "$out" ./backend/cuda ./models/mog ./models/nfa ./algos/rcg >/dev/null
+	scripts/build-gpu-tests.sh "$out" ./backend/cuda ./backend/cuda/internal/cu ./models/mog ./models/nfa ./algos/rcg \
+		>/dev/null
 	for ex in rcg-nssm rcg-fig6 rcg-fig8; do
 		CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/$ex" "./examples/$ex"
 	done
@@ -96,6 +97,9 @@ rcg)
 	start
 	step cuda-conformance timeout 100 "$here/backend_cuda.test" -test.v -test.count=1 \
 		-test.run '^(TestConformance|TestKernelsCompile|TestVersions)$'
+	# The hand-over to the device thread, waited for and queued, on the GPU machine's CPU.
+	step cu-thread timeout 30 "$here/backend_cuda_internal_cu.test" -test.v -test.run Thread -test.bench Thread \
+		-test.benchtime 100000x -test.count 3
 	for pkg in models_mog models_nfa algos_rcg; do
 		step "cuda-$pkg-batch" timeout 60 env GEOVB_BACKEND=cuda "$here/$pkg.test" -test.v -test.short \
 			-test.count=1 -test.run Batch
@@ -129,7 +133,8 @@ run)
 	start
 	# Each step is time-bounded; the bounds sum to 58 minutes, more than a 15-minute device lease: pick
 	# with STEPS (e.g. STEPS='conformance|cuda-algos' for the correctness checks, STEPS='^vb' for the figures).
-	step cu-binding timeout 60 "$here/backend_cuda_internal_cu.test" -test.v -test.count=1
+	step cu-binding timeout 60 "$here/backend_cuda_internal_cu.test" -test.v -test.count=1 -test.bench Thread \
+		-test.benchtime 100000x
 	step cuda-conformance timeout 150 "$here/backend_cuda.test" -test.v -test.count=1
 	step cuda-bench timeout 240 "$here/backend_cuda.test" -test.run '^$' -test.bench Conformance -test.benchtime 10x
 	# Every method and model test on the GPU (internal/testbackend opens $GEOVB_BACKEND), short mode.

@@ -31,7 +31,7 @@
 // A [Device] owns one goroutine locked to an OS thread (a [Thread]), because the current CUDA context is per OS
 // thread and goroutines migrate between threads. [Device.Do] sends a closure to that goroutine and waits for it;
 // [Device.Post] queues one without waiting. Every other Device method must be called inside such a closure and
-// does not lock on its own. Each Do is a round trip between two threads (microseconds; about 20 µs on a virtual
+// does not lock on its own. Each Do is a round trip between two threads (microseconds; 9–35 µs on a virtual
 // machine), a Post a fraction of a microsecond, and each call inside either costs about 100 ns on top of the
 // library: batch many calls into one closure, and post those whose outcome the caller need not wait for.
 //

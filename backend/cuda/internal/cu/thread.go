@@ -7,7 +7,7 @@ import (
 
 // Thread runs functions on one goroutine locked to its OS thread, in the order they are submitted: the device's
 // calling thread, where its context is current. Do waits for its function; Post only queues it, so a caller
-// issuing a long run of launches does not pay a round trip between two threads for each (about 20 µs on a
+// issuing a long run of launches does not pay a round trip between two threads for each (9–35 µs on a
 // virtual machine, where waking a thread is slow; see BenchmarkThreadDo and BenchmarkThreadPost).
 type Thread struct {
 	mu     sync.Mutex // serialises Do, Post and Close; guards closed

@@ -359,7 +359,8 @@ func (m *Model) phi(phi, logr, mu []float64, post *Post) bool {
 		return false
 	}
 	parallelRows(N, N*K, func(lo, hi int) {
-		diff, tmp := make([]float64, D), make([]float64, D)
+		var buf [2 * stackD]float64
+		diff, tmp := twoVectors(buf[:], D)
 		for n := lo; n < hi; n++ {
 			x := m.X[n*D : n*D+D]
 			for k := range K {
@@ -368,7 +369,10 @@ func (m *Model) phi(phi, logr, mu []float64, post *Post) bool {
 				}
 				q := quadChol(s.l[k*D*D:(k+1)*D*D], diff, tmp, D)
 				s.q[n*K+k] = q
-				l := math.Max(logr[n*K+k], -745)
+				l := logr[n*K+k]
+				if l < -745 { // math.Max(l, -745) without the call; NaN stays NaN
+					l = -745
+				}
 				phi[n*K+k] = l - s.logPi[k] - 0.5*(s.logLam[k]-d/post.Beta[k]-d*math.Log(2*math.Pi)-post.Nu[k]*q)
 			}
 		}
@@ -385,7 +389,8 @@ func (m *Model) EStep(logr, mu []float64, post *Post) error {
 		return fmt.Errorf("%w: W not positive definite", ErrBadInput)
 	}
 	parallelRows(N, N*K, func(lo, hi int) {
-		diff, tmp := make([]float64, D), make([]float64, D)
+		var buf [2 * stackD]float64
+		diff, tmp := twoVectors(buf[:], D)
 		for n := lo; n < hi; n++ {
 			x := m.X[n*D : n*D+D]
 			row := logr[n*K : n*K+K]

@@ -29,3 +29,15 @@ func parallelRows(n, pairs int, f func(lo, hi int)) {
 	}
 	wg.Wait()
 }
+
+// stackD is the dimension up to which a worker's two D-vectors live in an array on its stack (the experiments have
+// D ≤ 10), so the point-parallel passes allocate nothing.
+const stackD = 16
+
+// twoVectors returns two D-vectors in buf, or freshly allocated ones when buf is too short.
+func twoVectors(buf []float64, D int) (a, b []float64) {
+	if 2*D > len(buf) {
+		buf = make([]float64, 2*D)
+	}
+	return buf[:D:D], buf[D : 2*D : 2*D]
+}

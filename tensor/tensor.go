@@ -171,7 +171,12 @@ func (t *Tensor) hostData() []float64 {
 // Matrix returns the storage slice, row stride, rows and cols of matrix b of a host tensor, in the form gonum's
 // blas64.General takes. The slice starts at element (b, 0, 0) and ends after element (b, Rows-1, Cols-1).
 func (t *Tensor) Matrix(b int) (data []float64, stride, rows, cols int) {
-	h := t.hostData()
+	return t.MatrixIn(t.hostData(), b)
+}
+
+// MatrixIn is Matrix with h standing for the storage's host slice: for a backend that keeps its memory's slice to
+// itself (Storage.Host nil) and reads its own tensors through it.
+func (t *Tensor) MatrixIn(h []float64, b int) (data []float64, stride, rows, cols int) {
 	s := t.shape
 	if uint(b) >= uint(s.Batch) {
 		panic(fmt.Sprintf("tensor: batch %d out of range %v", b, s))

@@ -218,3 +218,33 @@ func TestRows(t *testing.T) {
 		t.Error("FromRows accepted a short row")
 	}
 }
+
+// MatrixIn reads a view's matrices out of a slice given in place of the storage's: the same span of it as Matrix
+// gives of the storage, and an index past the batch panics.
+func TestMatrixIn(t *testing.T) {
+	x := NewHost(3, 4, 5)
+	other := make([]float64, x.Len())
+	for i := range other {
+		other[i] = float64(-i)
+	}
+	s := x.Slice(1, 3, 2, 5) // 3 × 2×3, row stride 5
+	for b := 0; b < 3; b++ {
+		m, stride, rows, cols := s.MatrixIn(other, b)
+		if stride != 5 || rows != 2 || cols != 3 || len(m) != 5+3 {
+			t.Fatalf("matrix %d: stride %d, %d×%d, len %d; want 5, 2×3, 8", b, stride, rows, cols, len(m))
+		}
+		for i := 0; i < rows; i++ {
+			for j := 0; j < cols; j++ {
+				if want := -float64(s.Index(b, i, j)); m[i*stride+j] != want {
+					t.Errorf("matrix %d (%d, %d) = %v, want %v", b, i, j, m[i*stride+j], want)
+				}
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("MatrixIn(3) of a batch of 3 did not panic")
+		}
+	}()
+	s.MatrixIn(other, 3)
+}

@@ -121,22 +121,9 @@ func hostData(t *tensor.Tensor) []float64 {
 	return t.Storage().Host()
 }
 
-// matrix is tensor.Matrix through hostData: the storage slice, row stride, rows and cols of matrix b of t, the
-// slice starting at element (b, 0, 0) and ending after element (b, rows−1, cols−1).
+// matrix is tensor.Matrix through hostData.
 func matrix(t *tensor.Tensor, b int) (data []float64, stride, rows, cols int) {
-	s := t.Shape()
-	if uint(b) >= uint(s.Batch) {
-		panic(fmt.Sprintf("cpu: batch %d out of range %v", b, s))
-	}
-	stride = t.RowStride()
-	if stride < s.Cols {
-		stride = max(s.Cols, 1)
-	}
-	if s.Rows == 0 || s.Cols == 0 {
-		return nil, stride, s.Rows, s.Cols
-	}
-	start := t.Offset() + b*t.BatchStride()
-	return hostData(t)[start : start+(s.Rows-1)*t.RowStride()+s.Cols], stride, s.Rows, s.Cols
+	return t.MatrixIn(hostData(t), b)
 }
 
 // Alloc returns a zeroed contiguous host tensor and counts its bytes in MemInUse.

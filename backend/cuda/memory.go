@@ -83,8 +83,8 @@ func (b *Backend) Free(t *tensor.Tensor) {
 	}
 	b.mu.Unlock()
 	if st.n > 0 && !b.closed.Load() {
-		// Queued: the frees after a batch's last launches need not wait for them. Also after a failure (not
-		// queue), so that memory goes back.
+		// Queued: the frees after a batch's last launches need not wait for them. Posted directly, not through
+		// queue, so that the memory goes back after a failure too.
 		_ = b.post(func() { _ = b.gpu.MemFree(st.ptr) })
 		b.mem.Add(-int64(st.n) * 8)
 	}
@@ -93,7 +93,8 @@ func (b *Backend) Free(t *tensor.Tensor) {
 // MemInUse returns the bytes allocated with Alloc and not freed.
 func (b *Backend) MemInUse() int64 { return b.mem.Load() }
 
-// Sync waits for the stream and reports an asynchronous failure (a faulting kernel) if there was one.
+// Sync waits for the queued calls and the stream and reports an asynchronous failure (a failed queued call, a
+// faulting kernel) if there was one.
 func (b *Backend) Sync() error {
 	return b.do(func() error { return b.gpu.Sync() })
 }

@@ -53,13 +53,6 @@ type scratchBuf struct {
 	size int64
 }
 
-// doResult is what a function run by Thread.Do gives back to the caller.
-type doResult struct {
-	err      error
-	panicked bool
-	panicVal any
-}
-
 // Open opens GPU ordinal: it loads the driver, initialises it (cuInit), retains the device's primary context (the
 // one the CUDA runtime inside cuBLAS and cuSOLVER also uses), creates a stream, loads cuBLAS, cuSOLVER and NVRTC
 // and creates their handles bound to the stream. When CUDA cannot be used (a library or symbol missing, the driver

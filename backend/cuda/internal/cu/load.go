@@ -271,5 +271,5 @@ func cBytes(s string) []byte {
 	return b
 }
 
-// errClosed is returned by Do on a closed Device.
+// errClosed is returned by Do and Post on a closed Device or Thread.
 var errClosed = errors.New("cu: device is closed")

@@ -101,6 +101,13 @@ func (t *Thread) Close(last func() error) error {
 	return err
 }
 
+// doResult is what a function run by Do gives back to the caller.
+type doResult struct {
+	err      error
+	panicked bool
+	panicVal any
+}
+
 // run calls f, catching a panic so that the thread survives it.
 func run(f func() error) (res doResult) {
 	defer func() {

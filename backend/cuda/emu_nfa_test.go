@@ -95,3 +95,51 @@ func testEmulatedNFABatch(t *testing.T, meth rcg.Method, dyn bool) {
 		t.Errorf("F differs from the CPU backend's by %.3g", worst)
 	}
 }
+
+// TestEmulatedNSSMBatchWaits counts the device calls of 10 RCG iterations of 8 batched NSSM runs (T = 30, d = 3,
+// H = 30, Gauss–Hermite) and how many of them the caller waits for. The launches, library calls, frees and the
+// per-run uploads are queued; what waits is what hands a result to the host (F, the line search's values) and
+// allocation. Required: at most 2 % of the calls wait (the batch is latency-bound on a GPU; each wait is a round
+// trip to the device thread and a drained stream). The calls per evaluation do not depend on T.
+func TestEmulatedNSSMBatchWaits(t *testing.T) {
+	eb := newEmuBackend(t)
+	var waits, posts int
+	run, post := eb.run, eb.post
+	eb.run = func(f func() error) error { waits++; return run(f) }
+	eb.post = func(f func()) error { posts++; return post(f) }
+	var ms []*nfa.Model
+	var xs [][]float64
+	for i := 0; i < 8; i++ {
+		m, err := nfa.New(nfa.SyntheticNSSM(30, uint64(i+1)), 30, 21,
+			nfa.Config{Dynamic: true, D: 3, H: 30, Moments: nfa.GaussHermite})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := m.Init(uint64(i + 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, xs = append(ms, m), append(xs, x)
+	}
+	bt, err := nfa.NewBatch(eb, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	waits, posts = 0, 0
+	res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: rcg.RCG, Tol: 1e-6, Patience: 5, PowellBeale: 0.2},
+		rcg.BatchControl{MaxIter: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Iters != 10 {
+			t.Fatalf("run %d stopped after %d iterations (%v), want 10", i, r.Iters, r.Reason)
+		}
+	}
+	calls := waits + posts
+	t.Logf("%d device calls, %d waited for (%.1f %%), %d queued", calls, waits, 100*float64(waits)/float64(calls), posts)
+	if calls < 1000 || 50*waits > calls {
+		t.Errorf("%d device calls of which %d waited for; want at most 2 %% waited", calls, waits)
+	}
+}

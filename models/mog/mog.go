@@ -147,41 +147,43 @@ func (m *Model) stats(logr, mu []float64) {
 	clear(s.nk)
 	clear(s.s1)
 	clear(s.sm)
-	// The exponentials in parallel; the sums in point order, so that they do not depend on the split.
+	// The exponentials in parallel over points; the sums in parallel over components, each in point order, so
+	// that they do not depend on the split.
 	parallelRows(N, N*K, func(lo, hi int) {
 		for i := lo * K; i < hi*K; i++ {
 			s.r[i] = expGuard(logr[i])
 		}
 	})
-	for n := range N {
-		x := m.X[n*D : n*D+D]
-		for k := range K {
-			r := s.r[n*K+k]
-			if r == 0 {
-				continue
-			}
-			s.nk[k] += r
+	parallelRows(K, N*K, func(k0, k1 int) {
+		for k := k0; k < k1; k++ {
 			mk := mu[k*D : k*D+D]
 			s1 := s.s1[k*D : k*D+D]
 			sm := s.sm[k*D*D : (k+1)*D*D]
+			var nk float64
+			for n := range N {
+				r := s.r[n*K+k]
+				if r == 0 {
+					continue
+				}
+				nk += r
+				x := m.X[n*D : n*D+D]
+				for i := range D {
+					di := x[i] - mk[i]
+					s1[i] += r * di
+					rd := r * di
+					for j := 0; j <= i; j++ {
+						sm[i*D+j] += rd * (x[j] - mk[j])
+					}
+				}
+			}
+			s.nk[k] = nk
 			for i := range D {
-				di := x[i] - mk[i]
-				s1[i] += r * di
-				rd := r * di
-				for j := 0; j <= i; j++ {
-					sm[i*D+j] += rd * (x[j] - mk[j])
+				for j := 0; j < i; j++ {
+					sm[j*D+i] = sm[i*D+j]
 				}
 			}
 		}
-	}
-	for k := range K {
-		sm := s.sm[k*D*D : (k+1)*D*D]
-		for i := range D {
-			for j := 0; j < i; j++ {
-				sm[j*D+i] = sm[i*D+j]
-			}
-		}
-	}
+	})
 }
 
 func expGuard(l float64) float64 {

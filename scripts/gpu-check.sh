@@ -100,6 +100,9 @@ rcg)
 	# The hand-over to the device thread, waited for and queued, on the GPU machine's CPU.
 	step cu-thread timeout 30 "$here/backend_cuda_internal_cu.test" -test.v -test.run Thread -test.bench Thread \
 		-test.benchtime 100000x -test.count 3
+	# The backend's floors: one small call (queued launches), copy bandwidth, GEMM rate.
+	step cuda-floors timeout 60 "$here/backend_cuda.test" -test.run '^$' -test.bench 'Conformance/floors' \
+		-test.benchtime 1000x
 	for pkg in models_mog models_nfa algos_rcg; do
 		step "cuda-$pkg-batch" timeout 60 env GEOVB_BACKEND=cuda "$here/$pkg.test" -test.v -test.short \
 			-test.count=1 -test.run Batch

@@ -15,8 +15,24 @@ import (
 func init() { registerBench("floors", benchFloors) }
 
 // benchFloors measures the two floors every hot-op figure is compared with: the copy bandwidth (bytes read plus
-// bytes written per second) and the float64 GEMM rate.
+// bytes written per second) and the float64 GEMM rate; and the third floor of small batched work, the cost of one
+// call: an Axpby on 8 elements, many in a row and then Sync, so on a GPU the time per call is what issuing a
+// launch costs the caller, not a round trip to the device.
 func benchFloors(b *testing.B, be backend.Backend) {
+	b.Run("call/axpby-8", func(b *testing.B) {
+		x := mustAlloc(b, be, tensor.Shape{Batch: 1, Rows: 1, Cols: 8})
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := be.Axpby(x, 0.5, x, 0, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := be.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		be.Free(x)
+	})
 	for _, mb := range []int{8, 256} {
 		n := mb << 20 / 8
 		b.Run(fmt.Sprintf("copy/%dMB", mb), func(b *testing.B) {

@@ -41,8 +41,8 @@ func init() {
 //
 // Operations that only issue work (launches, cuBLAS calls, frees) are queued to that thread without waiting
 // (queue); those that hand memory or a result to the host, allocate, or read a status back wait (do). A queued
-// call that fails leaves the backend failed: every later call returns that error, since what ran after it
-// computed from its missing result.
+// call that fails leaves the backend failed: every later call that waits returns that error and later queued work
+// is dropped, since it would compute from the missing result.
 type Backend struct {
 	dev    *cu.Device // the binding's device; nil when the backend runs on an emulated device (tests)
 	gpu    device     // where work is issued: dev with the kernel modules, or the emulation
@@ -211,7 +211,7 @@ func (b *Backend) do(f func() error) error {
 
 // queue queues f (the device work of operation op) on the device thread and returns at once. f must not touch
 // memory the caller may change or read after queue returns (host operands, results for the host). Its error, or
-// a panic, becomes the backend's failure, returned by every later call.
+// a panic, becomes the backend's failure, returned by every later call that waits.
 func (b *Backend) queue(op string, f func() error) error {
 	if b.closed.Load() {
 		return fmt.Errorf("cuda: backend is closed: %w", backend.ErrNoDevice)

@@ -444,8 +444,8 @@ func TestQueuedUpload(t *testing.T) {
 }
 
 // TestQueuedFailure checks what a failing queued call does: the call that queued it returns nil, every later call
-// (waited for or queued) returns its error naming the operation, work queued after it does not run, and Free still
-// gives memory back. A panic in queued work is such a failure too.
+// that waits returns its error naming the operation, work queued after it is accepted but does not run, and Free
+// still gives memory back. A panic in queued work is such a failure too.
 func TestQueuedFailure(t *testing.T) {
 	for _, c := range []struct {
 		name string

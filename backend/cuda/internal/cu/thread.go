@@ -90,15 +90,14 @@ func (t *Thread) Close(last func() error) error {
 	if t.closed {
 		return nil
 	}
-	var err error
-	if last != nil {
-		err = t.doLocked(last)
-	} else {
-		err = t.doLocked(func() error { return nil })
+	defer func() { // also when last panics
+		t.closed = true
+		close(t.reqs)
+	}()
+	if last == nil {
+		last = func() error { return nil }
 	}
-	t.closed = true
-	close(t.reqs)
-	return err
+	return t.doLocked(last)
 }
 
 // doResult is what a function run by Do gives back to the caller.

@@ -9,9 +9,9 @@ import (
 // saves (an exp or a D-dimensional quadratic form per pair, 10–20 ns).
 const minPairsPerWorker = 16384
 
-// parallelRows runs f over the points [0, n) in contiguous blocks on up to GOMAXPROCS goroutines when there are
-// enough pairs (n·K) to pay for them, else on the caller. f must write only what belongs to its points, so that
-// the result is the same bits for every split.
+// parallelRows runs f over [0, n) — the points, or the components — in contiguous blocks on up to GOMAXPROCS
+// goroutines when there are enough (point, component) pairs to pay for them, else on the caller. f must write only
+// what belongs to its block, so that the result is the same bits for every split.
 func parallelRows(n, pairs int, f func(lo, hi int)) {
 	w := min(runtime.GOMAXPROCS(0), pairs/minPairsPerWorker, n)
 	if w <= 1 {

@@ -17,3 +17,9 @@ func sigmoidAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64)
 
 //go:noescape
 func tanhAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64, coef *[19][4]uint64) bool
+
+// expAVX2 writes exponentials of src into dst, four at a time, from the start of the row (n, a multiple of 4) up to
+// the first group with an argument beyond ±708 or a NaN, and returns how many it wrote.
+//
+//go:noescape
+func expAVX2(dst, src *float64, n int, consts *[15][4]uint64) int

@@ -16,3 +16,5 @@ func sigmoidAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64)
 func tanhAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64, coef *[19][4]uint64) bool {
 	panic("vmath: no tanh kernel")
 }
+
+func expAVX2(dst, src *float64, n int, consts *[15][4]uint64) int { panic("vmath: no exp kernel") }

@@ -91,11 +91,8 @@ func (c *Collapsed) Step(dst, x, p []float64, alpha float64) {
 					row[k] = floor
 				}
 			}
-			lse := logSumExp(row)
-			for k := range K {
-				row[k] -= lse
-			}
 		}
+		normaliseRows(dst[lo*K:hi*K], K)
 	})
 	for i := nk; i < len(x); i++ {
 		dst[i] = x[i] + alpha*p[i]

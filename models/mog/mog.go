@@ -16,6 +16,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mathext"
+
+	"github.com/geovb/geovb/internal/vmath"
 )
 
 // ErrBadInput is the cause of every error about a model's data or sizes.
@@ -150,8 +152,12 @@ func (m *Model) stats(logr, mu []float64) {
 	// The exponentials in parallel over points; the sums in parallel over components, each in point order, so
 	// that they do not depend on the split.
 	parallelRows(N, N*K, func(lo, hi int) {
-		for i := lo * K; i < hi*K; i++ {
-			s.r[i] = expGuard(logr[i])
+		r, l := s.r[lo*K:hi*K], logr[lo*K:hi*K]
+		vmath.Exp(r, l) // math.Exp's bits, a fifth of its cost on AVX2/FMA
+		for i, v := range l {
+			if v < -745 { // expGuard
+				r[i] = 0
+			}
 		}
 	})
 	parallelRows(K, N*K, func(k0, k1 int) {
@@ -494,6 +500,60 @@ func softmaxGrad(g, ng, phi, r []float64, K int) {
 
 // logSumExp returns log Σ exp(v), NaN when v holds a NaN. The maximum is taken with comparisons: math.Max, which
 // also orders ±0, is a call on amd64 and was a tenth of an RCG iteration.
+// normaliseRows subtracts from each row of K its logSumExp, with the same bits, the exponentials of a block of rows
+// taken in one vmath.Exp call (four at a time on AVX2/FMA, a fifth of math.Exp's cost).
+func normaliseRows(rows []float64, K int) {
+	const block = 1024
+	var tbuf [block]float64
+	var lbuf [block]float64
+	t, lse := tbuf[:], lbuf[:]
+	per := block / K
+	if per == 0 { // rows longer than the buffer: their own
+		t, lse, per = make([]float64, K), make([]float64, 1), 1
+	}
+	for b0 := 0; b0 < len(rows); b0 += per * K {
+		blk := rows[b0:min(b0+per*K, len(rows))]
+		nr := len(blk) / K
+		// logSumExp's first half: the maximum (NaN and ±Inf decide the result alone), then the shifted values.
+		for i := range nr {
+			row := blk[i*K : i*K+K]
+			mx := math.Inf(-1)
+			for _, x := range row {
+				if x > mx {
+					mx = x
+				} else if x != x {
+					mx = x
+					break
+				}
+			}
+			lse[i] = mx
+			tr := t[i*K : i*K+K]
+			if mx != mx || math.IsInf(mx, 0) {
+				clear(tr)
+				continue
+			}
+			for k, x := range row {
+				tr[k] = x - mx
+			}
+		}
+		vmath.Exp(t[:nr*K], t[:nr*K])
+		for i := range nr {
+			row := blk[i*K : i*K+K]
+			l := lse[i]
+			if l == l && !math.IsInf(l, 0) {
+				var s float64
+				for _, e := range t[i*K : i*K+K] {
+					s += e
+				}
+				l += math.Log(s)
+			}
+			for k := range row {
+				row[k] -= l
+			}
+		}
+	}
+}
+
 func logSumExp(v []float64) float64 {
 	mx := math.Inf(-1)
 	for _, x := range v {

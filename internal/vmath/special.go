@@ -1,6 +1,6 @@
 // Package vmath evaluates elementary functions over a row, four lanes at a time on AVX2/FMA (special_amd64.s,
-// exp_amd64.s), for the CPU backend's Map and for the host models: softplus, sigmoid and tanh, and the exponential
-// with math.Exp's own bits (exp.go). e^{-|x|} is computed by a reduction to
+// exp_amd64.s, log_amd64.s), for the CPU backend's Map and for the host models: softplus, sigmoid and tanh, and the
+// exponential and the logarithm with math.Exp's and math.Log's own bits (exp.go, log.go). e^{-|x|} is computed by a reduction to
 // [−ln2/2, ln2/2] and a degree-13 Taylor polynomial scaled by 2^n, log1p by the atanh series of the logarithm with
 // the rounding of 1 + y corrected. All are within a few ulps of the correctly rounded value. Arguments the kernels
 // do not take (softplus and sigmoid: |x| > 708, where e^{-|x|} leaves the normal range; tanh: |x| > 354; NaN) go

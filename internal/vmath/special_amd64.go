@@ -23,3 +23,9 @@ func tanhAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64, co
 //
 //go:noescape
 func expAVX2(dst, src *float64, n int, consts *[15][4]uint64) int
+
+// logAVX2 is expAVX2 for the logarithm: it stops at the first group with an argument that is not a positive normal
+// number.
+//
+//go:noescape
+func logAVX2(dst, src *float64, n int, consts *[18][4]uint64) int

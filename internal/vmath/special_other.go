@@ -18,3 +18,5 @@ func tanhAVX2(dst, src *float64, n int, alpha float64, consts *[34][4]uint64, co
 }
 
 func expAVX2(dst, src *float64, n int, consts *[15][4]uint64) int { panic("vmath: no exp kernel") }
+
+func logAVX2(dst, src *float64, n int, consts *[18][4]uint64) int { panic("vmath: no log kernel") }

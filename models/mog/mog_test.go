@@ -322,3 +322,70 @@ func TestCollapsedRCG(t *testing.T) {
 		t.Errorf("NumFree %d", c.NumFree())
 	}
 }
+
+// logSumExp returns log Σ exp(v), NaN when v holds a NaN: the scalar form of normaliseRows, its reference.
+func logSumExp(v []float64) float64 {
+	mx := math.Inf(-1)
+	for _, x := range v {
+		if x > mx {
+			mx = x
+		} else if x != x {
+			return x
+		}
+	}
+	if math.IsInf(mx, 0) {
+		return mx
+	}
+	var s float64
+	for _, x := range v {
+		s += math.Exp(x - mx)
+	}
+	return mx + math.Log(s)
+}
+
+// normaliseRows gives, bit for bit, each row minus its logSumExp, for rows of every size (longer than its block
+// too), with rows holding NaN, ±Inf, only −Inf, or values 700 below their maximum, over more rows than one block.
+func TestNormaliseRowsBits(t *testing.T) {
+	r := rand.New(rng.NewSource(3, 4))
+	for _, K := range []int{1, 2, 3, 5, 8, 13, 1024, 1500} {
+		rows := make([]float64, 600*K)
+		for i := range rows {
+			rows[i] = 30 * r.NormFloat64()
+		}
+		for n := 0; n < 600; n += 7 { // special rows
+			row := rows[n*K : n*K+K]
+			switch n % 5 {
+			case 0:
+				row[r.IntN(K)] = math.NaN()
+			case 1:
+				row[r.IntN(K)] = math.Inf(1)
+			case 2:
+				for k := range row {
+					row[k] = math.Inf(-1)
+				}
+			case 3:
+				row[r.IntN(K)] = -700 - row[0]
+			case 4:
+				row[r.IntN(K)] = -800
+			}
+		}
+		want := append([]float64(nil), rows...)
+		for n := 0; n < 600; n++ {
+			row := want[n*K : n*K+K]
+			l := logSumExp(row)
+			for k := range row {
+				row[k] -= l
+			}
+		}
+		normaliseRows(rows, K)
+		bad := 0
+		for i := range rows {
+			if math.Float64bits(rows[i]) != math.Float64bits(want[i]) && !(rows[i] != rows[i] && want[i] != want[i]) {
+				bad++
+			}
+		}
+		if bad > 0 {
+			t.Errorf("K = %d: %d of %d values differ from the scalar logSumExp's", K, bad, len(rows))
+		}
+	}
+}

@@ -553,7 +553,6 @@ func normaliseRows(rows []float64, K int) {
 	}
 }
 
-
 // kahan is Neumaier-compensated summation (notes §7.1).
 type kahan struct{ s, c float64 }
 

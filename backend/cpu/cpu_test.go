@@ -2,6 +2,8 @@ package cpu_test
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -91,4 +93,50 @@ func TestReduceAllReusesScratch(t *testing.T) {
 		t.Fatalf("Reduce(AxisAll) allocates %.0f bytes per call, want < %d", per, 8*rows/2)
 	}
 	t.Logf("%.0f bytes per call (a partial is %d)", per, 8*rows)
+}
+
+// Map of Exp and Log gives Unary's bits, math.Exp's and math.Log's, though it takes them four at a time
+// (internal/vmath): arguments over the whole range and beyond it, a strided view, alpha ≠ 1, in place.
+func TestMapExpLogBits(t *testing.T) {
+	b := newBackend(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	x := tensor.NewHost(3, 50, 41)
+	for i, h := 0, x.Storage().Host(); i < len(h); i++ {
+		h[i] = (r.Float64()*2 - 1) * 400
+		if i%97 == 0 {
+			h[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -1e-310}[i/97%5]
+		}
+	}
+	xv := x.Slice(0, 50, 1, 40) // strided rows of 39
+	for _, f := range []backend.UnaryOp{backend.Exp, backend.Log} {
+		for _, alpha := range []float64{1, -1.7, 0.3} {
+			want := tensor.NewHost(3, 50, 39)
+			for bb := 0; bb < 3; bb++ {
+				for i := 0; i < 50; i++ {
+					for j := 0; j < 39; j++ {
+						want.Set(bb, i, j, cpu.Unary(f, alpha*xv.At(bb, i, j)))
+					}
+				}
+			}
+			got := tensor.NewHost(3, 50, 39)
+			if err := b.Map(got, f, alpha, xv); err != nil {
+				t.Fatal(err)
+			}
+			in := xv.Clone()
+			if err := b.Map(in, f, alpha, in); err != nil {
+				t.Fatal(err)
+			}
+			for bb := 0; bb < 3; bb++ {
+				for i := 0; i < 50; i++ {
+					for j := 0; j < 39; j++ {
+						w := math.Float64bits(want.At(bb, i, j))
+						if math.Float64bits(got.At(bb, i, j)) != w || math.Float64bits(in.At(bb, i, j)) != w {
+							t.Fatalf("map %v, alpha %v, (%d, %d, %d): %v and in place %v, Unary %v", f, alpha, bb, i,
+								j, got.At(bb, i, j), in.At(bb, i, j), want.At(bb, i, j))
+						}
+					}
+				}
+			}
+		}
+	}
 }

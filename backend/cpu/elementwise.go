@@ -219,6 +219,15 @@ func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *t
 			vmath.Sigmoid(d, xr, alpha, scalar)
 		case f == backend.Tanh && vmath.UseFMA:
 			vmath.Tanh(d, xr, alpha, scalar) // the batched NFA/NSSM's Gauss–Hermite nodes
+		case (f == backend.Exp || f == backend.Log) && vmath.UseFMA: // the batched mixture's responsibilities
+			for j := range d {
+				d[j] = alpha * xr[j]
+			}
+			if f == backend.Exp {
+				vmath.Exp(d, d) // math.Exp's bits
+			} else {
+				vmath.Log(d, d) // math.Log's bits
+			}
 		default:
 			for j := range d {
 				d[j] = Unary(f, alpha*xr[j])

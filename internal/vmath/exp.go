@@ -9,22 +9,28 @@ import "math"
 // close. Groups of four holding an argument beyond ±708 or a NaN, and the tail of the row, go to math.Exp.
 // dst may be src.
 func Exp(dst, src []float64) {
+	exact(dst, src, func(d, s *float64, n int) int { return expAVX2(d, s, n, &expConsts) }, math.Exp)
+}
+
+// exact runs kernel over the longest prefix of the row whose length is a multiple of 4, and scalar on each group of
+// four the kernel stops at (it returns how many elements it wrote) and on the rest of the row.
+func exact(dst, src []float64, kernel func(dst, src *float64, n int) int, scalar func(float64) float64) {
 	src = src[:len(dst)]
 	i := 0
 	if UseFMA {
 		n4 := len(dst) &^ 3
 		for i < n4 {
-			i += expAVX2(&dst[i], &src[i], n4-i, &expConsts)
-			if i < n4 { // a group the kernel left: one argument out of its range
+			i += kernel(&dst[i], &src[i], n4-i)
+			if i < n4 { // a group the kernel left: an argument out of its range
 				for j := i; j < i+4; j++ {
-					dst[j] = math.Exp(src[j])
+					dst[j] = scalar(src[j])
 				}
 				i += 4
 			}
 		}
 	}
 	for ; i < len(dst); i++ {
-		dst[i] = math.Exp(src[i])
+		dst[i] = scalar(src[i])
 	}
 }
 

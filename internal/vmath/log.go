@@ -8,23 +8,7 @@ import "math"
 // ln 2 in two parts — no FMA, as there. Groups of four holding an argument that is not a positive normal number
 // (zero, negative, subnormal, +Inf, NaN) go to math.Log, as does the tail of the row. dst may be src.
 func Log(dst, src []float64) {
-	src = src[:len(dst)]
-	i := 0
-	if UseFMA {
-		n4 := len(dst) &^ 3
-		for i < n4 {
-			i += logAVX2(&dst[i], &src[i], n4-i, &logConsts)
-			if i < n4 { // a group the kernel left
-				for j := i; j < i+4; j++ {
-					dst[j] = math.Log(src[j])
-				}
-				i += 4
-			}
-		}
-	}
-	for ; i < len(dst); i++ {
-		dst[i] = math.Log(src[i])
-	}
+	exact(dst, src, func(d, s *float64, n int) int { return logAVX2(d, s, n, &logConsts) }, math.Log)
 }
 
 // The constants of the runtime's logarithm (math/log_amd64.s), each repeated over the four lanes.

@@ -27,36 +27,7 @@ func TestLogBits(t *testing.T) {
 		xs = append(xs, v)
 	}
 	r.Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
-	check := func(name string, got, src []float64) {
-		t.Helper()
-		bad := 0
-		for i, x := range src {
-			if want := math.Log(x); math.Float64bits(got[i]) != math.Float64bits(want) && !(want != want && got[i] != got[i]) {
-				if bad < 5 {
-					t.Errorf("%s: Log(%v) = %v (%#x), math.Log %v (%#x)", name, x, got[i], math.Float64bits(got[i]),
-						want, math.Float64bits(want))
-				}
-				bad++
-			}
-		}
-		if bad > 0 {
-			t.Errorf("%s: %d of %d differ", name, bad, len(src))
-		}
-	}
-	dst := make([]float64, len(xs))
-	Log(dst, xs)
-	check("row", dst, xs)
-	for off := 0; off < 4; off++ {
-		for n := 0; n < 9; n++ {
-			src := xs[off : off+n+100]
-			d := make([]float64, len(src))
-			Log(d, src)
-			check("short row", d, src)
-		}
-	}
-	in := append([]float64(nil), xs...)
-	Log(in, in)
-	check("in place", in, xs)
+	checkExact(t, Log, math.Log, xs)
 }
 
 func BenchmarkLog(b *testing.B) {

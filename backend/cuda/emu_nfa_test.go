@@ -45,23 +45,7 @@ func testEmulatedNFABatch(t *testing.T, meth rcg.Method, dyn bool) {
 		iters = 5
 	}
 	fit := func(be backend.Backend) ([]rcg.Result, [][]float64) {
-		var ms []*nfa.Model
-		var xs [][]float64
-		for i, ds := range []uint64{1, 1, 2} {
-			X := nfa.SyntheticNFA(30, ds)
-			if dyn {
-				X = nfa.SyntheticNSSM(30, ds)
-			}
-			m, err := nfa.New(X, 30, 21, nfa.Config{Dynamic: dyn, D: 3, H: 6, Moments: nfa.GaussHermite})
-			if err != nil {
-				t.Fatal(err)
-			}
-			x, err := m.Init(uint64(i + 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms, xs = append(ms, m), append(xs, x)
-		}
+		ms, xs := nfaRuns(t, dyn, 30, 3, 6, 1, 1, 2)
 		bt, err := nfa.NewBatch(be, ms)
 		if err != nil {
 			t.Fatal(err)
@@ -96,6 +80,29 @@ func testEmulatedNFABatch(t *testing.T, meth rcg.Method, dyn bool) {
 	}
 }
 
+// nfaRuns builds one model per data seed — T steps of the NSSM's synthetic data (p = 21) when dyn, else NFA's,
+// D sources, H hidden units, Gauss–Hermite moments — and run i's initial point from seed i + 1.
+func nfaRuns(t *testing.T, dyn bool, T, D, H int, dataSeeds ...uint64) ([]*nfa.Model, [][]float64) {
+	var ms []*nfa.Model
+	var xs [][]float64
+	for i, ds := range dataSeeds {
+		X := nfa.SyntheticNFA(T, ds)
+		if dyn {
+			X = nfa.SyntheticNSSM(T, ds)
+		}
+		m, err := nfa.New(X, T, 21, nfa.Config{Dynamic: dyn, D: D, H: H, Moments: nfa.GaussHermite})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := m.Init(uint64(i + 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, xs = append(ms, m), append(xs, x)
+	}
+	return ms, xs
+}
+
 // TestEmulatedNSSMBatchWaits counts the device calls of 10 RCG iterations of 8 batched NSSM runs (T = 30, d = 3,
 // H = 30, Gauss–Hermite) and how many of them the caller waits for. The launches, library calls, frees and the
 // per-run uploads are queued; what waits is what hands a result to the host (F, the line search's values) and
@@ -107,20 +114,7 @@ func TestEmulatedNSSMBatchWaits(t *testing.T) {
 	run, post := eb.run, eb.post
 	eb.run = func(f func() error) error { waits++; return run(f) }
 	eb.post = func(f func()) error { posts++; return post(f) }
-	var ms []*nfa.Model
-	var xs [][]float64
-	for i := 0; i < 8; i++ {
-		m, err := nfa.New(nfa.SyntheticNSSM(30, uint64(i+1)), 30, 21,
-			nfa.Config{Dynamic: true, D: 3, H: 30, Moments: nfa.GaussHermite})
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := m.Init(uint64(i + 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms, xs = append(ms, m), append(xs, x)
-	}
+	ms, xs := nfaRuns(t, true, 30, 3, 30, 1, 2, 3, 4, 5, 6, 7, 8)
 	bt, err := nfa.NewBatch(eb, ms)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,8 @@ package cuda
 
 import (
 	"fmt"
-	"slices"
+	"math/bits"
+	"sync"
 	"unsafe"
 
 	"github.com/geovb/geovb/backend"
@@ -115,11 +116,28 @@ func denseSpan(t *tensor.Tensor) bool {
 // uploadQueued is the largest upload (in elements) that is queued rather than waited for: the caller copies src
 // first, so that it may change src at once, and copying 256 KiB costs about what one waited hand-over to the device
 // thread does (cu.BenchmarkThreadDo).
-const uploadQueued = 1 << 15
+const uploadQueued = 1 << uploadQueuedLog
+
+const uploadQueuedLog = 15
+
+// uploadBuffers holds the host copies of queued uploads for reuse, by size class: class c holds buffers of 2^c
+// elements, up to uploadQueued. A buffer goes back once its transfer has returned: a synchronous copy from pageable
+// memory has read the host buffer by then (CUDA's API synchronisation rules), though the device may still be writing.
+var uploadBuffers [uploadQueuedLog + 1]sync.Pool
+
+// uploadBuffer returns a buffer of at least n ≤ uploadQueued elements and its class.
+func uploadBuffer(n int) (*[]float64, int) {
+	c := bits.Len(uint(n - 1))
+	if buf, ok := uploadBuffers[c].Get().(*[]float64); ok {
+		return buf, c
+	}
+	buf := make([]float64, 1<<c)
+	return &buf, c
+}
 
 // Upload copies the host tensor src into dst. A contiguous pair is one transfer; otherwise src is packed on the
 // host, sent to a staging buffer and scattered into dst's layout by a kernel. Small uploads are queued from a copy
-// of src; larger ones wait for the transfer.
+// of src in a reused buffer; larger ones wait for the transfer.
 func (b *Backend) Upload(dst, src *tensor.Tensor) error {
 	const op = "upload"
 	if err := backend.CheckNotNil(op, []string{"dst", "src"}, dst, src); err != nil {
@@ -138,15 +156,19 @@ func (b *Backend) Upload(dst, src *tensor.Tensor) error {
 	if n == 0 {
 		return nil
 	}
-	host := packHost(src)
+	var host []float64
 	send := b.do
+	release := func() {}
 	if n <= uploadQueued {
-		if src.Contiguous() { // packHost's result is src's own memory
-			host = slices.Clone(host)
-		}
+		buf, c := uploadBuffer(n)
+		host = packInto((*buf)[:n], src)
+		release = func() { uploadBuffers[c].Put(buf) }
 		send = func(f func() error) error { return b.queue(op, f) }
+	} else {
+		host = packHost(src)
 	}
 	return send(func() error {
+		defer release()
 		if denseSpan(dst) {
 			return b.gpu.HtoD(b.ptr(dst), unsafe.Pointer(&host[0]), int64(n)*8)
 		}
@@ -171,14 +193,24 @@ func packHost(t *tensor.Tensor) []float64 {
 		data := t.Storage().Host()
 		return data[t.Offset() : t.Offset()+t.Len()]
 	}
-	out := make([]float64, 0, t.Len())
+	return packInto(make([]float64, t.Len()), t)
+}
+
+// packInto copies the elements of a host view into dst (of the view's length) in batch-major, row-major order and
+// returns dst.
+func packInto(dst []float64, t *tensor.Tensor) []float64 {
+	if t.Contiguous() {
+		copy(dst, t.Storage().Host()[t.Offset():])
+		return dst
+	}
+	at := 0
 	for bb := 0; bb < t.Batch(); bb++ {
 		m, stride, rows, cols := t.Matrix(bb)
 		for i := 0; i < rows; i++ {
-			out = append(out, m[i*stride:i*stride+cols]...)
+			at += copy(dst[at:], m[i*stride:i*stride+cols])
 		}
 	}
-	return out
+	return dst
 }
 
 // Download copies src (device) into the host tensor dst after the queued work is done.

@@ -146,8 +146,7 @@ func logWishartB(logdetW, nu float64, D int) float64 {
 func (m *Model) stats(logr, mu []float64) {
 	s := &m.scratch
 	N, D, K := m.N, m.D, m.K
-	clear(s.nk)
-	clear(s.s1)
+	clear(s.s1) // accumulated below; N_k is set whole
 	clear(s.sm)
 	// The exponentials in parallel over points; the sums in parallel over components, each in point order, so
 	// that they do not depend on the split.

@@ -220,6 +220,11 @@ func TestSweepFirstSeedFixedTarget(t *testing.T) {
 		"first seed -1": {Dynamic: true, T: 30, Seeds: 2, FirstSeed: -1, Methods: []string{"RCG"}},
 		"target NaN":    {Dynamic: true, T: 30, Seeds: 2, FixedTarget: &nan, Methods: []string{"RCG"}},
 		"target -Inf":   {Dynamic: true, T: 30, Seeds: 2, FixedTarget: &inf, Methods: []string{"RCG"}},
+		"ε NaN":         {Dynamic: true, T: 30, Seeds: 2, Eps: nan, Methods: []string{"RCG"}},
+		"ε +Inf":        {Dynamic: true, T: 30, Seeds: 2, Eps: -inf, Methods: []string{"RCG"}},
+		"cap NaN":       {Dynamic: true, T: 30, Seeds: 2, CapFactor: nan, Methods: []string{"RCG"}},
+		"d -1":          {Dynamic: true, T: 30, Seeds: 2, D: -1, Methods: []string{"RCG"}},
+		"H -1":          {Dynamic: true, T: 30, Seeds: 2, H: -1, Methods: []string{"RCG"}},
 	} {
 		if _, err := SweepNFA(bad); !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s: %v, want ErrBadInput", name, err)

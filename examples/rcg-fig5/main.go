@@ -34,13 +34,26 @@ func main() {
 	batched := flag.Bool("batched", false, "run each method's initialisations as one batch on -backend (RCG, RG, CG, GD)")
 	bename := flag.String("backend", "", "backend for -batched (default $GEOVB_BACKEND, else auto)")
 	flag.Parse()
+	meths, err := rcgplot.ParseMethods(*methods)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if meths[0] != "RCG" {
+		log.Fatalf("-methods %q: RCG must come first (its runs set the target and the caps)", *methods)
+	}
+	for _, err := range []error{rcgplot.CheckSeeds(*seeds), rcgplot.CheckSpacing(*R),
+		rcgplot.CheckNonNegative("cap", *gdCap)} {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
 	m, err := mog.New(mog.Synthetic(*R, *n, 0.03, 2024), *n, 2, *k, mog.DefaultPrior(2), mog.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	tol := 1e-7 * float64(*n)
 	if *batched {
-		if err := runBatched(os.Stdout, *bename, m, *seeds, split(*methods), tol, *gdCap); err != nil {
+		if err := runBatched(os.Stdout, *bename, m, *seeds, meths, tol, *gdCap); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -48,7 +61,7 @@ func main() {
 	runs := map[string][]*rcg.Trace{}
 	var order []string
 	var rcgTimes []float64
-	for _, meth := range split(*methods) {
+	for _, meth := range meths {
 		order = append(order, meth)
 		for seed := range *seeds {
 			x0, err := mog.Init(m, uint64(seed))
@@ -97,18 +110,4 @@ func main() {
 	if err := p.WriteFile(*svg); err != nil {
 		log.Fatal(err)
 	}
-}
-
-func split(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			if i > start {
-				out = append(out, s[start:i])
-			}
-			start = i + 1
-		}
-	}
-	return out
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/geovb/geovb/backend"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
@@ -33,13 +31,9 @@ type gridPoint struct {
 
 // gridPoints builds the data set and the initialisations of rcgplot.Sweep for each R of grid, so that the batched
 // runs are the host sweep's.
-func gridPoints(grid string, N, K, seeds int) ([]gridPoint, error) {
+func gridPoints(grid []float64, N, K, seeds int) ([]gridPoint, error) {
 	var out []gridPoint
-	for _, f := range strings.Split(grid, ",") {
-		R, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return nil, fmt.Errorf("R %q: %w", f, err)
-		}
+	for _, R := range grid {
 		m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, K, mog.DefaultPrior(2), mog.Options{})
 		if err != nil {
 			return nil, err
@@ -57,7 +51,7 @@ func gridPoints(grid string, N, K, seeds int) ([]gridPoint, error) {
 
 // runBatched runs methods (rcg.RunMoGBatch) on the named backend: with whole, every seed of every R of grid as one
 // mog.Batch per method (the runs' data sets differ, their N, K and D agree), else one batch per R.
-func runBatched(name, grid string, methods []string, N, K, seeds int, epsN float64, svg string, whole bool) error {
+func runBatched(name string, grid []float64, methods []string, N, K, seeds int, epsN float64, svg string, whole bool) error {
 	be, err := rcgplot.OpenBackend(name, os.Stderr)
 	if err != nil {
 		return err

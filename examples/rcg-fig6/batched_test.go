@@ -20,7 +20,7 @@ func TestWholeGridBatch(t *testing.T) {
 	}
 	defer be.Close()
 	const N, seeds = 200, 3
-	points, err := gridPoints("0.2, 0.3", N, 8, seeds)
+	points, err := gridPoints([]float64{0.2, 0.3}, N, 8, seeds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +52,5 @@ func TestWholeGridBatch(t *testing.T) {
 					i, w.Iters, w.Reason, w.F, p.Iters, p.Reason, p.F)
 			}
 		}
-	}
-	if _, err := gridPoints("0.2,x", N, 8, seeds); err == nil {
-		t.Error("an R that is not a number: no error")
 	}
 }

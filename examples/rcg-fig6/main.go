@@ -15,8 +15,6 @@ import (
 	"flag"
 	"log"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
@@ -43,8 +41,18 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	rs, err := rcgplot.ParseSpacings(*grid)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, err := range []error{rcgplot.CheckSeeds(*seeds), rcgplot.CheckNonNegative("eps", *eps),
+		rcgplot.CheckLimit(*limit)} {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
 	if *batched {
-		if err := runBatched(*bename, *grid, methods, *n, *k, *seeds, *eps, *svg, *whole); err != nil {
+		if err := runBatched(*bename, rs, methods, *n, *k, *seeds, *eps, *svg, *whole); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -54,11 +62,7 @@ func main() {
 		series[m] = &svgplot.Curve{Name: m, Color: rcgplot.Colors[m]}
 	}
 	enc := json.NewEncoder(os.Stdout)
-	for _, f := range strings.Split(*grid, ",") {
-		R, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			log.Fatal(err)
-		}
+	for _, R := range rs {
 		sums, err := rcgplot.Sweep(R, *n, *k, *seeds, *eps, methods, *limit)
 		if err != nil {
 			log.Fatal(err)

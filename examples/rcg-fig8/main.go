@@ -45,6 +45,12 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	for _, err := range []error{rcgplot.CheckSeeds(*seeds), rcgplot.CheckSpacing(*R),
+		rcgplot.CheckNonNegative("eps", *eps), rcgplot.CheckLimit(*limit)} {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
 	if *batched {
 		if err := runBatched(os.Stdout, *bename, methods, ns, *R, *k, *seeds, *eps, *svg); err != nil {
 			log.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Config describes a model.
@@ -119,9 +120,18 @@ func New(X []float64, T, P int, cfg Config) (*Model, error) {
 	if cfg.GHOrder == 0 {
 		cfg.GHOrder = 10
 	}
+	var small []string
+	for _, c := range []struct {
+		name   string
+		v, min int
+	}{{"d", cfg.D, 1}, {"H", cfg.H, 1}, {"HG", cfg.HG, 1}, {"p", P, 1}, {"T", T, 2}, {"GHOrder", cfg.GHOrder, 2}} {
+		if c.v < c.min {
+			small = append(small, fmt.Sprintf("%s = %d (want ≥ %d)", c.name, c.v, c.min))
+		}
+	}
 	switch {
-	case cfg.D < 1 || cfg.H < 1 || cfg.HG < 1 || P < 1 || T < 2 || cfg.GHOrder < 2:
-		return nil, fmt.Errorf("%w: d=%d H=%d HG=%d p=%d T=%d GH=%d", ErrBadInput, cfg.D, cfg.H, cfg.HG, P, T, cfg.GHOrder)
+	case len(small) > 0:
+		return nil, fmt.Errorf("%w: %s", ErrBadInput, strings.Join(small, ", "))
 	case len(X) != T*P:
 		return nil, fmt.Errorf("%w: len(X) = %d, want %d", ErrBadInput, len(X), T*P)
 	case cfg.Moments != Taylor && cfg.Moments != GaussHermite:

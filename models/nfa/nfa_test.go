@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -381,16 +382,20 @@ func TestBadInput(t *testing.T) {
 		X    []float64
 		T, P int
 		cfg  Config
+		want string // in the message
 	}{
-		{X, 10, 3, Config{D: 0, H: 2}},
-		{X, 10, 3, Config{D: 2, H: 0}},
-		{X[:3], 1, 3, Config{D: 1, H: 2}},
-		{X[:5], 10, 3, Config{D: 1, H: 2}},
-		{append([]float64{math.NaN()}, X[1:]...), 10, 3, Config{D: 1, H: 2}},
-		{X, 10, 3, Config{D: 1, H: 2, Moments: 7}},
+		{X, 10, 3, Config{D: 0, H: 2}, "d = 0 (want ≥ 1)"},
+		{X, 10, 3, Config{D: 2, H: 0}, "H = 0 (want ≥ 1)"},
+		{X, 10, 3, Config{D: 2, H: 2, HG: -1}, "HG = -1 (want ≥ 1)"},
+		{X, 10, 3, Config{D: 2, H: 2, GHOrder: 1}, "GHOrder = 1 (want ≥ 2)"},
+		{X[:3], 1, 3, Config{D: 1, H: 2}, "T = 1 (want ≥ 2)"},
+		{X[:0], 0, 0, Config{D: 1, H: 2}, "p = 0 (want ≥ 1), T = 0 (want ≥ 2)"},
+		{X[:5], 10, 3, Config{D: 1, H: 2}, "len(X) = 5"},
+		{append([]float64{math.NaN()}, X[1:]...), 10, 3, Config{D: 1, H: 2}, "non-finite"},
+		{X, 10, 3, Config{D: 1, H: 2, Moments: 7}, "moments 7"},
 	} {
-		if _, err := New(c.X, c.T, c.P, c.cfg); !errors.Is(err, ErrBadInput) {
-			t.Errorf("%+v: err = %v", c.cfg, err)
+		if _, err := New(c.X, c.T, c.P, c.cfg); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err = %v, want ErrBadInput naming %s", c.cfg, err, c.want)
 		}
 	}
 	// A non-positive variance makes F NaN (the optimisers reject such a start, algos/rcg TestNFANotFiniteStart).

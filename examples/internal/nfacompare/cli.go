@@ -85,6 +85,9 @@ func (c *CLI) Run(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("arguments %q: files are read only with -pool", args)
 	}
+	if *c.d < 1 || *c.h < 1 { // Options takes 0 for the defaults; the flags have them already
+		return fmt.Errorf("-d %d, -hidden %d: want at least 1 each", *c.d, *c.h)
+	}
 	return Main(c.Options())
 }
 

@@ -52,7 +52,7 @@ func TestCLIOptions(t *testing.T) {
 	}
 }
 
-// Files are read only with -pool, and -pool needs them.
+// Files are read only with -pool, and -pool needs them; -d and -hidden must be at least 1.
 func TestCLIRunArgs(t *testing.T) {
 	c, args := newCLI(t, nssmDefaults, "part.jsonl")
 	if err := c.Run(args); err == nil || !strings.Contains(err.Error(), "-pool") {
@@ -61,5 +61,11 @@ func TestCLIRunArgs(t *testing.T) {
 	c, args = newCLI(t, nssmDefaults, "-pool")
 	if err := c.Run(args); err == nil || !strings.Contains(err.Error(), "no files") {
 		t.Errorf("-pool without files: %v", err)
+	}
+	for _, flags := range [][]string{{"-d", "0"}, {"-hidden", "0"}} { // 0 would take Options' defaults unseen
+		c, args = newCLI(t, nssmDefaults, flags...)
+		if err := c.Run(args); err == nil || !strings.Contains(err.Error(), strings.Join(flags, " ")) {
+			t.Errorf("%v: %v", flags, err)
+		}
 	}
 }

@@ -73,10 +73,10 @@ type ReduceOp int
 
 // Reductions.
 const (
-	ReduceSum ReduceOp = iota
-	ReduceMax
-	ReduceMin
-	ReduceSumSq // Σ x²
+	ReduceSum   ReduceOp = iota
+	ReduceMax            // a NaN among the elements gives NaN
+	ReduceMin            // likewise
+	ReduceSumSq          // Σ x²
 )
 
 // Axis says what Reduce collapses.

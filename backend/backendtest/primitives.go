@@ -851,6 +851,35 @@ func testReduce(t *testing.T, b backend.Backend) {
 			}
 		}
 	}
+	// A NaN makes every reduction over it NaN (max and min too, which callers use to find non-finite entries) and
+	// leaves the others finite.
+	hn := randHost(r, 2, 3, 4)
+	hn.Set(1, 2, 1, math.NaN())
+	dn := upload(t, b, hn)
+	for _, op := range []backend.ReduceOp{backend.ReduceSum, backend.ReduceMax, backend.ReduceMin, backend.ReduceSumSq} {
+		for _, c := range []struct {
+			ax         backend.Axis
+			rows, cols int
+			i, j       int // the output over the NaN in item 1
+		}{{backend.AxisAll, 1, 1, 0, 0}, {backend.AxisRows, 1, 4, 0, 1}, {backend.AxisCols, 3, 1, 2, 0}} {
+			dd, _ := b.Alloc(tensor.Shape{Batch: 2, Rows: c.rows, Cols: c.cols})
+			if err := b.Reduce(dd, op, c.ax, dn); err != nil {
+				t.Fatalf("reduce with a NaN, op %d axis %d: %v", op, c.ax, err)
+			}
+			got := download(t, b, dd)
+			for bb := range 2 {
+				for i := range c.rows {
+					for j := range c.cols {
+						over := bb == 1 && i == c.i && j == c.j
+						if v := got.At(bb, i, j); math.IsNaN(v) != over {
+							t.Errorf("reduce with a NaN at [1,2,1], op %d axis %d: [%d,%d,%d] = %v", op, c.ax, bb, i, j, v)
+						}
+					}
+				}
+			}
+			b.Free(dd)
+		}
+	}
 	bad, _ := b.Alloc(tensor.Shape{Batch: 1, Rows: 2, Cols: 1})
 	if err := b.Reduce(bad, backend.ReduceSum, backend.AxisAll, upload(t, b, randHost(r, 1, 2, 2))); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("reduce all into 2×1: err = %v, want ErrShape", err)

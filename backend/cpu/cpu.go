@@ -288,9 +288,33 @@ func bi(x *tensor.Tensor, b int) int {
 
 // row returns row i of matrix bb of a host tensor.
 func row(t *tensor.Tensor, bb, i int) []float64 {
-	h := hostData(t)
-	start := t.Offset() + bi(t, bb)*t.BatchStride() + i*t.RowStride()
-	return h[start : start+t.Cols()]
+	return rowsOf(t).at(bb, i)
+}
+
+// hostRows finds the rows of a host tensor with row's lookups (storage, offset, strides, broadcast) done once, for
+// loops over many short rows.
+type hostRows struct {
+	h                 []float64
+	off, bs, rs, cols int
+}
+
+func rowsOf(t *tensor.Tensor) hostRows {
+	bs := t.BatchStride()
+	if t.Batch() == 1 {
+		bs = 0 // a single matrix serves every batch index (bi)
+	}
+	return hostRows{hostData(t), t.Offset(), bs, t.RowStride(), t.Cols()}
+}
+
+// at is row(t, bb, i).
+func (r hostRows) at(bb, i int) []float64 {
+	start := r.off + bb*r.bs + i*r.rs
+	return r.h[start : start+r.cols]
+}
+
+// elem is element (i, j) of matrix bb.
+func (r hostRows) elem(bb, i, j int) *float64 {
+	return &r.h[r.off+bb*r.bs+i*r.rs+j]
 }
 
 var _ backend.Backend = (*Backend)(nil)

@@ -252,8 +252,9 @@ func (b *Backend) ScaleRows(dst, x, v *tensor.Tensor) error {
 	if err := checkHost(op, []string{"v"}, v); err != nil {
 		return err
 	}
+	dr, xrs, vr := rowsOf(dst), rowsOf(x), rowsOf(v)
 	b.eachRow(dst, 1, func(bb, i int) {
-		d, xr, s := row(dst, bb, i), row(x, bb, i), row(v, bb, i)[0]
+		d, xr, s := dr.at(bb, i), xrs.at(bb, i), *vr.elem(bb, i, 0)
 		for j := range d {
 			d[j] = xr[j] * s
 		}
@@ -276,8 +277,9 @@ func (b *Backend) ScaleCols(dst, x, v *tensor.Tensor) error {
 	if err := checkHost(op, []string{"v"}, v); err != nil {
 		return err
 	}
+	dr, xrs, vr := rowsOf(dst), rowsOf(x), rowsOf(v)
 	b.eachRow(dst, 1, func(bb, i int) {
-		d, xr, s := row(dst, bb, i), row(x, bb, i), row(v, bb, 0)
+		d, xr, s := dr.at(bb, i), xrs.at(bb, i), vr.at(bb, 0)
 		for j := range d {
 			d[j] = xr[j] * s[j]
 		}
@@ -296,15 +298,17 @@ func (b *Backend) RowDots(dst, x, y *tensor.Tensor) error {
 	}
 	rows := dst.Rows()
 	total := dst.Batch() * rows
+	dr, xrs, yrs := rowsOf(dst), rowsOf(x), rowsOf(y)
 	b.parallelWork(total, 2*float64(x.Cols()), func(lo, hi int) {
 		for k := lo; k < hi; k++ {
 			bb, i := k/rows, k%rows
-			xr, yr := row(x, bb, i), row(y, bb, i)
+			xr, yr := xrs.at(bb, i), yrs.at(bb, i)
+			yr = yr[:len(xr)]
 			var s float64
-			for j := range xr {
-				s += xr[j] * yr[j]
+			for j, v := range xr {
+				s += v * yr[j]
 			}
-			row(dst, bb, i)[0] = s
+			*dr.elem(bb, i, 0) = s
 		}
 	})
 	return nil
@@ -338,6 +342,39 @@ func reduceStep(op backend.ReduceOp, acc, x float64) float64 {
 	return acc + x
 }
 
+// reduceRow is reduceStep over v from reduceInit, in order, with op's case chosen once.
+func reduceRow(op backend.ReduceOp, v []float64) float64 {
+	switch op {
+	case backend.ReduceMax:
+		acc := math.Inf(-1)
+		for _, x := range v {
+			if x > acc || x != x { // a NaN wins, as in reduceStep
+				acc = x
+			}
+		}
+		return acc
+	case backend.ReduceMin:
+		acc := math.Inf(1)
+		for _, x := range v {
+			if x < acc || x != x {
+				acc = x
+			}
+		}
+		return acc
+	case backend.ReduceSumSq:
+		var acc float64
+		for _, x := range v {
+			acc += x * x
+		}
+		return acc
+	}
+	var acc float64
+	for _, x := range v {
+		acc += x
+	}
+	return acc
+}
+
 // combine merges two partial results of op (sums add; max/min compare).
 func combine(op backend.ReduceOp, a, c float64) float64 {
 	if op == backend.ReduceSumSq {
@@ -359,27 +396,24 @@ func (b *Backend) Reduce(dst *tensor.Tensor, op backend.ReduceOp, axis backend.A
 		return err
 	}
 	rows, cols := x.Rows(), x.Cols()
+	dr, xr := rowsOf(dst), rowsOf(x)
 	switch axis {
 	case backend.AxisCols:
 		b.parallelWork(x.Batch()*rows, float64(cols), func(lo, hi int) {
 			for k := lo; k < hi; k++ {
 				bb, i := k/rows, k%rows
-				acc := reduceInit(op)
-				for _, v := range row(x, bb, i) {
-					acc = reduceStep(op, acc, v)
-				}
-				row(dst, bb, i)[0] = acc
+				*dr.elem(bb, i, 0) = reduceRow(op, xr.at(bb, i))
 			}
 		})
 	case backend.AxisRows:
 		b.parallelWork(x.Batch(), float64(rows*cols), func(lo, hi int) {
 			for bb := lo; bb < hi; bb++ {
-				d := row(dst, bb, 0)
+				d := dr.at(bb, 0)
 				for j := range d {
 					d[j] = reduceInit(op)
 				}
 				for i := 0; i < rows; i++ {
-					for j, v := range row(x, bb, i) {
+					for j, v := range xr.at(bb, i) {
 						d[j] = reduceStep(op, d[j], v)
 					}
 				}
@@ -394,11 +428,7 @@ func (b *Backend) Reduce(dst *tensor.Tensor, op backend.ReduceOp, axis backend.A
 		for bb := 0; bb < x.Batch(); bb++ {
 			b.parallelWork(rows, float64(cols), func(lo, hi int) {
 				for i := lo; i < hi; i++ {
-					acc := reduceInit(op)
-					for _, v := range row(x, bb, i) {
-						acc = reduceStep(op, acc, v)
-					}
-					part[i] = acc
+					part[i] = reduceRow(op, xr.at(bb, i))
 				}
 			})
 			acc := reduceInit(op)
@@ -482,10 +512,11 @@ func (b *Backend) Transpose(dst, x *tensor.Tensor) error {
 	if err := checkHost(op, []string{"dst", "x"}, dst, x); err != nil {
 		return err
 	}
+	dr, xr := rowsOf(dst), rowsOf(x)
 	b.eachRow(dst, 1, func(bb, i int) {
-		d := row(dst, bb, i)
+		d := dr.at(bb, i)
 		for j := range d {
-			d[j] = row(x, bb, j)[i]
+			d[j] = *xr.elem(bb, j, i)
 		}
 	})
 	return nil

@@ -39,14 +39,15 @@ func ghTanhRows(be backend.Backend, m1, m2, u, y, sd, zw *tensor.Tensor) error {
 	b := be.(*Backend)
 	z, w := row(zw, 0, 0), row(zw, 0, 1)
 	R, H := y.Rows(), y.Cols()
+	ys, ss, m1s, m2s, us := rowsOf(y), rowsOf(sd), rowsOf(m1), rowsOf(m2), rowsOf(u)
 	b.parallelWork(y.Batch()*R, float64(len(z)*H)*30, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			bb, i := r/R, r%R
-			yr, sr, a1, a2 := row(y, bb, i), row(sd, bb, i), row(m1, bb, i), row(m2, bb, i)
+			yr, sr, a1, a2 := ys.at(bb, i), ss.at(bb, i), m1s.at(bb, i), m2s.at(bb, i)
 			clear(a1)
 			clear(a2)
 			for q := range z {
-				ur := row(u, bb, q*R+i)
+				ur := us.at(bb, q*R+i)
 				for j := range ur {
 					ur[j] = yr[j] + z[q]*sr[j]
 				}
@@ -68,14 +69,15 @@ func ghTanhBackRows(be backend.Backend, gy, gsum, u, gk, gm, zw *tensor.Tensor) 
 	b := be.(*Backend)
 	z, w := row(zw, 0, 0), row(zw, 0, 1)
 	R, H := gy.Rows(), gy.Cols()
+	gys, gss, gks, gms, us := rowsOf(gy), rowsOf(gsum), rowsOf(gk), rowsOf(gm), rowsOf(u)
 	b.parallelWork(gy.Batch()*R, float64(len(z)*H)*8, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			bb, i := r/R, r%R
-			gyr, gsr, gkr, gmr := row(gy, bb, i), row(gsum, bb, i), row(gk, bb, i), row(gm, bb, i)
+			gyr, gsr, gkr, gmr := gys.at(bb, i), gss.at(bb, i), gks.at(bb, i), gms.at(bb, i)
 			clear(gyr)
 			clear(gsr)
 			for q := range z {
-				ur := row(u, bb, q*R+i)
+				ur := us.at(bb, q*R+i)
 				wz := w[q] * z[q]
 				for j, v := range ur {
 					d := (1 - v*v) * (gkr[j]*v + gmr[j])

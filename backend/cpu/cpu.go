@@ -298,6 +298,7 @@ type hostRows struct {
 	off, bs, rs, cols int
 }
 
+// rowsOf returns the row finder of a host tensor.
 func rowsOf(t *tensor.Tensor) hostRows {
 	bs := t.BatchStride()
 	if t.Batch() == 1 {

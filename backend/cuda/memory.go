@@ -116,9 +116,10 @@ func denseSpan(t *tensor.Tensor) bool {
 // uploadQueued is the largest upload (in elements) that is queued rather than waited for: the caller copies src
 // first, so that it may change src at once, and copying 256 KiB costs about what one waited hand-over to the device
 // thread does (cu.BenchmarkThreadDo).
-const uploadQueued = 1 << uploadQueuedLog
-
-const uploadQueuedLog = 15
+const (
+	uploadQueued    = 1 << uploadQueuedLog
+	uploadQueuedLog = 15
+)
 
 // uploadBuffers holds the host copies of queued uploads for reuse, by size class: class c holds buffers of 2^c
 // elements, up to uploadQueued. A buffer goes back once its transfer has returned: a synchronous copy from pageable

@@ -1,11 +1,12 @@
 // Command rcg-fig5 reproduces the method comparison of paper 004 Fig. 5 (§6.2 of the notes) on the synthetic
 // mixture: N = 500 points of five 2-D Gaussians with R = 0.3, K = 5, ε = 1e-7·N, several initialisations. It
 // prints one JSON line per method (median time and evaluations to reach RCG's median final F, median final F) and
-// writes F(t) of every run as an SVG.
+// writes F(t) of every run as an SVG. Each method's end is logged on stderr as it comes.
 //
-// With -batched, each method of -methods runs all initialisations as one batched computation on a backend
-// (mog.Batch, rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto). A batch has no per-run times, so each line gives the median evaluations to RCG's median final F + ε, with the batch's wall and
-// CPU time; CG's and GD's runs are capped at -cap × RCG's median iterations. No SVG is written.
+// With -batched, each method of -methods runs all initialisations as one batched computation on a backend (mog.Batch,
+// rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto). A batch has no per-run times, so each line gives the
+// median evaluations to RCG's median final F + ε, with the batch's wall and CPU time; CG's and GD's runs are capped at
+// -cap × RCG's median iterations. No SVG is written.
 package main
 
 import (
@@ -82,6 +83,11 @@ func main() {
 				rcgTimes = append(rcgTimes, tr.Time)
 			}
 		}
+		var t []float64
+		for _, tr := range runs[meth] {
+			t = append(t, tr.Time)
+		}
+		log.Printf("%s: %d runs, median %.3g s of CPU time", meth, len(t), rcg.Median(t)) // progress, on stderr
 	}
 	target := math.NaN()
 	if rs := runs["RCG"]; len(rs) > 0 {

@@ -220,13 +220,17 @@ func (b *Backend) Map(dst *tensor.Tensor, f backend.UnaryOp, alpha float64, x *t
 		case f == backend.Tanh && vmath.UseFMA:
 			vmath.Tanh(d, xr, alpha, scalar) // the batched NFA/NSSM's Gauss–Hermite nodes
 		case (f == backend.Exp || f == backend.Log) && vmath.UseFMA: // the batched mixture's responsibilities
-			for j := range d {
-				d[j] = alpha * xr[j]
+			src := xr
+			if alpha != 1 { // 1·x is x, so the kernels may read x itself
+				for j := range d {
+					d[j] = alpha * xr[j]
+				}
+				src = d
 			}
 			if f == backend.Exp {
-				vmath.Exp(d, d) // math.Exp's bits
+				vmath.Exp(d, src) // math.Exp's bits
 			} else {
-				vmath.Log(d, d) // math.Log's bits
+				vmath.Log(d, src) // math.Log's bits
 			}
 		default:
 			for j := range d {

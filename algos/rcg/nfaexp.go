@@ -329,15 +329,15 @@ func (s Sweep) RCGTarget(rcgRuns []*Trace) float64 {
 // check returns an error naming the sweep's settings when one is out of range; batched adds the batched sweep's
 // limits (no following of RCG's misses).
 func (s Sweep) check(batched bool) error {
-	finite := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) } // NaN fails too
-	if s.Seeds < 1 || s.FirstSeed < 0 || !finite(s.Eps) || !finite(s.CapFactor) || s.RCGCap < 0 ||
+	usable := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) } // finite and ≥ 0; NaN fails
+	if s.Seeds < 1 || s.FirstSeed < 0 || !usable(s.Eps) || !usable(s.CapFactor) || s.RCGCap < 0 ||
 		s.RCGMaxIter < 0 || len(s.Methods) == 0 || s.Methods[0] != "RCG" {
 		return fmt.Errorf("%w: sweep with %d seeds from %d, ε = %v, cap factor %v, RCG cap %v and %d iterations, "+
 			"methods %v (want seeds ≥ 1 from ≥ 0, finite ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds,
 			s.FirstSeed, s.Eps, s.CapFactor, s.RCGCap, s.RCGMaxIter, s.Methods)
 	}
 	if s.D < 0 || s.H < 0 {
-		return fmt.Errorf("%w: %d sources and %d hidden units (want ≥ 1; 0: 5 and 20)", ErrBadInput, s.D, s.H)
+		return fmt.Errorf("%w: %d sources and %d hidden units (want ≥ 0; 0 takes 5 and 20)", ErrBadInput, s.D, s.H)
 	}
 	if s.CheckpointEvery < 0 {
 		return fmt.Errorf("%w: checkpoints every %d iterations in %q (want ≥ 0)", ErrBadInput, s.CheckpointEvery,

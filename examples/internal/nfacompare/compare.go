@@ -76,6 +76,10 @@ func Main(o Options) error {
 			return err
 		}
 		defer be.Close()
+		if be.Info().Name == "cpu" && o.Log != nil {
+			fmt.Fprintln(o.Log, "note: on the CPU the batched NFA/NSSM runs take two to three times as long as the "+
+				"same runs without -batched (docs/benchmarks.md, BenchmarkNFABatch8); the batch is meant for GPUs")
+		}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, f := range strings.Split(o.Grid, ",") {

@@ -255,8 +255,8 @@ func TestRunLines(t *testing.T) {
 }
 
 // TestMainBatched runs the batched sweep end to end on the CPU backend for NFA and the NSSM (T = 40, two seeds, RCG
-// capped at 5 iterations, CG at 5): it writes the figure and a progress line per run, and refuses to follow RCG's
-// misses. With Options.TickEvery each run also reports while it runs.
+// capped at 5 iterations, CG at 5): it writes the figure, a note that on the CPU the loop is faster, and a progress
+// line per run, and refuses to follow RCG's misses. With Options.TickEvery each run also reports while it runs.
 func TestMainBatched(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "nfa.svg")
 	var log bytes.Buffer
@@ -269,7 +269,10 @@ func TestMainBatched(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(log.String()), "\n")
-		if len(lines) != 4 || !strings.HasPrefix(lines[0], "T=40 RCG seed 0: F ") ||
+		if len(lines) != 5 || !strings.HasPrefix(lines[0], "note: on the CPU the batched NFA/NSSM runs take") {
+			t.Fatalf("dynamic=%v: progress %q, want the CPU note and a line per run", dyn, lines)
+		}
+		if lines = lines[1:]; !strings.HasPrefix(lines[0], "T=40 RCG seed 0: F ") ||
 			!strings.Contains(lines[0], " after 5 iterations, ") || !strings.HasPrefix(lines[3], "T=40 CG seed 1: ") {
 			t.Errorf("dynamic=%v: progress %q, want a line per run, RCG's two then CG's", dyn, lines)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/models/glmm"
 	"github.com/geovb/geovb/rng"
 )
@@ -39,7 +40,7 @@ func benchArrow(b *testing.B, kind Kind, opt Optimizer) {
 
 // benchSparse times b.N iterations of FitSparse's loop body (draw, gradient, optimiser step) on f, after one
 // untimed iteration.
-func benchSparse(b *testing.B, f Sparse, m Model, kind Kind, opt Optimizer) {
+func benchSparse(b *testing.B, f Sparse, m model.Density, kind Kind, opt Optimizer) {
 	cfg := Config{Optimizer: opt, Kind: kind}
 	if err := cfg.defaults(); err != nil {
 		b.Fatal(err)

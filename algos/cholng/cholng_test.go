@@ -38,6 +38,8 @@ func (g *gauss) LogJoint(th, grad []float64) float64 {
 	return s
 }
 
+func (g *gauss) LogDensity(grad, th []float64) (float64, error) { return g.LogJoint(th, grad), nil }
+
 func randSPD(r *rand.Rand, d int) *mat.SymDense {
 	a := mat.NewDense(d, d, nil)
 	for i := 0; i < d; i++ {

@@ -20,19 +20,13 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
 // T is short for *tensor.Tensor.
 type T = tensor.Tensor
-
-// Model is a log joint log p(y, θ) with its gradient, evaluated on the host (θ has length Dim()).
-type Model interface {
-	Dim() int
-	// LogJoint returns log p(y, θ) and writes ∇_θ log p(y, θ) into grad.
-	LogJoint(theta, grad []float64) float64
-}
 
 // Param selects the Cholesky parametrisation.
 type Param int
@@ -293,11 +287,14 @@ func (f *Dense) objective(lp float64) (float64, error) {
 }
 
 // Eval draws θ for the current z and returns h(θ) without computing gradients.
-func (f *Dense) Eval(m Model) (float64, error) {
+func (f *Dense) Eval(m model.Density) (float64, error) {
 	if err := f.draw(); err != nil {
 		return 0, err
 	}
-	lp := m.LogJoint(f.hth, f.hgr)
+	lp, err := m.LogDensity(f.hgr, f.hth)
+	if err != nil {
+		return 0, err
+	}
 	return f.objective(lp)
 }
 
@@ -306,12 +303,15 @@ func (f *Dense) Eval(m Model) (float64, error) {
 // Euclidean ‖g̃‖₂²; for Precision the Riemannian ⟨ĝ, g̃⟩ = ‖v‖² + Σ_{k>l} z_k²v_l² + ½Σ z_k²v_k² in O(d). For the
 // Euclidean kind the norm is ‖ĝ‖₂². Per call: Covariance natural 2 TRMV + the scan, no solve; Precision natural
 // 3 TRSV + the scan (notes §6.1); all O(d²).
-func (f *Dense) Gradient(m Model, kind Kind) (h, norm2 float64, err error) {
+func (f *Dense) Gradient(m model.Density, kind Kind) (h, norm2 float64, err error) {
 	b := f.b
 	if err := f.draw(); err != nil {
 		return 0, 0, err
 	}
-	lp := m.LogJoint(f.hth, f.hgr)
+	lp, err := m.LogDensity(f.hgr, f.hth)
+	if err != nil {
+		return 0, 0, err
+	}
 	if h, err = f.objective(lp); err != nil {
 		return 0, 0, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -288,7 +289,7 @@ type checkpoint struct {
 // fires or the iteration cap (1e5 by default) is reached, then estimates L̂ from EvalDraws fresh draws. Draw t of
 // the run uses z from stream 0 at offset t·d; the evaluation draws use stream 1. With ctl.CheckpointEvery set, the
 // state is saved to ctl.CheckpointPath, and a Fit with resume = true continues from it bit for bit.
-func Fit(b backend.Backend, m Model, cfg Config, ctl run.Control, resume bool) (*Result, error) {
+func Fit(b backend.Backend, m model.Density, cfg Config, ctl run.Control, resume bool) (*Result, error) {
 	if err := ctl.Validate(); err != nil {
 		return nil, err
 	}
@@ -401,13 +402,13 @@ func saveCheckpoint(b backend.Backend, f *Dense, o *optimizer, r *StopRule, iter
 // family is what the optimisation loop needs from a variational family: Dense (Alg 1b/2b), Block (1c), Arrow (2c).
 type family interface {
 	Sample(c rng.Counter) error
-	Gradient(m Model, kind Kind) (h, norm2 float64, err error)
+	Gradient(m model.Density, kind Kind) (h, norm2 float64, err error)
 }
 
 // iterate is the loop Fit and FitSparse share: draw z (stream offset it·d, so a resumed run draws what an
 // uninterrupted one would), gradient, optimiser step (Snngm: Table 4 with bias correction; ‖g̃‖ = 0, an exact STL
 // optimum, gives a zero direction, notes §8.3), the stopping rule, the recorder and checkpoints through save.
-func iterate(loop *run.Loop, f family, m Model, cfg Config, d int, opt *optimizer, rule *StopRule, save func(iter int) error) {
+func iterate(loop *run.Loop, f family, m model.Density, cfg Config, d int, opt *optimizer, rule *StopRule, save func(iter int) error) {
 	ctr := rng.Counter{Seed: cfg.Seed}
 	for loop.Next() {
 		it := loop.Iter()

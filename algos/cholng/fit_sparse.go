@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 )
 
@@ -42,7 +43,7 @@ const sparseCheckpointVersion = 3
 // stream 1. Snngm uses α = 0.001√ℓ_λ with ℓ_λ the pattern's free entries (notes §8.7) and the family's norm
 // (Euclidean for Block, Riemannian for Arrow). With ctl.CheckpointEvery the state is saved to ctl.CheckpointPath
 // and resume = true continues from it bit for bit.
-func FitSparse(f Sparse, m Model, cfg Config, ctl run.Control, resume bool) (*SparseResult, error) {
+func FitSparse(f Sparse, m model.Density, cfg Config, ctl run.Control, resume bool) (*SparseResult, error) {
 	if err := ctl.Validate(); err != nil {
 		return nil, err
 	}

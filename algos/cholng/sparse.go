@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -41,9 +42,9 @@ type Sparse interface {
 	// Gradient evaluates h(θ) at the current z and leaves the single-draw gradient of the requested kind in the
 	// family's gradient buffer (GradLambda reads it). norm2 is the Snngm norm²: Euclidean for C families,
 	// Riemannian ⟨ĝ, g̃⟩ for T families (notes §5.1, corrected); for the Euclidean kind it is ‖ĝ‖².
-	Gradient(m Model, kind Kind) (h, norm2 float64, err error)
+	Gradient(m model.Density, kind Kind) (h, norm2 float64, err error)
 	// Eval returns h(θ) at the current z.
-	Eval(m Model) (float64, error)
+	Eval(m model.Density) (float64, error)
 	// Lambda returns λ in the paper's order (see the family's doc); SetLambda sets it.
 	Lambda() ([]float64, error)
 	SetLambda(lam []float64) error
@@ -437,11 +438,16 @@ func (c *sparseCore) finishDraw() error {
 }
 
 // evalModel evaluates the model at the host θ (the user's order), leaving ∇log p in hgpU.
-func (c *sparseCore) evalModel(m Model) float64 { return m.LogJoint(c.hthU[:c.d], c.hgpU[:c.d]) }
+func (c *sparseCore) evalModel(m model.Density) (float64, error) {
+	return m.LogDensity(c.hgpU[:c.d], c.hthU[:c.d])
+}
 
 // logJoint evaluates the model at the host θ and uploads its gradient (in the internal order).
-func (c *sparseCore) logJoint(m Model) (float64, error) {
-	lp := c.evalModel(m)
+func (c *sparseCore) logJoint(m model.Density) (float64, error) {
+	lp, err := c.evalModel(m)
+	if err != nil {
+		return 0, err
+	}
 	if c.cperm != nil {
 		c.fromUser(c.hgp, c.hgpU)
 	}
@@ -690,11 +696,14 @@ func (f *Block) logQ(s []float64) float64 {
 }
 
 // Eval returns h(θ) for the current z.
-func (f *Block) Eval(m Model) (float64, error) {
+func (f *Block) Eval(m model.Density) (float64, error) {
 	if err := f.draw(); err != nil {
 		return 0, err
 	}
-	lp := f.evalModel(m)
+	lp, err := f.evalModel(m)
+	if err != nil {
+		return 0, err
+	}
 	s, err := f.scalars()
 	if err != nil {
 		return 0, err
@@ -707,7 +716,7 @@ func (f *Block) Eval(m Model) (float64, error) {
 // LogDiag the diagonal part is pushed forward by (4): (C H̿)_aa / C_aa = a_a z_a / 2 (notes §3.7 [CORRECTION] R̃_C).
 // Euclidean: g = ∇log p + C⁻ᵀz (STL; BlockUpper solve), factor part lower(g zᵀ) per block (LowerOuter; times C_aa
 // on the log diagonal). The norm² is ‖·‖₂² of the whole gradient (notes §5.1: Euclidean for C families).
-func (f *Block) Gradient(m Model, kind Kind) (float64, float64, error) {
+func (f *Block) Gradient(m model.Density, kind Kind) (float64, float64, error) {
 	b := f.b
 	if err := f.draw(); err != nil {
 		return 0, 0, err
@@ -1044,11 +1053,14 @@ func (f *Arrow) logQ(s []float64) float64 {
 }
 
 // Eval returns h(θ) for the current z.
-func (f *Arrow) Eval(m Model) (float64, error) {
+func (f *Arrow) Eval(m model.Density) (float64, error) {
 	if err := f.draw(); err != nil {
 		return 0, err
 	}
-	lp := f.evalModel(m)
+	lp, err := f.evalModel(m)
+	if err != nil {
+		return 0, err
+	}
 	s, err := f.scalars()
 	if err != nil {
 		return 0, err
@@ -1088,7 +1100,7 @@ func (f *Arrow) localSum(solve bool, dst, x func(*bucket) *T) error {
 // Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, notes §4.1): g = ∇log p + Tz (BlockLower
 // product with its coupling sum), v = T⁻¹g; T_i part lower(−w_i v_iᵀ) (LowerOuter), T_Gi part −u_G v_iᵀ
 // (BlockCoupledTri without the product term), T_G part lower(−u_G v_Gᵀ).
-func (f *Arrow) Gradient(m Model, kind Kind) (float64, float64, error) {
+func (f *Arrow) Gradient(m model.Density, kind Kind) (float64, float64, error) {
 	b := f.b
 	if err := f.draw(); err != nil {
 		return 0, 0, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 )
 
@@ -118,21 +119,26 @@ func (f *hostBlock) draw() float64 {
 }
 
 // Eval returns h(θ) for the current z.
-func (f *hostBlock) Eval(m Model) (float64, error) {
+func (f *hostBlock) Eval(m model.Density) (float64, error) {
 	lq := f.draw()
-	return m.LogJoint(f.th, f.gp) - lq, nil
+	lp, err := m.LogDensity(f.gp, f.th)
+	return lp - lq, err
 }
 
 // Gradient (see Sparse). Natural: per block a_k = C_kᵀ∇log p + z_k (notes §3.6; no solve), μ part C_k a_k, factor
 // part (C_k H̿_k)_ab = z_b(Σ_{c=b..a} C_ac a_c − ½C_ab a_b) by a reverse row scan; with LogDiag the diagonal part
 // is pushed forward by (4): (C H̿)_aa / C_aa = a_a z_a / 2 (notes §3.7 [CORRECTION] R̃_C). Euclidean: g = ∇log p +
 // C⁻ᵀz (STL), factor part lower(g zᵀ) per block (times C_aa on the log diagonal).
-func (f *hostBlock) Gradient(m Model, kind Kind, grad []float64) (float64, float64, error) {
+func (f *hostBlock) Gradient(m model.Density, kind Kind, grad []float64) (float64, float64, error) {
 	if len(grad) != f.np {
 		return 0, 0, fmt.Errorf("cholng: gradient buffer has %d entries, want %d", len(grad), f.np)
 	}
 	lq := f.draw()
-	h := m.LogJoint(f.th, f.gp) - lq
+	lp, err := m.LogDensity(f.gp, f.th)
+	if err != nil {
+		return 0, 0, err
+	}
+	h := lp - lq
 	n2 := 0.0
 	for k, s := range f.sizes {
 		o, po := f.zoff[k], f.poff[k]
@@ -402,9 +408,10 @@ func (f *hostArrow) draw() float64 {
 }
 
 // Eval returns h(θ) for the current z.
-func (f *hostArrow) Eval(m Model) (float64, error) {
+func (f *hostArrow) Eval(m model.Density) (float64, error) {
 	lq := f.draw()
-	return m.LogJoint(f.th, f.gp) - lq, nil
+	lp, err := m.LogDensity(f.gp, f.th)
+	return lp - lq, err
 }
 
 // Gradient (see Sparse).
@@ -418,12 +425,16 @@ func (f *hostArrow) Eval(m Model) (float64, error) {
 //
 // Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, notes §4.1): g = ∇log p + Tz,
 // v = T⁻¹g; T_i part lower(−w_i v_iᵀ), T_Gi part −u_G v_iᵀ, T_G part lower(−u_G v_Gᵀ).
-func (f *hostArrow) Gradient(m Model, kind Kind, grad []float64) (float64, float64, error) {
+func (f *hostArrow) Gradient(m model.Density, kind Kind, grad []float64) (float64, float64, error) {
 	if len(grad) != f.np {
 		return 0, 0, fmt.Errorf("cholng: gradient buffer has %d entries, want %d", len(grad), f.np)
 	}
 	lq := f.draw()
-	h := m.LogJoint(f.th, f.gp) - lq
+	lp, err := m.LogDensity(f.gp, f.th)
+	if err != nil {
+		return 0, 0, err
+	}
+	h := lp - lq
 	dG, dl := f.dG, f.dl
 	tG := f.lam[f.gpoff:]
 	zG := f.z[dl:]
@@ -592,13 +603,13 @@ type hostFamily interface {
 	NumParams() int
 	Lambda() []float64
 	Z() []float64
-	Gradient(m Model, kind Kind, grad []float64) (h, norm2 float64, err error)
-	Eval(m Model) (float64, error)
+	Gradient(m model.Density, kind Kind, grad []float64) (h, norm2 float64, err error)
+	Eval(m model.Density) (float64, error)
 }
 
 // hostRun is the former host FitSparse loop body (Snngm or Adam on the flat λ, draws of stream 0 at offset t·d)
 // for iters iterations without the stopping rule; it returns h of every iteration.
-func hostRun(f hostFamily, m Model, cfg Config, iters int) []float64 {
+func hostRun(f hostFamily, m model.Density, cfg Config, iters int) []float64 {
 	lam, np, d := f.Lambda(), f.NumParams(), f.Dim()
 	grad, mo, so := make([]float64, np), make([]float64, np), make([]float64, np)
 	alpha := cfg.Alpha

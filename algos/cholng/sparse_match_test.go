@@ -9,6 +9,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/models/glmm"
 )
 
@@ -25,7 +26,7 @@ func scalarRel(a, b float64) float64 { return math.Abs(a-b) / max(1, math.Abs(b)
 
 // compareFamilies checks one draw: θ, h (Eval and Gradient), the gradient of both kinds in λ order and the Snngm
 // norm² of the backend family f against the host family hf, which hold the same λ; z is set on both.
-func compareFamilies(t *testing.T, name string, f Sparse, hf hostFamily, m Model, z []float64, tol float64) {
+func compareFamilies(t *testing.T, name string, f Sparse, hf hostFamily, m model.Density, z []float64, tol float64) {
 	t.Helper()
 	copy(hf.Z(), z)
 	if err := f.SetZ(z); err != nil {
@@ -211,7 +212,7 @@ func TestFitSparseMatchesHostLoop(t *testing.T) {
 
 // fitVsHost runs iters iterations of FitSparse on f (closed at the end of the test) and of the host loop on hf from
 // the same λ and draws, and reports an error when λ differs by more than rel tol; it returns the difference.
-func fitVsHost(t *testing.T, f Sparse, hf hostFamily, m Model, cfg Config, iters int, tol float64) float64 {
+func fitVsHost(t *testing.T, f Sparse, hf hostFamily, m model.Density, cfg Config, iters int, tol float64) float64 {
 	t.Helper()
 	closeAfter(t, f)
 	hostRun(hf, m, cfg, iters)

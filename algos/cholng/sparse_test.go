@@ -12,6 +12,7 @@ import (
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 )
 
@@ -92,7 +93,7 @@ func setMuZ(t testing.TB, f Sparse, mu, z []float64) {
 }
 
 // gradOf runs Gradient and returns the gradient in λ order with h and the norm².
-func gradOf(t testing.TB, f Sparse, m Model, kind Kind) (g []float64, h, n2 float64) {
+func gradOf(t testing.TB, f Sparse, m model.Density, kind Kind) (g []float64, h, n2 float64) {
 	t.Helper()
 	h, n2, err := f.Gradient(m, kind)
 	if err != nil {

@@ -131,6 +131,8 @@ func (m *mixedGLMM) LogJoint(th, grad []float64) float64 {
 	return lp
 }
 
+func (m *mixedGLMM) LogDensity(grad, th []float64) (float64, error) { return m.LogJoint(th, grad), nil }
+
 // BenchmarkUnequalGroups times one Snngm iteration of Alg 2c (Arrow, natural gradient) and Alg 1c (Block: the
 // groups plus the global block) on mixedGLMM with 1e4 and 1e5 groups of 4 observations: all groups of 2 random
 // effects against alternating 1 and 3 (the same d and coupling size). With the groups bucketed by size the

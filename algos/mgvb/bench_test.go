@@ -8,6 +8,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -15,7 +16,7 @@ import (
 // independent fits batched in one Fit call, from μ₀ = 0, Σ₀ = 0.04 I. ns/op includes the setup and iteration 0;
 // the metrics come from the iterations alone (the sum of run.Record.IterTime): fit-iters/s counts one iteration of
 // one fit, iters/s one iteration of the whole batch.
-func benchFit(bm *testing.B, be backend.Backend, m Model, fits int) {
+func benchFit(bm *testing.B, be backend.Backend, m model.Batched, fits int) {
 	d := m.Dim()
 	mu0 := tensor.NewHost(fits, d, 1)
 	s0 := tensor.NewHost(fits, d, d)

@@ -98,9 +98,7 @@ func newLin(t testing.TB, b backend.Backend, n, d int, seed uint64) *linModel {
 
 func (m *linModel) Dim() int { return m.d }
 
-func (m *linModel) LogPost(b backend.Backend, lp, theta *T) error { return m.eval(b, lp, nil, theta) }
-
-func (m *linModel) LogPostGrad(b backend.Backend, lp, grad, theta *T) error {
+func (m *linModel) LogDensityBatch(b backend.Backend, lp, grad, theta *T) error {
 	return m.eval(b, lp, grad, theta)
 }
 

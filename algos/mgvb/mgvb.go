@@ -22,26 +22,12 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/tensor"
 )
 
 // T is short for *tensor.Tensor.
 type T = tensor.Tensor
-
-// Model is an unnormalised log posterior evaluated on many parameter vectors at once.
-type Model interface {
-	// Dim is d, the number of parameters.
-	Dim() int
-	// LogPost writes log p(θ) + log p(y|θ) for every column θ of theta (batch×d×S) into lp (batch×1×S).
-	LogPost(b backend.Backend, lp, theta *T) error
-}
-
-// GradModel is a Model with the gradient of its log posterior, which the reparameterisation estimator needs.
-type GradModel interface {
-	Model
-	// LogPostGrad is LogPost that also writes ∇_θ(log p(θ) + log p(y|θ)) of every column into grad (batch×d×S).
-	LogPostGrad(b backend.Backend, lp, grad, theta *T) error
-}
 
 // Gradient chooses the ELBO gradient estimator.
 type Gradient int
@@ -51,8 +37,7 @@ const (
 	// control variates c of the previous batch (notes 5.3 item 12; c = 0 at the first iteration).
 	ScoreFunction Gradient = iota
 	// Reparameterisation uses θ = μ + Lε: ∇_μ = E[∇log p], and for Σ the Stein (Price) form
-	// ∇_Σ = ½ E[sym(∇log p(θ) aᵀ)] + ½ Σ⁻¹, a = Σ⁻¹(θ − μ), an unbiased estimate of ½E[∇²log p] + ½Σ⁻¹. The model
-	// must be a GradModel.
+	// ∇_Σ = ½ E[sym(∇log p(θ) aᵀ)] + ½ Σ⁻¹, a = Σ⁻¹(θ − μ), an unbiased estimate of ½E[∇²log p] + ½Σ⁻¹.
 	Reparameterisation
 )
 
@@ -128,7 +113,7 @@ func domainErr(field, format string, args ...any) error {
 	return backend.Errorf(opName, field, backend.ErrDomain, format, args...)
 }
 
-func (c *Config) check(m Model) error {
+func (c *Config) check() error {
 	switch {
 	case c.S < 2:
 		return domainErr("S", "S = %d Monte Carlo draws, need at least 2 (control variates need a covariance)", c.S)
@@ -146,11 +131,6 @@ func (c *Config) check(m Model) error {
 		return domainErr("Gradient", "unknown estimator %d", c.Gradient)
 	case c.Draws != PseudoRandom && c.Draws != RQMC:
 		return domainErr("Draws", "unknown source of draws %d", c.Draws)
-	}
-	if c.Gradient == Reparameterisation {
-		if _, ok := m.(GradModel); !ok {
-			return domainErr("Gradient", "the reparameterisation gradient needs a GradModel (∇log p)")
-		}
 	}
 	return nil
 }
@@ -193,8 +173,8 @@ func checkStart(d int, mu0, sigma0 *T) error {
 // settings or a Σ₀ that is not symmetric positive definite return an error before any iteration (wrapping
 // backend.ErrDomain or backend.ErrNotPositiveDefinite). A run that ends on an error returns the result so far
 // together with that error.
-func Fit(b backend.Backend, m Model, mu0, sigma0 *T, cfg Config, ctl run.Control) (*Result, error) {
-	if err := cfg.check(m); err != nil {
+func Fit(b backend.Backend, m model.Batched, mu0, sigma0 *T, cfg Config, ctl run.Control) (*Result, error) {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	if err := ctl.Validate(); err != nil {
@@ -222,7 +202,7 @@ func Fit(b backend.Backend, m Model, mu0, sigma0 *T, cfg Config, ctl run.Control
 }
 
 // FitOne is Fit for a single fit from μ₀ (length d) and Σ₀ (d×d row-major).
-func FitOne(b backend.Backend, m Model, mu0, sigma0 []float64, cfg Config, ctl run.Control) (*Result, error) {
+func FitOne(b backend.Backend, m model.Batched, mu0, sigma0 []float64, cfg Config, ctl run.Control) (*Result, error) {
 	d := m.Dim()
 	if len(mu0) != d || len(sigma0) != d*d {
 		return nil, backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀ has %d values and Σ₀ %d, want %d and %d", len(mu0), len(sigma0), d, d*d)

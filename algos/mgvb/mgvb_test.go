@@ -13,6 +13,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -176,7 +177,7 @@ func TestB1Scores(t *testing.T) {
 }
 
 // newTestWork builds a work for one fit at (μ, Σ) of m with cfg.
-func newTestWork(t *testing.T, b backend.Backend, m Model, mu []float64, sigma *mat.SymDense, cfg Config, B int) *work {
+func newTestWork(t *testing.T, b backend.Backend, m model.Batched, mu []float64, sigma *mat.SymDense, cfg Config, B int) *work {
 	t.Helper()
 	w, err := newWork(b, m, cfg, B)
 	if err != nil {

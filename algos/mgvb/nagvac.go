@@ -7,6 +7,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/rng/qmc"
 	"github.com/geovb/geovb/tensor"
@@ -78,7 +79,7 @@ func (r *NAGVACResult) Sigma() []float64 {
 // Sherman–Morrison) by default, or the exact Fisher solve with cfg.Fisher = FisherExact. The natural gradient is
 // clipped to Clip, mixed with momentum and added with the schedule ε₀, ε₀τ/t. The O(d) algebra (O(d³) with the
 // exact Fisher) runs on the host; the model runs on the backend. b₀ ~ N(0, 0.01²) (it must be non-zero) and c₀ are given by the caller.
-func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACConfig, ctl run.Control) (*NAGVACResult, error) {
+func NAGVAC(be backend.Backend, m model.Batched, mu0, b0, c0 []float64, cfg NAGVACConfig, ctl run.Control) (*NAGVACResult, error) {
 	d, S := m.Dim(), cfg.S
 	switch {
 	case S < 2:
@@ -164,7 +165,7 @@ func NAGVAC(be backend.Backend, m GradModel, mu0, b0, c0 []float64, cfg NAGVACCo
 		if err := be.Upload(th, hth); err != nil {
 			return nil, 0, err
 		}
-		if err := m.LogPostGrad(be, lp, gr, th); err != nil {
+		if err := m.LogDensityBatch(be, lp, gr, th); err != nil {
 			return nil, 0, err
 		}
 		if err := be.Download(hgr, gr); err != nil {

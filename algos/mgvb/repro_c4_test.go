@@ -7,6 +7,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 )
 
 // c4Run is one German-credit fit of C4: the raw and smoothed lower bound of every iteration.
@@ -17,7 +18,7 @@ type c4Run struct {
 	variance float64 // sample variance of the raw LB over the last 100 iterations
 }
 
-func c4Fit(t *testing.T, m Model, plain bool, S int, step float64, iters int) c4Run {
+func c4Fit(t *testing.T, m model.Batched, plain bool, S int, step float64, iters int) c4Run {
 	t.Helper()
 	b := testbackend.Open(t)
 	cfg := DefaultConfig()

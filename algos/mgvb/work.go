@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/rng/qmc"
 	"github.com/geovb/geovb/tensor"
@@ -14,7 +15,7 @@ import (
 // work holds the backend tensors of a batched fit. Shapes: v = B×d×1, mat = B×d×d, samp = B×d×S, row = B×1×S.
 type work struct {
 	b   backend.Backend
-	m   Model
+	m   model.Batched
 	cfg Config
 	B   int
 	d   int
@@ -52,7 +53,7 @@ type work struct {
 	safeguard int
 }
 
-func newWork(b backend.Backend, m Model, cfg Config, B int) (*work, error) {
+func newWork(b backend.Backend, m model.Batched, cfg Config, B int) (*work, error) {
 	d, S := m.Dim(), cfg.S
 	w := &work{b: b, m: m, cfg: cfg, B: B, d: d, S: S, hbarPrev: make([]float64, B), lb: make([]float64, B), gnorm: make([]float64, B)}
 	var err error
@@ -214,11 +215,11 @@ func (w *work) grad() error {
 	if err := b.Gemm(blas.NoTrans, blas.NoTrans, 1, w.mu, w.ones, 1, w.theta); err != nil {
 		return err
 	}
+	var grad *T // the score function needs log p only
 	if w.cfg.Gradient == Reparameterisation {
-		if err := w.m.(GradModel).LogPostGrad(b, w.lp, w.lgrad, w.theta); err != nil {
-			return err
-		}
-	} else if err := w.m.LogPost(b, w.lp, w.theta); err != nil {
+		grad = w.lgrad
+	}
+	if err := w.m.LogDensityBatch(b, w.lp, grad, w.theta); err != nil {
 		return err
 	}
 	if err := b.Reduce(w.en, backend.ReduceSumSq, backend.AxisRows, w.eps); err != nil {

@@ -42,19 +42,13 @@ import (
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/manifold"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
 // T is short for *tensor.Tensor.
 type T = tensor.Tensor
-
-// Model is an unnormalised log posterior with its gradient, evaluated on the S columns of theta (1×d×S).
-type Model interface {
-	Dim() int
-	// LogPostGrad writes log p(θ, y) of every column into lp (1×1×S) and ∇_θ into grad (1×d×S).
-	LogPostGrad(b backend.Backend, lp, grad, theta *T) error
-}
 
 // Config holds the settings of a fit (the paper states none for NNVB, notes 4.3.1).
 type Config struct {
@@ -174,7 +168,7 @@ func (c *Config) stepAt(t int) float64 {
 // Fit runs manifold NNVB from p0 (W₁, W₂ must be orthogonal to 1e-10) under the run control ctl (context,
 // iteration cap, recorder, checkpoints every ctl.CheckpointEvery iterations); Config.ResumeFrom continues from such
 // a checkpoint, and the continuation equals the uninterrupted run bit for bit on the same backend.
-func Fit(b backend.Backend, m Model, p0 Params, cfg Config, ctl run.Control) (*Result, error) {
+func Fit(b backend.Backend, m model.Batched, p0 Params, cfg Config, ctl run.Control) (*Result, error) {
 	d := m.Dim()
 	if err := cfg.check(d); err != nil {
 		return nil, err
@@ -210,7 +204,7 @@ func Fit(b backend.Backend, m Model, p0 Params, cfg Config, ctl run.Control) (*R
 
 type work struct {
 	b   backend.Backend
-	m   Model
+	m   model.Batched
 	st  *manifold.Stiefel
 	cfg Config
 	d   int
@@ -234,7 +228,7 @@ type work struct {
 	gnorm                              float64
 }
 
-func newWork(b backend.Backend, m Model, cfg Config, p0 Params) (*work, error) {
+func newWork(b backend.Backend, m model.Batched, cfg Config, p0 Params) (*work, error) {
 	d, S := m.Dim(), cfg.S
 	if len(p0.W1) != d*d || len(p0.W2) != d*d || len(p0.B1) != d || len(p0.B2) != d {
 		return nil, backend.Errorf(opName, "p0", backend.ErrShape, "parameters do not have d = %d", d)
@@ -405,7 +399,7 @@ func (w *work) grad() error {
 	if err := b.Gemm(blas.NoTrans, blas.NoTrans, 1, w.b2, w.onesRow, 1, w.th); err != nil {
 		return err
 	}
-	if err := w.m.LogPostGrad(b, w.lp, w.gr, w.th); err != nil {
+	if err := w.m.LogDensityBatch(b, w.lp, w.gr, w.th); err != nil {
 		return err
 	}
 	if err := b.Gemm(blas.Trans, blas.NoTrans, 1, w.w2, w.gr, 0, w.u); err != nil { // U = W₂ᵀ∇log p

@@ -12,6 +12,7 @@ import (
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -36,7 +37,7 @@ func newGauss(m []float64, cov []float64) *gauss {
 
 func (g *gauss) Dim() int { return len(g.m) }
 
-func (g *gauss) LogPostGrad(b backend.Backend, lp, grad, theta *T) error {
+func (g *gauss) LogDensityBatch(b backend.Backend, lp, grad, theta *T) error {
 	d, S := theta.Rows(), theta.Cols()
 	th := tensor.NewHost(1, d, S)
 	if err := b.Download(th, theta); err != nil {
@@ -67,7 +68,7 @@ func toy3() *gauss {
 
 // lbAt evaluates the MC lower bound and the four Euclidean gradient blocks at p with the draws of number 0 (common
 // random numbers).
-func lbAt(t *testing.T, b backend.Backend, m Model, p Params, cfg Config) (float64, [4][]float64) {
+func lbAt(t *testing.T, b backend.Backend, m model.Batched, p Params, cfg Config) (float64, [4][]float64) {
 	t.Helper()
 	w, err := newWork(b, m, cfg, p)
 	if err != nil {

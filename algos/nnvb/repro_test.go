@@ -8,6 +8,7 @@ import (
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/models/nnet"
 )
 
@@ -37,7 +38,7 @@ func TestReproNNVBGerman(t *testing.T) {
 	fit := func(plain bool, step float64) *Result {
 		cfg := DefaultConfig()
 		cfg.Plain, cfg.Step, cfg.Seed, cfg.TrackOrth = plain, step, 1, true
-		r, err := Fit(b, m, p0, cfg, run.Control{MaxIter: iters})
+		r, err := Fit(b, model.Batch(m), p0, cfg, run.Control{MaxIter: iters})
 		if err != nil {
 			t.Fatal(err)
 		}

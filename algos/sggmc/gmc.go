@@ -36,7 +36,11 @@ func NewGMC(b backend.Backend, tgt Energy, x0 *T, eps float64, L int, seed, stre
 	if !(eps > 0) || math.IsInf(eps, 0) || L < 1 {
 		return nil, backend.Errorf("sggmc.gmc", "eps", backend.ErrDomain, "step %v, L = %d", eps, L)
 	}
-	if err := checkPoints(b, x0); err != nil {
+	m, err := geometry(nil, x0)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPoints(b, m, x0); err != nil {
 		return nil, err
 	}
 	batch, K, n := x0.Batch(), x0.Rows(), x0.Cols()
@@ -44,7 +48,6 @@ func NewGMC(b backend.Backend, tgt Energy, x0 *T, eps float64, L int, seed, stre
 		noise: noiseStream{c: rng.Counter{Seed: seed, Stream: stream}},
 		unif:  rng.Counter{Seed: seed, Stream: stream ^ 0x5bd1e995<<32},
 		u0:    make([]float64, batch), u1: make([]float64, batch), acc: make([]int, batch)}
-	var err error
 	for _, p := range []struct {
 		t    **T
 		r, c int

@@ -5,6 +5,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -12,6 +13,7 @@ import (
 // Sampler runs SGGMC or gSGNHT chains (notes §3.4–3.6). The velocity (and ξ) is kept across samples (notes P9).
 type Sampler struct {
 	b   backend.Backend
+	m   manifold.Geodesic
 	tgt Target
 	cfg Config
 	K   int
@@ -35,16 +37,19 @@ type Sampler struct {
 // New starts chains at x0 (batch×K×n, unit rows, a tensor of b; copied) for tgt, drawing the initial velocity
 // v ~ Λ(x)𝒩(0, I) and ξ = C. The backend tensors are freed by Close.
 func New(b backend.Backend, tgt Target, x0 *T, cfg Config) (*Sampler, error) {
-	if err := checkPoints(b, x0); err != nil {
+	m, err := geometry(cfg.Manifold, x0)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPoints(b, m, x0); err != nil {
 		return nil, err
 	}
 	batch, K, n := x0.Batch(), x0.Rows(), x0.Cols()
-	if err := cfg.check(K, n); err != nil {
+	if err := cfg.check(m); err != nil {
 		return nil, err
 	}
-	s := &Sampler{b: b, tgt: tgt, cfg: cfg, K: K, n: n, mem: scratch{b: b}}
+	s := &Sampler{b: b, m: m, tgt: tgt, cfg: cfg, K: K, n: n, mem: scratch{b: b}}
 	s.sd = math.Sqrt(2*cfg.Friction*cfg.Step - cfg.VHat*cfg.Step*cfg.Step)
-	var err error
 	for _, p := range []struct {
 		t    **T
 		r, c int
@@ -78,7 +83,7 @@ func (s *Sampler) init(x0 *T) error {
 	if err := s.noise0.fill(b, s.v); err != nil {
 		return err
 	}
-	return backend.SphereProject(b, s.v, s.x, s.v)
+	return s.m.Project(b, s.v, s.x, s.v)
 }
 
 // Close frees the sampler's backend tensors.
@@ -101,7 +106,7 @@ func (s *Sampler) Samples() int { return s.samples }
 
 // flow is sub-dynamics A for time h: the exact geodesic flow and, for gSGNHT, ξ += (vᵀv/m − 1)h (notes §3.2).
 func (s *Sampler) flow(h float64) error {
-	if err := backend.SphereFlow(s.b, s.x, s.v, h); err != nil {
+	if err := s.m.Flow(s.b, s.x, s.v, h); err != nil {
 		return err
 	}
 	if s.cfg.Method != GSGNHT {
@@ -157,7 +162,7 @@ func (s *Sampler) kick() error {
 	} else if err := b.Axpby(s.noise, -eps, s.grad, s.sd, s.noise); err != nil {
 		return err
 	}
-	if err := backend.SphereProject(b, s.noise, s.x, s.noise); err != nil {
+	if err := s.m.Project(b, s.noise, s.x, s.noise); err != nil {
 		return err
 	}
 	return b.Axpby(s.v, 1, s.v, 1, s.noise)
@@ -223,7 +228,7 @@ func (s *Sampler) Sample() error {
 			return err
 		}
 		if s.cfg.RenormEvery > 0 && s.steps%uint64(s.cfg.RenormEvery) == 0 {
-			if err := backend.SphereNormalize(s.b, s.x, s.v); err != nil {
+			if err := s.m.Normalize(s.b, s.x, s.v); err != nil {
 				return err
 			}
 		}

@@ -11,9 +11,11 @@
 package sggmc
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
@@ -72,14 +74,18 @@ func (m Method) String() string {
 
 // Config sets a sampler.
 type Config struct {
+	// Manifold is the space the chains move on, any manifold with an exact geodesic flow; nil is the product of K
+	// spheres S^{n−1} of the starting points' shape (batch×K×n), the samplers of paper 001. On a
+	// manifold.Euclidean the same integrator is SGHMC (SGGMC) and SGNHT (gSGNHT) with the flow x + hv.
+	Manifold manifold.Geodesic
 	Method   Method
 	Step     float64 // ε
 	Friction float64 // C > 0 (for gSGNHT the constant of D = CG and the initial ξ)
 	L        int     // ABOBA steps per sample (default 1); only the final state of a sample is returned
 	// VHat is the gradient-noise variance estimate V̂ (0 by default); the injected variance 2Cε − V̂ε² must be ≥ 0.
 	VHat float64
-	// Dim is the intrinsic dimension m of the thermostat ξ += (vᵀv/m − 1)h; 0 means K(n−1), the right value
-	// (notes P7). Setting it to Kn reproduces the authors' code.
+	// Dim is the intrinsic dimension m of the thermostat ξ += (vᵀv/m − 1)h; 0 means the manifold's dimension
+	// (K(n−1) on K spheres, the right value). Setting it to Kn on spheres reproduces the authors' code.
 	Dim int
 	// RenormEvery renormalises x and re-projects v every so many steps against rounding drift (notes P3); 0 means
 	// 100, a negative value never.
@@ -88,7 +94,7 @@ type Config struct {
 	Seed, Stream uint64
 }
 
-func (c *Config) check(K, n int) error {
+func (c *Config) check(m manifold.Geodesic) error {
 	const op = "sggmc"
 	switch {
 	case c.Method != SGGMC && c.Method != GSGNHT:
@@ -111,10 +117,10 @@ func (c *Config) check(K, n int) error {
 		c.L = 1
 	}
 	if c.Dim == 0 {
-		c.Dim = K * (n - 1)
+		c.Dim = m.Dim()
 	}
 	if c.Dim == 0 {
-		return backend.Errorf(op, "Dim", backend.ErrDomain, "zero-dimensional manifold (n = 1)")
+		return backend.Errorf(op, "Dim", backend.ErrDomain, "zero-dimensional manifold %s", m.Name())
 	}
 	if c.RenormEvery == 0 {
 		c.RenormEvery = 100
@@ -122,35 +128,33 @@ func (c *Config) check(K, n int) error {
 	return nil
 }
 
-// checkPoints downloads x and checks that it holds at least one chain and that every row is a finite unit vector
-// within 1e-8.
-func checkPoints(b backend.Backend, x *T) error {
-	if x == nil || x.Batch() < 1 || x.Rows() < 1 || x.Cols() < 1 {
+// geometry returns m, or the product of K spheres S^{n−1} of x0's shape when m is nil.
+func geometry(m manifold.Geodesic, x0 *T) (manifold.Geodesic, error) {
+	if x0 == nil || x0.Batch() < 1 || x0.Rows() < 1 || x0.Cols() < 1 {
 		var s tensor.Shape
-		if x != nil {
-			s = x.Shape()
+		if x0 != nil {
+			s = x0.Shape()
 		}
-		return backend.Errorf("sggmc", "x", backend.ErrShape, "starting points %v: want batch×K×n with at least one chain, sphere and coordinate", s)
+		return nil, backend.Errorf("sggmc", "x", backend.ErrShape, "starting points %v: want batch×K×n with at least one chain, sphere and coordinate", s)
+	}
+	if m != nil {
+		return m, nil
+	}
+	return manifold.NewSphere(x0.Rows(), x0.Cols())
+}
+
+// checkPoints checks that x (backend memory) has m's point shape and that each of its chains is a finite point of
+// m within 1e-8 (unit rows on spheres).
+func checkPoints(b backend.Backend, m manifold.Geodesic, x *T) error {
+	if err := backend.CheckSame("sggmc", "x", x, m.PointShape(x.Batch())); err != nil {
+		return err
 	}
 	h := tensor.NewHost(x.Batch(), x.Rows(), x.Cols())
 	if err := b.Download(h, x); err != nil {
 		return err
 	}
-	for bb := 0; bb < x.Batch(); bb++ {
-		for i := 0; i < x.Rows(); i++ {
-			ss := 0.0
-			for j := 0; j < x.Cols(); j++ {
-				v := h.At(bb, i, j)
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return backend.Errorf("sggmc", "x", backend.ErrDomain, "chain %d row %d: non-finite entry", bb, i)
-				}
-				ss += v * v
-			}
-			if d := math.Abs(math.Sqrt(ss) - 1); d > 1e-8 {
-				return backend.Errorf("sggmc", "x", backend.ErrDomain,
-					"chain %d row %d is not on the sphere: |‖x‖ − 1| = %.3g", bb, i, d)
-			}
-		}
+	if err := m.CheckPoint(h, 1e-8); err != nil {
+		return fmt.Errorf("sggmc: starting points on %s: %w", m.Name(), err)
 	}
 	return nil
 }

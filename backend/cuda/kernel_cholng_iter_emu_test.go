@@ -101,6 +101,8 @@ func (m gaussModel) LogJoint(th, g []float64) float64 {
 	return lp
 }
 
+func (m gaussModel) LogDensity(grad, th []float64) (float64, error) { return m.LogJoint(th, grad), nil }
+
 // arrowGradient makes an Arrow family on b with the given local group sizes and d_G = 3, sets a random λ and z
 // (the same for every backend) and returns h, the Riemannian norm² and the natural gradient of one Gradient call,
 // with the stream operations that call queued when log is set.

@@ -13,6 +13,7 @@ import (
 	algorun "github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/models/mog"
 	"github.com/geovb/geovb/models/nfa"
 	"github.com/geovb/geovb/models/nnet"
@@ -140,9 +141,14 @@ type isoNormal struct{ d int }
 
 func (m isoNormal) Dim() int { return m.d }
 
-func (m isoNormal) LogPost(b backend.Backend, lp, theta *T) error {
+func (m isoNormal) LogDensityBatch(b backend.Backend, lp, grad, theta *T) error {
 	if err := b.Reduce(lp, backend.ReduceSumSq, backend.AxisRows, theta); err != nil {
 		return err
+	}
+	if grad != nil {
+		if err := b.Axpby(grad, -1, theta, 0, nil); err != nil {
+			return err
+		}
 	}
 	return b.Axpby(lp, -0.5, lp, 0, nil)
 }
@@ -224,7 +230,7 @@ func setupNNVB(b backend.Backend, d dims, f *filler) (*instance, error) {
 	timer := &iterTimer{}
 	step := func() error {
 		return timer.fitTimed(nnvbIters, func() error {
-			r, err := nnvb.Fit(b, m, p0, cfg, algorun.Control{MaxIter: nnvbIters, Recorder: timer})
+			r, err := nnvb.Fit(b, model.Batch(m), p0, cfg, algorun.Control{MaxIter: nnvbIters, Recorder: timer})
 			res = r
 			return err
 		})
@@ -317,6 +323,8 @@ func (g *isoGauss) LogJoint(th, grad []float64) float64 {
 	}
 	return s
 }
+
+func (g *isoGauss) LogDensity(grad, th []float64) (float64, error) { return g.LogJoint(th, grad), nil }
 
 func setupCholNG(b backend.Backend, d dims, f *filler) (*instance, error) {
 	fam, err := cholng.NewDense(b, d.D, cholng.Covariance, nil, nil, 1)

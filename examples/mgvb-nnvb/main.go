@@ -20,6 +20,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/examples/internal/mgvbcli"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/models/nnet"
 )
 
@@ -90,7 +91,7 @@ func main() {
 			cfg.Step = *plainStep
 		}
 		t0 := time.Now()
-		res, err := nnvb.Fit(b, m, p0, cfg, run.Control{MaxIter: *iters})
+		res, err := nnvb.Fit(b, model.Batch(m), p0, cfg, run.Control{MaxIter: *iters})
 		if err != nil {
 			log.Fatal(err)
 		}

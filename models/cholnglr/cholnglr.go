@@ -59,6 +59,9 @@ func (m *Model) LogJoint(th, grad []float64) float64 {
 	return lp
 }
 
+// LogDensity implements model.Density: LogJoint with the gradient first.
+func (m *Model) LogDensity(grad, th []float64) (float64, error) { return m.LogJoint(th, grad), nil }
+
 // builder assembles a design column by column.
 type builder struct {
 	n     int

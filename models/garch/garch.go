@@ -86,18 +86,18 @@ func (m *Model) LogPostGradHost(theta, grad []float64) float64 {
 	return lp
 }
 
-// LogPost writes log p(θ, y) of every column of theta (batch×3×S) into lp (batch×1×S). The recursion is
-// sequential in t, so it runs on the host over the S columns (O(S·T) per call).
-func (m *Model) LogPost(b backend.Backend, lp, theta *tensor.Tensor) error {
-	return m.eval(b, lp, nil, theta)
+// LogDensity implements model.Density: LogPostGradHost with a length check.
+func (m *Model) LogDensity(grad, theta []float64) (float64, error) {
+	if len(theta) != 3 || len(grad) != 3 {
+		return math.NaN(), backend.Errorf("garch", "theta", backend.ErrShape, "len(θ) = %d, len(grad) = %d, want 3", len(theta), len(grad))
+	}
+	return m.LogPostGradHost(theta, grad), nil
 }
 
-// LogPostGrad is LogPost with the gradients written into grad (batch×3×S).
-func (m *Model) LogPostGrad(b backend.Backend, lp, grad, theta *tensor.Tensor) error {
-	return m.eval(b, lp, grad, theta)
-}
-
-func (m *Model) eval(b backend.Backend, lp, grad, theta *tensor.Tensor) error {
+// LogDensityBatch implements model.Batched: log p(θ, y) of every column of theta (batch×3×S) into lp (batch×1×S)
+// and, when grad is not nil, the gradients into grad (batch×3×S). The recursion is sequential in t, so it runs on
+// the host over the S columns (O(S·T) per call), without the gradient's work when grad is nil.
+func (m *Model) LogDensityBatch(b backend.Backend, lp, grad, theta *tensor.Tensor) error {
 	s := theta.Shape()
 	if s.Rows != 3 {
 		return backend.Errorf("garch", "theta", backend.ErrShape, "theta is %v, want batch×3×S", s)

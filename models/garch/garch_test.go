@@ -74,7 +74,7 @@ func TestBatched(t *testing.T) {
 	th := tensor.NewHost(2, 3, 4)
 	rng.Counter{Seed: 9}.FillNormal(th.Storage().Host())
 	lpd, gd := testbackend.Alloc(t, b, 2, 1, 4), testbackend.Alloc(t, b, 2, 3, 4)
-	if err := m.LogPostGrad(b, lpd, gd, testbackend.Upload(t, b, th)); err != nil {
+	if err := m.LogDensityBatch(b, lpd, gd, testbackend.Upload(t, b, th)); err != nil {
 		t.Fatal(err)
 	}
 	lp, g := testbackend.Download(t, b, lpd), testbackend.Download(t, b, gd)
@@ -87,7 +87,7 @@ func TestBatched(t *testing.T) {
 			}
 		}
 	}
-	if err := m.LogPost(b, lpd, testbackend.Alloc(t, b, 2, 2, 4)); err == nil {
+	if err := m.LogDensityBatch(b, lpd, nil, testbackend.Alloc(t, b, 2, 2, 4)); err == nil {
 		t.Fatal("wrong shape accepted")
 	}
 }

@@ -328,6 +328,9 @@ func (m *Model) LogJoint(th, grad []float64) float64 {
 	return lp
 }
 
+// LogDensity implements model.Density: LogJoint with the gradient first.
+func (m *Model) LogDensity(grad, th []float64) (float64, error) { return m.LogJoint(th, grad), nil }
+
 // GLMFit fits the fixed-effects-only GLM (b = 0) by Newton's method (IRLS) and returns β̂.
 func GLMFit(fam Family, x, y []float64, p int) ([]float64, error) {
 	nobs := len(y)

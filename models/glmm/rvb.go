@@ -272,6 +272,9 @@ func (q *Reparam) LogJoint(tht, grad []float64) float64 {
 	return lp
 }
 
+// LogDensity implements model.Density: LogJoint with the gradient first.
+func (q *Reparam) LogDensity(grad, th []float64) (float64, error) { return q.LogJoint(th, grad), nil }
+
 // adjoint adds group i's contributions to ∇_β (gbeta) and to Ω̄ (omBar, w.r.t. Ω = WWᵀ) and writes ∇_{b̃_i} into
 // gbt, given ∇_b log p in q.gr.
 func (q *Reparam) adjoint(i int, bt, beta, gbt, gbeta, omBar []float64) {

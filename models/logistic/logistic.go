@@ -95,15 +95,20 @@ func (m *Model) ones(s int) (*T, error) {
 	return m.onesS, nil
 }
 
-// LogPost writes log p(θ) + log p(y|θ) for every column θ of theta (batch×D×S) into lp (batch×1×S):
-// Σ_i [y_i η_i − stablemath.Softplus(η_i)] − ‖θ‖²/(2σ₀²) − D/2 log(2πσ₀²), η = Xθ (notes 5.3 item 15: stable softplus).
-func (m *Model) LogPost(b backend.Backend, lp, theta *T) error {
-	return m.eval(b, lp, nil, theta)
+// LogDensityBatch implements model.Batched: it writes log p(θ) + log p(y|θ) for every column θ of theta
+// (batch×D×S) into lp (batch×1×S), Σ_i [y_i η_i − softplus(η_i)] − ‖θ‖²/(2σ₀²) − D/2 log(2πσ₀²) with η = Xθ and a
+// softplus that does not overflow, and, when grad is not nil, the gradient Xᵀ(y − sigmoid(Xθ)) − θ/σ₀² into grad
+// (batch×D×S).
+func (m *Model) LogDensityBatch(b backend.Backend, lp, grad, theta *T) error {
+	return m.eval(b, lp, grad, theta)
 }
 
-// LogPostGrad is LogPost that also writes the gradient Xᵀ(y − stablemath.Sigmoid(Xθ)) − θ/σ₀² into grad (batch×D×S).
-func (m *Model) LogPostGrad(b backend.Backend, lp, grad, theta *T) error {
-	return m.eval(b, lp, grad, theta)
+// LogDensity implements model.Density: LogDensityBatch for one θ, on the host.
+func (m *Model) LogDensity(grad, theta []float64) (float64, error) {
+	if len(theta) != m.D || len(grad) != m.D {
+		return math.NaN(), backend.Errorf("logistic", "theta", backend.ErrShape, "len(θ) = %d, len(grad) = %d, want %d", len(theta), len(grad), m.D)
+	}
+	return m.logPost(grad, theta), nil
 }
 
 // chunkElems bounds the N×S temporaries of one evaluation: the batch is processed in chunks of fits whose
@@ -202,9 +207,14 @@ func (m *Model) evalChunk(b backend.Backend, lp, grad, theta, eta, sp, row, ones
 	return b.Gemm(blas.NoTrans, blas.NoTrans, 1, m.xty, ones, 1, grad)
 }
 
-// LogPostHost is the host reference of LogPost and its gradient for one θ.
+// LogPostHost is LogDensity with the gradient in a new slice.
 func (m *Model) LogPostHost(theta []float64) (float64, []float64) {
 	g := make([]float64, m.D)
+	return m.logPost(g, theta), g
+}
+
+// logPost is the host evaluation: returns log p and writes the gradient into g.
+func (m *Model) logPost(g, theta []float64) float64 {
 	lp := -0.5 * float64(m.D) * math.Log(2*math.Pi*m.PriorVar)
 	for j, t := range theta {
 		lp -= t * t / (2 * m.PriorVar)
@@ -222,7 +232,7 @@ func (m *Model) LogPostHost(theta []float64) (float64, []float64) {
 			g[j] += r * v
 		}
 	}
-	return lp, g
+	return lp
 }
 
 // Quadrature is the number of Gauss–Hermite points of the exact ELBO (notes 4.1.4: 80 points, exact to ~1e-10).

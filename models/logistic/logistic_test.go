@@ -89,7 +89,7 @@ func TestGradientFD(t *testing.T) {
 	defer func(c int) { chunkElems = c }(chunkElems)
 	for _, chunk := range []int{B, 2, 1} {
 		chunkElems = chunk * m.N * S
-		if err := m.LogPostGrad(b, lp, gr, th); err != nil {
+		if err := m.LogDensityBatch(b, lp, gr, th); err != nil {
 			t.Fatal(err)
 		}
 		hl, hg := tensor.NewHost(B, 1, S), tensor.NewHost(B, m.D, S)

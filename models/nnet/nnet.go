@@ -18,7 +18,6 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/stablemath"
-	"github.com/geovb/geovb/tensor"
 )
 
 // Hidden is the width of both hidden layers.
@@ -124,32 +123,11 @@ func (m *Model) LogPostGradHost(theta, grad []float64) float64 {
 	return lp
 }
 
-// LogPostGrad evaluates every column of theta (batch×d×S) on the host, writing lp (batch×1×S) and grad.
-func (m *Model) LogPostGrad(b backend.Backend, lp, grad, theta *tensor.Tensor) error {
-	s := theta.Shape()
-	d := m.Dim()
-	if s.Rows != d {
-		return backend.Errorf("nnet", "theta", backend.ErrShape, "theta is %v, want batch×%d×S", s, d)
+// LogDensity implements model.Density (LogPostGradHost with a length check); model.Batch(m) evaluates it for the
+// methods that take a batched model.
+func (m *Model) LogDensity(grad, theta []float64) (float64, error) {
+	if d := m.Dim(); len(theta) != d || len(grad) != d {
+		return math.NaN(), backend.Errorf("nnet", "theta", backend.ErrShape, "len(θ) = %d, len(grad) = %d, want %d", len(theta), len(grad), d)
 	}
-	th := tensor.NewHost(s.Batch, d, s.Cols)
-	if err := b.Download(th, theta); err != nil {
-		return err
-	}
-	hl, hg := tensor.NewHost(s.Batch, 1, s.Cols), tensor.NewHost(s.Batch, d, s.Cols)
-	x, g := make([]float64, d), make([]float64, d)
-	for k := 0; k < s.Batch; k++ {
-		for c := 0; c < s.Cols; c++ {
-			for i := range x {
-				x[i] = th.At(k, i, c)
-			}
-			hl.Set(k, 0, c, m.LogPostGradHost(x, g))
-			for i := range g {
-				hg.Set(k, i, c, g[i])
-			}
-		}
-	}
-	if err := b.Upload(lp, hl); err != nil {
-		return err
-	}
-	return b.Upload(grad, hg)
+	return m.LogPostGradHost(theta, grad), nil
 }

@@ -156,7 +156,7 @@ func TestC7FisherDense(t *testing.T) {
 	p.B2 = []float64{0.1, 0.2}
 	for _, literal := range []bool{false, true} {
 		cfg := DefaultConfig()
-		cfg.S, cfg.Seed, cfg.Literal = 200000, 1, literal
+		cfg.S, cfg.Seed, cfg.literal = 200000, 1, literal
 		w, err := newWork(b, c7Target(), cfg, p)
 		if err != nil {
 			t.Fatal(err)

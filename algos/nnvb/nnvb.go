@@ -66,9 +66,9 @@ type Config struct {
 	Seed    uint64
 	// TrackOrth records max(‖W₁ᵀW₁ − I‖_max, ‖W₂ᵀW₂ − I‖_max) at every iteration (Result.Orth).
 	TrackOrth bool
-	// Literal uses the paper's printed h''(a) in (5.4) and δ_z instead of the corrected h''(a)/h'(a)²: wrong, kept
-	// only so that a test can show that it fails the finite-difference check (notes B4).
-	Literal bool
+	// literal, set by tests only, uses the paper's printed h''(a) in (5.4) and δ_z instead of the corrected
+	// h''(a)/h'(a)²: wrong, kept so that a test shows that it fails the finite-difference check.
+	literal bool
 	// ProjectFirst projects the Euclidean W₂ gradient onto the tangent space of O(d) before the K-FAC
 	// preconditioning: the W₂ direction is Proj(K⁻¹ Proj(g)) instead of the paper's Proj(K⁻¹ g) ((3.5) with G the
 	// natural gradient (5.7)). The paper's form depends on the normal component of the ambient gradient, which the
@@ -423,7 +423,7 @@ func (w *work) grad() error {
 		inv := 2 + math.Exp(a) + math.Exp(-a) // 1/h'(a), exact form without cancellation
 		r := 1 - 2*z                          // h''(a)/h'(a)
 		lb += 0.5*hE[i]*hE[i] - stablemath.Softplus(a) - stablemath.Softplus(-a)
-		if w.cfg.Literal {
+		if w.cfg.literal {
 			// Paper as printed: h''(a) in place of h''/h'² (wrong, notes 2.2.2).
 			hDa[i] = hp*hU[i] + hp*r*hp
 			hDz[i] = -hWE[i]*inv - hp*r

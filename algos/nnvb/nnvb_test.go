@@ -92,7 +92,7 @@ func gradFDErr(t *testing.T, literal bool) float64 {
 	}
 	p.B1 = []float64{0.4, -0.7, 1.1}
 	cfg := DefaultConfig()
-	cfg.S, cfg.Seed, cfg.Literal = 5, 3, literal
+	cfg.S, cfg.Seed, cfg.literal = 5, 3, literal
 	_, g := lbAt(t, b, m, p, cfg)
 	worst := 0.0
 	blocks := []*[]float64{&p.W1, &p.B1, &p.W2, &p.B2}

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -67,7 +68,7 @@ func Example() {
 	}
 	cfg := mgvb.DefaultConfig()
 	cfg.Seed = 1
-	mr, err := mgvb.FitOne(b, model.Batch(m), []float64{0, 0}, []float64{1, 0, 0, 1}, cfg, run.Control{})
+	mr, err := mgvb.Fit(context.Background(), b, model.Batch(m), cfg) // from μ₀ = 0, Σ₀ = I
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -13,7 +14,6 @@ import (
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/model"
-	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -64,7 +64,8 @@ func fitFour(t *testing.T, b backend.Backend, m model.Density, samples int) (mea
 	for i := 0; i < d; i++ {
 		sigma0[i*d+i] = 0.04
 	}
-	r, err := mgvb.FitOne(b, bm, make([]float64, d), sigma0, cfg, run.Control{})
+	cfg.Sigma0 = sigma0
+	r, err := mgvb.Fit(context.Background(), b, bm, cfg)
 	if err != nil {
 		t.Fatal("mgvb:", err)
 	}
@@ -79,15 +80,9 @@ func fitFour(t *testing.T, b backend.Backend, m model.Density, samples int) (mea
 	}
 	means["Cholesky-NG"] = cr.Mu
 
-	b0, c0 := make([]float64, d), make([]float64, d)
-	rng.Counter{Seed: 1, Stream: 3}.FillNormal(b0)
-	for i := range b0 {
-		b0[i] *= 0.01
-		c0[i] = 0.2
-	}
 	nc := mgvb.NAGVACDefault() // with a step that decays from iteration 500 on, against NAGVAC's gradient noise
-	nc.Tau, nc.MaxIter, nc.Seed = 500, 4000, 1
-	nr, err := mgvb.NAGVAC(b, bm, make([]float64, d), b0, c0, nc, run.Control{})
+	nc.Tau, nc.Control.MaxIter, nc.Seed = 500, 2000, 1
+	nr, err := mgvb.NAGVAC(context.Background(), b, bm, nc)
 	if err != nil {
 		t.Fatal("nagvac:", err)
 	}

@@ -30,7 +30,7 @@ func benchFit(bm *testing.B, be backend.Backend, m model.Batched, fits int) {
 	var loop time.Duration
 	rec := run.Func(func(r run.Record) { loop += r.IterTime })
 	bm.ResetTimer()
-	if _, err := Fit(be, m, mu0, s0, cfg, run.Control{MaxIter: bm.N, Recorder: rec}); err != nil {
+	if _, err := fitBatch(be, m, mu0, s0, cfg, run.Control{MaxIter: bm.N, Recorder: rec}); err != nil {
 		bm.Fatal(err)
 	}
 	bm.StopTimer()

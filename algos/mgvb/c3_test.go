@@ -140,12 +140,12 @@ func TestC3Invariants(t *testing.T) {
 				s0.Set(k, i, i, 0.04)
 			}
 		}
-		res, err := Fit(b, m, mu0, s0, cfg, run.Control{MaxIter: iters})
+		res, err := fitBatch(b, m, mu0, s0, cfg, run.Control{MaxIter: iters})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		t.Logf("%s: %d transports × %d fits; worst relative error to the dense transport %.2g, worst isometry error %.2g; safeguard %d; smoothed LB %.2f",
-			c.name, calls, B, worstRef, worstIso, res.Safeguard, res.Run.Last.Smoothed)
+			c.name, calls, B, worstRef, worstIso, res.Safeguard, res.Last.Smoothed)
 		if calls != iters || res.Safeguard != 0 {
 			t.Errorf("%s: %d transports in %d iterations, safeguard fired %d times", c.name, calls, iters, res.Safeguard)
 		}

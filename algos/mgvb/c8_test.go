@@ -17,7 +17,7 @@ func TestC8Determinism(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Seed, cfg.Plain, cfg.Patience, cfg.S = seed, plain, 0, 20
 		var mem run.Memory
-		res, err := FitOne(b, m, make([]float64, d), eye(d, 0.04), cfg, run.Control{MaxIter: 60, Recorder: &mem})
+		res, err := fitOne(b, m, make([]float64, d), eye(d, 0.04), cfg, run.Control{MaxIter: 60, Recorder: &mem})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package mgvb
 
 import (
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/geovb/geovb/algos/run"
@@ -158,13 +159,14 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 		res.BestSmoothed[k] = math.NaN()
 	}
 	done := 0
-	if cfg.ResumeFrom != "" {
+	if ctl.Resume {
 		var st state
-		if err := run.LoadCheckpoint(cfg.ResumeFrom, checkpointMethod, checkpointVersion, &st); err != nil {
+		if err := run.LoadCheckpoint(ctl.CheckpointPath, checkpointMethod, checkpointVersion, &st); err != nil {
 			return nil, err
 		}
 		if len(st.Mu) != B*w.d || len(st.Sigma) != B*w.d*w.d || len(st.Smoothers) != B {
-			return nil, backend.Errorf(opName, "ResumeFrom", backend.ErrShape, "checkpoint holds another batch or dimension")
+			return nil, fmt.Errorf("%s: %s holds %d fits of dimension %d, want %d of %d: %w", opName, ctl.CheckpointPath,
+				len(st.Smoothers), len(st.Mu)/max(1, len(st.Smoothers)), B, w.d, run.ErrCheckpoint)
 		}
 		for _, p := range []struct {
 			t *T
@@ -208,11 +210,7 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 			}
 		}
 	}
-	maxIter := cfg.MaxIter
-	if maxIter == 0 {
-		maxIter = 2000
-	}
-	loop := ctl.Start(maxIter, done)
+	loop := ctl.Start(defaultMaxIter, done)
 	var runErr error
 	for loop.Next() {
 		t := loop.Iter() + 1
@@ -266,7 +264,7 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 			}
 		}
 	}
-	res.Run = loop.Result()
+	res.Result = loop.Result()
 	res.Safeguard, res.Clipped = w.safeguard, w.clipped
 	var err error
 	out := func(t *T) *T {

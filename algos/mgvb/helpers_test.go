@@ -7,9 +7,11 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/models/logistic"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -169,4 +171,39 @@ func symFrom(d int, x []float64) *mat.SymDense {
 		}
 	}
 	return s
+}
+
+// fitOne runs Fit for one fit from μ₀ and Σ₀ under ctl (its context when set).
+func fitOne(b backend.Backend, m model.Batched, mu0, sigma0 []float64, cfg Config, ctl run.Control) (*Result, error) {
+	cfg.Mu0, cfg.Sigma0, cfg.Control = mu0, sigma0, ctl
+	return Fit(ctl.Ctx, b, m, cfg)
+}
+
+// fitBatch runs Fit for the fits whose starting points are the batch items of the host tensors mu0 (B×d×1) and
+// sigma0 (B×d×d).
+func fitBatch(b backend.Backend, m model.Batched, mu0, sigma0 *T, cfg Config, ctl run.Control) (*Result, error) {
+	cfg.Mu0, cfg.Sigma0 = hostValues(mu0), hostValues(sigma0)
+	cfg.Control = ctl
+	return Fit(ctl.Ctx, b, m, cfg)
+}
+
+func hostValues(t *T) []float64 {
+	v := make([]float64, 0, t.Len())
+	for k := 0; k < t.Batch(); k++ {
+		for i := 0; i < t.Rows(); i++ {
+			for j := 0; j < t.Cols(); j++ {
+				v = append(v, t.At(k, i, j))
+			}
+		}
+	}
+	return v
+}
+
+// runNAGVAC runs NAGVAC from (μ₀, b₀, c₀) under ctl (with cfg's iteration cap when ctl has none).
+func runNAGVAC(b backend.Backend, m model.Batched, mu0, b0, c0 []float64, cfg NAGVACConfig, ctl run.Control) (*NAGVACResult, error) {
+	if ctl.MaxIter == 0 {
+		ctl.MaxIter = cfg.Control.MaxIter
+	}
+	cfg.Mu0, cfg.B0, cfg.C0, cfg.Control = mu0, b0, c0, ctl
+	return NAGVAC(ctl.Ctx, b, m, cfg)
 }

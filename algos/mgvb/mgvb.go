@@ -16,6 +16,7 @@
 package mgvb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -74,11 +75,16 @@ type Config struct {
 	// Smoothed lower-bound rule (run.Smoother): window (11 reproduces the code's w = 10), patience (0: never
 	// stop early), burn-in iterations before comparing.
 	Window, Patience, BurnIn int
-	MaxIter                  int // default cap when run.Control.MaxIter is 0
 
 	Seed uint64 // Philox stream of the draws; draw t of fit k is independent of every other
-	// ResumeFrom names a checkpoint (run.SaveCheckpoint) to continue from; the other settings must match.
-	ResumeFrom string
+
+	// Mu0 and Sigma0 are the starting points of the B independent fits: Mu0 holds B·d values (fit k's μ₀ is
+	// Mu0[k·d : (k+1)·d]) and Sigma0 B·d·d (fit k's Σ₀ row-major), symmetric positive definite. Nil Mu0 starts
+	// every fit at μ₀ = 0, nil Sigma0 at Σ₀ = I; B is 1 when both are nil.
+	Mu0, Sigma0 []float64
+
+	// Control holds the iteration cap (0: 2000), the progress recorder, checkpoints and resume.
+	Control run.Control
 
 	// transportHook, when set (by tests), sees every transport of the Σ-momentum (notes C3): Σ_old, Σ_new and
 	// the momentum before and after Γ_{Σold→Σnew}, all B×d×d backend tensors.
@@ -86,11 +92,14 @@ type Config struct {
 }
 
 // DefaultConfig returns S = 100, ε₀ = 0.01, τ = 1000, ω = 0.4, clip 100 (initial gradient clipped too), window 11,
-// patience 10, burn-in 50, 2000 iterations.
+// patience 10, burn-in 50 (and 2000 iterations, one fit from μ₀ = 0, Σ₀ = I, by the zero values).
 func DefaultConfig() Config {
 	return Config{S: 100, Step: 0.01, Tau: 1000, Momentum: 0.4, Clip: 100, ClipInit: true, Window: 11, Patience: 10,
-		BurnIn: 50, MaxIter: 2000}
+		BurnIn: 50}
 }
+
+// defaultMaxIter is the iteration cap when Control.MaxIter is 0.
+const defaultMaxIter = 2000
 
 // Result is the output of a fit: the best iterates by smoothed lower bound (notes 2.1.5, the output of the code),
 // per fit, and how the run ended.
@@ -104,13 +113,13 @@ type Result struct {
 	StoppedAt         []int     // iteration at which each fit's patience ran out (0: never)
 	Safeguard         int       // retraction step halvings (notes 2.1.3; should stay 0, notes C3)
 	Clipped           int       // gradient evaluations clipped, over all fits
-	Run               run.Result
+	run.Result                  // how the run ended
 }
 
 const opName = "mgvb"
 
 func domainErr(field, format string, args ...any) error {
-	return backend.Errorf(opName, field, backend.ErrDomain, format, args...)
+	return run.ConfigErrorf(opName, field, format, args...)
 }
 
 func (c *Config) check() error {
@@ -125,8 +134,8 @@ func (c *Config) check() error {
 		return domainErr("Momentum", "ω = %v must be in [0, 1)", c.Momentum)
 	case !(c.Clip >= 0) || math.IsInf(c.Clip, 0):
 		return domainErr("Clip", "clip %v must be ≥ 0 and finite", c.Clip)
-	case c.Window < 0 || c.Patience < 0 || c.BurnIn < 0 || c.MaxIter < 0:
-		return domainErr("Window", "window %d, patience %d, burn-in %d, max-iter %d must be ≥ 0", c.Window, c.Patience, c.BurnIn, c.MaxIter)
+	case c.Window < 0 || c.Patience < 0 || c.BurnIn < 0:
+		return domainErr("Window", "window %d, patience %d, burn-in %d must be ≥ 0", c.Window, c.Patience, c.BurnIn)
 	case c.Gradient != ScoreFunction && c.Gradient != Reparameterisation:
 		return domainErr("Gradient", "unknown estimator %d", c.Gradient)
 	case c.Draws != PseudoRandom && c.Draws != RQMC:
@@ -135,28 +144,52 @@ func (c *Config) check() error {
 	return nil
 }
 
-// checkStart validates μ₀ (B×d×1) and Σ₀ (B×d×d) on the host: finite, Σ₀ symmetric and positive definite.
+// start builds the host tensors μ₀ (B×d×1) and Σ₀ (B×d×d) from Mu0 and Sigma0 and checks them: sizes, finite
+// values, Σ₀ symmetric (positive definiteness is checked by the Cholesky factorisation of Fit).
+func (c *Config) start(d int) (mu0, sigma0 *T, err error) {
+	B := 1
+	switch {
+	case c.Mu0 != nil && (len(c.Mu0) == 0 || len(c.Mu0)%d != 0):
+		return nil, nil, domainErr("Mu0", "%d values, want B·d with d = %d", len(c.Mu0), d)
+	case c.Sigma0 != nil && (len(c.Sigma0) == 0 || len(c.Sigma0)%(d*d) != 0):
+		return nil, nil, domainErr("Sigma0", "%d values, want B·d·d with d = %d", len(c.Sigma0), d)
+	case c.Mu0 != nil && c.Sigma0 != nil && len(c.Mu0)/d != len(c.Sigma0)/(d*d):
+		return nil, nil, domainErr("Sigma0", "%d fits' Σ₀ for %d fits' μ₀", len(c.Sigma0)/(d*d), len(c.Mu0)/d)
+	case c.Mu0 != nil:
+		B = len(c.Mu0) / d
+	case c.Sigma0 != nil:
+		B = len(c.Sigma0) / (d * d)
+	}
+	mu0, sigma0 = tensor.NewHost(B, d, 1), tensor.NewHost(B, d, d)
+	for k := 0; k < B; k++ {
+		for i := 0; i < d; i++ {
+			if c.Mu0 != nil {
+				mu0.Set(k, i, 0, c.Mu0[k*d+i])
+			}
+			for j := 0; j < d; j++ {
+				if c.Sigma0 != nil {
+					sigma0.Set(k, i, j, c.Sigma0[(k*d+i)*d+j])
+				} else if i == j {
+					sigma0.Set(k, i, j, 1)
+				}
+			}
+		}
+	}
+	if err := checkStart(d, mu0, sigma0); err != nil {
+		return nil, nil, err
+	}
+	return mu0, sigma0, nil
+}
+
+// checkStart checks that μ₀ (B×d×1) and Σ₀ (B×d×d) are finite and Σ₀ symmetric.
 func checkStart(d int, mu0, sigma0 *T) error {
-	if mu0 == nil || sigma0 == nil || !mu0.IsHost() || !sigma0.IsHost() {
-		return backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀ and Σ₀ must be host tensors")
-	}
-	B := mu0.Batch()
-	if B < 1 {
-		return backend.Errorf(opName, "mu0", backend.ErrShape, "empty batch")
-	}
-	if err := backend.CheckSame(opName, "mu0", mu0, tensor.Shape{Batch: B, Rows: d, Cols: 1}); err != nil {
-		return err
-	}
-	if err := backend.CheckSame(opName, "sigma0", sigma0, tensor.Shape{Batch: B, Rows: d, Cols: d}); err != nil {
-		return err
-	}
 	if err := mu0.CheckFinite("mu0"); err != nil {
 		return fmt.Errorf("%s: %w", opName, err)
 	}
 	if err := sigma0.CheckFinite("sigma0"); err != nil {
 		return fmt.Errorf("%s: %w", opName, err)
 	}
-	for k := 0; k < B; k++ {
+	for k := 0; k < mu0.Batch(); k++ {
 		for i := 0; i < d; i++ {
 			for j := 0; j < i; j++ {
 				a, b := sigma0.At(k, i, j), sigma0.At(k, j, i)
@@ -169,19 +202,21 @@ func checkStart(d int, mu0, sigma0 *T) error {
 	return nil
 }
 
-// Fit runs MGVB on one or more independent fits starting from μ₀ (B×d×1) and Σ₀ (B×d×d), host tensors. Bad
-// settings or a Σ₀ that is not symmetric positive definite return an error before any iteration (wrapping
-// backend.ErrDomain or backend.ErrNotPositiveDefinite). A run that ends on an error returns the result so far
-// together with that error.
-func Fit(b backend.Backend, m model.Batched, mu0, sigma0 *T, cfg Config, ctl run.Control) (*Result, error) {
+// Fit runs MGVB on the B independent fits that start at cfg.Mu0 and cfg.Sigma0, under ctx and cfg.Control. Bad
+// settings return an error wrapping run.ErrConfig before any iteration, a Σ₀ that is not symmetric positive definite
+// one wrapping backend.ErrNotPositiveDefinite. A run that ends on an error returns the result so far together with
+// that error; one whose lower bound or gradient becomes NaN or infinite ends with run.NotFinite and ErrNotFinite.
+func Fit(ctx context.Context, b backend.Backend, m model.Batched, cfg Config) (*Result, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	ctl := cfg.Control.WithContext(ctx)
 	if err := ctl.Validate(); err != nil {
 		return nil, err
 	}
 	d := m.Dim()
-	if err := checkStart(d, mu0, sigma0); err != nil {
+	mu0, sigma0, err := cfg.start(d)
+	if err != nil {
 		return nil, err
 	}
 	w, err := newWork(b, m, cfg, mu0.Batch())
@@ -199,17 +234,6 @@ func Fit(b backend.Backend, m model.Batched, mu0, sigma0 *T, cfg Config, ctl run
 		return nil, fmt.Errorf("%s: initial Σ: %w", opName, err)
 	}
 	return w.fit(ctl)
-}
-
-// FitOne is Fit for a single fit from μ₀ (length d) and Σ₀ (d×d row-major).
-func FitOne(b backend.Backend, m model.Batched, mu0, sigma0 []float64, cfg Config, ctl run.Control) (*Result, error) {
-	d := m.Dim()
-	if len(mu0) != d || len(sigma0) != d*d {
-		return nil, backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀ has %d values and Σ₀ %d, want %d and %d", len(mu0), len(sigma0), d, d*d)
-	}
-	mu, _ := tensor.FromSlice(append([]float64(nil), mu0...), 1, d, 1)
-	sg, _ := tensor.FromSlice(append([]float64(nil), sigma0...), 1, d, d)
-	return Fit(b, m, mu, sg, cfg, ctl)
 }
 
 // ErrNotFinite is returned when the lower bound or the gradient becomes NaN or infinite.

@@ -35,17 +35,17 @@ func TestBadInput(t *testing.T) {
 		{"non-SPD Σ₀", nil, []float64{1, 0, 0, 0, -1, 0, 0, 0, 1}, backend.ErrNotPositiveDefinite},
 		{"asymmetric Σ₀", nil, []float64{1, 0.5, 0, 0, 1, 0, 0, 0, 1}, backend.ErrNotPositiveDefinite},
 		{"NaN Σ₀", nil, []float64{math.NaN(), 0, 0, 0, 1, 0, 0, 0, 1}, nil},
-		{"ε₀ = 0", func(c *Config) { c.Step = 0 }, eye(3, 1), backend.ErrDomain},
-		{"ε₀ < 0", func(c *Config) { c.Step = -0.1 }, eye(3, 1), backend.ErrDomain},
-		{"S = 1", func(c *Config) { c.S = 1 }, eye(3, 1), backend.ErrDomain},
-		{"ω = 1", func(c *Config) { c.Momentum = 1 }, eye(3, 1), backend.ErrDomain},
-		{"unknown draws", func(c *Config) { c.Draws = 7 }, eye(3, 1), backend.ErrDomain},
+		{"ε₀ = 0", func(c *Config) { c.Step = 0 }, eye(3, 1), run.ErrConfig},
+		{"ε₀ < 0", func(c *Config) { c.Step = -0.1 }, eye(3, 1), run.ErrConfig},
+		{"S = 1", func(c *Config) { c.S = 1 }, eye(3, 1), run.ErrConfig},
+		{"ω = 1", func(c *Config) { c.Momentum = 1 }, eye(3, 1), run.ErrConfig},
+		{"unknown draws", func(c *Config) { c.Draws = 7 }, eye(3, 1), run.ErrConfig},
 	} {
 		cfg := good
 		if c.cfg != nil {
 			c.cfg(&cfg)
 		}
-		_, err := FitOne(b, m, mu, c.sigma, cfg, run.Control{Recorder: rec})
+		_, err := fitOne(b, m, mu, c.sigma, cfg, run.Control{Recorder: rec})
 		if err == nil || (c.want != nil && !errors.Is(err, c.want)) {
 			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
 		}
@@ -54,7 +54,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("%d iterations recorded on bad input", calls)
 	}
 	good.Gradient = Reparameterisation
-	if _, err := FitOne(b, m, mu, eye(3, 0.04), good, run.Control{MaxIter: 5}); err != nil {
+	if _, err := fitOne(b, m, mu, eye(3, 0.04), good, run.Control{MaxIter: 5}); err != nil {
 		t.Fatalf("good input rejected: %v", err)
 	}
 }
@@ -77,25 +77,25 @@ func TestNAGVACBadInput(t *testing.T) {
 		{"clip < 0", func(c *NAGVACConfig) { c.Clip = -1 }, mu, b0, "clip -1"},
 		{"clip NaN", func(c *NAGVACConfig) { c.Clip = math.NaN() }, mu, b0, "clip NaN"},
 		{"window < 0", func(c *NAGVACConfig) { c.Window = -1 }, mu, b0, "window -1"},
-		{"max-iter < 0", func(c *NAGVACConfig) { c.MaxIter = -1 }, mu, b0, "max-iter -1"},
+		{"max-iter < 0", func(c *NAGVACConfig) { c.Control.MaxIter = -1 }, mu, b0, "MaxIter: -1 < 0"},
 		{"b₀ = 0", nil, mu, make([]float64, 3), "b₀ = 0"},
 		{"damping < 0", func(c *NAGVACConfig) { c.Damping = -1 }, mu, b0, "damping -1"},
-		{"unknown Fisher", func(c *NAGVACConfig) { c.Fisher = "full" }, mu, b0, `unknown Fisher form "full"`},
+		{"unknown Fisher", func(c *NAGVACConfig) { c.Fisher = 7 }, mu, b0, "unknown Fisher form Fisher(7)"},
 		{"μ₀ NaN", nil, []float64{0, math.NaN(), 0}, b0, "μ₀[1] = NaN"},
 	} {
 		cfg := NAGVACDefault()
 		if c.cfg != nil {
 			c.cfg(&cfg)
 		}
-		_, err := NAGVAC(b, m, c.mu, c.b0, c0, cfg, run.Control{Recorder: rec})
-		if !errors.Is(err, backend.ErrDomain) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want ErrDomain naming %q", c.name, err, c.want)
+		_, err := runNAGVAC(b, m, c.mu, c.b0, c0, cfg, run.Control{Recorder: rec})
+		if !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want ErrConfig naming %q", c.name, err, c.want)
 		}
 	}
 	if calls != 0 {
 		t.Fatalf("%d iterations recorded on bad input", calls)
 	}
-	if _, err := NAGVAC(b, m, mu, b0, c0, NAGVACDefault(), run.Control{MaxIter: 3}); err != nil {
+	if _, err := runNAGVAC(b, m, mu, b0, c0, NAGVACDefault(), run.Control{MaxIter: 3}); err != nil {
 		t.Fatalf("good input rejected: %v", err)
 	}
 }
@@ -439,7 +439,7 @@ func TestC1Conjugate(t *testing.T) {
 		cfg.Gradient = grad
 		cfg.Step, cfg.Tau, cfg.Patience, cfg.Seed = 0.05, 300, 0, 3
 		ctl := run.Control{MaxIter: 1500}
-		res, err := FitOne(b, m, make([]float64, d), eye(d, 0.04), cfg, ctl)
+		res, err := fitOne(b, m, make([]float64, d), eye(d, 0.04), cfg, ctl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -471,22 +471,20 @@ func TestRunControl(t *testing.T) {
 	for _, draws := range []Draws{PseudoRandom, RQMC} {
 		cfg := cfg
 		cfg.Draws = draws
-		full, err := FitOne(b, m, mu0, s0, cfg, run.Control{MaxIter: 30})
+		full, err := fitOne(b, m, mu0, s0, cfg, run.Control{MaxIter: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "ck")
-		if _, err := FitOne(b, m, mu0, s0, cfg, run.Control{MaxIter: 12, CheckpointEvery: 12, CheckpointPath: path}); err != nil {
+		if _, err := fitOne(b, m, mu0, s0, cfg, run.Control{MaxIter: 12, CheckpointEvery: 12, CheckpointPath: path}); err != nil {
 			t.Fatal(err)
 		}
-		rc := cfg
-		rc.ResumeFrom = path
-		resumed, err := FitOne(b, m, mu0, s0, rc, run.Control{MaxIter: 30})
+		resumed, err := fitOne(b, m, mu0, s0, cfg, run.Control{MaxIter: 30, CheckpointPath: path, Resume: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resumed.Run.Iters != 30 {
-			t.Fatalf("draws %d: resumed run ended at %d", draws, resumed.Run.Iters)
+		if resumed.Iters != 30 {
+			t.Fatalf("draws %d: resumed run ended at %d", draws, resumed.Iters)
 		}
 		for i, v := range full.LastSigma.Storage().Host() {
 			if resumed.LastSigma.Storage().Host()[i] != v {
@@ -500,20 +498,20 @@ func TestRunControl(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	res, _ := FitOne(b, m, mu0, s0, cfg, run.Control{Ctx: ctx, Recorder: run.Func(func(run.Record) {
+	res, _ := fitOne(b, m, mu0, s0, cfg, run.Control{Ctx: ctx, Recorder: run.Func(func(run.Record) {
 		if n++; n == 5 {
 			cancel()
 		}
 	})})
-	if res.Run.Reason != run.Cancelled || res.Run.Iters != 5 {
-		t.Fatalf("cancelled run: %v after %d", res.Run.Reason, res.Run.Iters)
+	if res.Reason != run.Cancelled || res.Iters != 5 {
+		t.Fatalf("cancelled run: %v after %d", res.Reason, res.Iters)
 	}
 	cfg.Patience, cfg.BurnIn, cfg.Step = 3, 20, 0.05
-	res, err := FitOne(b, m, mu0, s0, cfg, run.Control{MaxIter: 5000})
+	res, err := fitOne(b, m, mu0, s0, cfg, run.Control{MaxIter: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Run.Reason != run.Patience || res.StoppedAt[0] == 0 || res.BestIter[0] >= res.StoppedAt[0] {
-		t.Fatalf("patience: reason %v stopped %d best %d", res.Run.Reason, res.StoppedAt[0], res.BestIter[0])
+	if res.Reason != run.Patience || res.StoppedAt[0] == 0 || res.BestIter[0] >= res.StoppedAt[0] {
+		t.Fatalf("patience: reason %v stopped %d best %d", res.Reason, res.StoppedAt[0], res.BestIter[0])
 	}
 }

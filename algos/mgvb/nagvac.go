@@ -1,6 +1,8 @@
 package mgvb
 
 import (
+	"context"
+	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
@@ -22,10 +24,9 @@ type NAGVACConfig struct {
 	Momentum                 float64
 	Clip                     float64 // on the natural gradient (3d entries), as deepGLM does
 	Window, Patience, BurnIn int
-	MaxIter                  int
 	Seed                     uint64
-	// Fisher picks the natural gradient: FisherDeepGLM ("" or "deepglm", the default) or FisherExact.
-	Fisher string
+	// Fisher picks the natural gradient: FisherDeepGLM (the default) or FisherExact.
+	Fisher Fisher
 	// Damping λ adds λ·tr(F)/2d to the diagonal of the exact Fisher block before the solve (FisherExact only).
 	// Undamped, the exact natural gradient on German credit drives b onto one coordinate within 500 iterations,
 	// where (b_i, c_i) enter Σ only through b_i² + c_i² and the Fisher is singular; λ = 0.01 avoids it.
@@ -33,22 +34,44 @@ type NAGVACConfig struct {
 	// Draws picks the source of the draws (ε₁, ε₂) of θ = μ + bε₁ + c ⊙ ε₂: PseudoRandom (the default) or RQMC,
 	// S points of a Sobol' set in d + 1 dimensions scrambled afresh every iteration.
 	Draws Draws
+
+	// Mu0, B0 and C0 are the starting point (d values each; c₀ non-zero, b₀ not all zero). Nil Mu0 starts at
+	// μ₀ = 0, nil B0 at b₀ ~ N(0, 0.01²) (Philox stream 3 of Seed), nil C0 at c₀ = 0.2: Σ₀ ≈ 0.04 I, as the
+	// comparator of paper 000's Fig. 5.
+	Mu0, B0, C0 []float64
+
+	// Control holds the iteration cap (0: 2000), the progress recorder and the context's stand-in; NAGVAC
+	// writes no checkpoints.
+	Control run.Control
 }
+
+// Fisher names the form of NAGVAC's natural gradient.
+type Fisher int
 
 // The Fisher forms of NAGVAC's natural gradient (notes 6.1).
 const (
 	// FisherDeepGLM is deepGLM's block-diagonal approximation (F_bc dropped, F_bb⁻¹ ≈ Σ/(2(1 − α))), most likely
 	// what paper 000 compared against.
-	FisherDeepGLM = "deepglm"
+	FisherDeepGLM Fisher = iota
 	// FisherExact solves with the exact 2d×2d Fisher block of (b, c) (Cholesky, O(d³) per iteration); it needs
 	// d ≥ 3, below which the block is singular.
-	FisherExact = "exact"
+	FisherExact
 )
+
+func (f Fisher) String() string {
+	switch f {
+	case FisherDeepGLM:
+		return "deepglm"
+	case FisherExact:
+		return "exact"
+	}
+	return fmt.Sprintf("Fisher(%d)", int(f))
+}
 
 // NAGVACDefault returns the notes' comparator settings (window 11 as MGVB's, patience 0: fixed iterations),
 // deepGLM's Fisher form, and damping 0.01 for when the exact form is chosen.
 func NAGVACDefault() NAGVACConfig {
-	return NAGVACConfig{S: 100, Step: 0.01, Tau: 1000, Momentum: 0.4, Clip: 100, Window: 11, MaxIter: 2000, Damping: 0.01}
+	return NAGVACConfig{S: 100, Step: 0.01, Tau: 1000, Momentum: 0.4, Clip: 100, Window: 11, Damping: 0.01}
 }
 
 // NAGVACResult is the best iterate (by smoothed LB) of a NAGVAC fit: Σ = bbᵀ + diag(c²).
@@ -56,7 +79,7 @@ type NAGVACResult struct {
 	Mu, B, C     []float64
 	BestSmoothed float64
 	BestIter     int
-	Run          run.Result
+	run.Result   // how the run ended
 }
 
 // Sigma returns bbᵀ + diag(c²) row-major.
@@ -79,154 +102,239 @@ func (r *NAGVACResult) Sigma() []float64 {
 // Sherman–Morrison) by default, or the exact Fisher solve with cfg.Fisher = FisherExact. The natural gradient is
 // clipped to Clip, mixed with momentum and added with the schedule ε₀, ε₀τ/t. The O(d) algebra (O(d³) with the
 // exact Fisher) runs on the host; the model runs on the backend. b₀ ~ N(0, 0.01²) (it must be non-zero) and c₀ are given by the caller.
-func NAGVAC(be backend.Backend, m model.Batched, mu0, b0, c0 []float64, cfg NAGVACConfig, ctl run.Control) (*NAGVACResult, error) {
-	d, S := m.Dim(), cfg.S
+func NAGVAC(ctx context.Context, be backend.Backend, m model.Batched, cfg NAGVACConfig) (*NAGVACResult, error) {
+	d := m.Dim()
+	if err := cfg.check(d); err != nil {
+		return nil, err
+	}
+	mu0, b0, c0, err := cfg.start(d)
+	if err != nil {
+		return nil, err
+	}
+	ctl := cfg.Control.WithContext(ctx)
+	if err := ctl.Validate(); err != nil {
+		return nil, err
+	}
+	n, err := newNagvac(be, m, cfg, mu0, b0, c0)
+	if err != nil {
+		return nil, err
+	}
+	defer n.free()
+	return n.run(ctl)
+}
+
+// check validates the settings.
+func (cfg *NAGVACConfig) check(d int) error {
 	switch {
-	case S < 2:
-		return nil, domainErr("S", "S = %d, need at least 2", S)
+	case cfg.S < 2:
+		return domainErr("S", "S = %d, need at least 2", cfg.S)
 	case !(cfg.Step > 0) || math.IsInf(cfg.Step, 0):
-		return nil, domainErr("Step", "learning rate %v must be positive and finite", cfg.Step)
+		return domainErr("Step", "learning rate %v must be positive and finite", cfg.Step)
 	case !(cfg.Momentum >= 0 && cfg.Momentum < 1):
-		return nil, domainErr("Momentum", "ω = %v must be in [0, 1)", cfg.Momentum)
+		return domainErr("Momentum", "ω = %v must be in [0, 1)", cfg.Momentum)
 	case cfg.Tau < 0:
-		return nil, domainErr("Tau", "τ = %d < 0", cfg.Tau)
+		return domainErr("Tau", "τ = %d < 0", cfg.Tau)
 	case !(cfg.Clip >= 0) || math.IsInf(cfg.Clip, 0):
-		return nil, domainErr("Clip", "clip %v must be ≥ 0 and finite", cfg.Clip)
-	case cfg.Window < 0 || cfg.Patience < 0 || cfg.BurnIn < 0 || cfg.MaxIter < 0:
-		// A negative MaxIter would otherwise mean no cap at all.
-		return nil, domainErr("Window", "window %d, patience %d, burn-in %d, max-iter %d must be ≥ 0", cfg.Window, cfg.Patience, cfg.BurnIn, cfg.MaxIter)
+		return domainErr("Clip", "clip %v must be ≥ 0 and finite", cfg.Clip)
+	case cfg.Window < 0 || cfg.Patience < 0 || cfg.BurnIn < 0:
+		return domainErr("Window", "window %d, patience %d, burn-in %d must be ≥ 0", cfg.Window, cfg.Patience, cfg.BurnIn)
 	case !(cfg.Damping >= 0) || math.IsInf(cfg.Damping, 0):
-		return nil, domainErr("Damping", "damping %v must be ≥ 0 and finite", cfg.Damping)
+		return domainErr("Damping", "damping %v must be ≥ 0 and finite", cfg.Damping)
 	case cfg.Draws != PseudoRandom && cfg.Draws != RQMC:
-		return nil, domainErr("Draws", "unknown source of draws %d", cfg.Draws)
-	case cfg.Fisher != "" && cfg.Fisher != FisherDeepGLM && cfg.Fisher != FisherExact:
-		return nil, domainErr("Fisher", "unknown Fisher form %q (want %q or %q)", cfg.Fisher, FisherDeepGLM, FisherExact)
-	case len(mu0) != d || len(b0) != d || len(c0) != d:
-		return nil, backend.Errorf(opName, "mu0", backend.ErrShape, "μ₀, b₀, c₀ need %d values", d)
+		return domainErr("Draws", "unknown source of draws %d", cfg.Draws)
+	case cfg.Fisher != FisherDeepGLM && cfg.Fisher != FisherExact:
+		return domainErr("Fisher", "unknown Fisher form %v (want %v or %v)", cfg.Fisher, FisherDeepGLM, FisherExact)
 	case cfg.Fisher == FisherExact && d < 3:
 		// 2d parameters against d(d+1)/2 covariance entries: the one-factor model is identified only from d = 3.
-		return nil, domainErr("Fisher", "the exact Fisher needs d ≥ 3 (d = %d: bbᵀ + diag(c²) is not identified and its Fisher is singular)", d)
+		return domainErr("Fisher", "the exact Fisher needs d ≥ 3 (d = %d: bbᵀ + diag(c²) is not identified and its Fisher is singular)", d)
+	}
+	return nil
+}
+
+// start returns the starting point: Mu0, B0, C0 or their defaults, checked.
+func (cfg *NAGVACConfig) start(d int) (mu0, b0, c0 []float64, err error) {
+	mu0, b0, c0 = cfg.Mu0, cfg.B0, cfg.C0
+	if mu0 == nil {
+		mu0 = make([]float64, d)
+	}
+	if b0 == nil {
+		b0 = make([]float64, d)
+		rng.Counter{Seed: cfg.Seed, Stream: 3}.FillNormal(b0)
+		for i := range b0 {
+			b0[i] *= 0.01
+		}
+	}
+	if c0 == nil {
+		c0 = make([]float64, d)
+		for i := range c0 {
+			c0[i] = 0.2
+		}
+	}
+	if len(mu0) != d || len(b0) != d || len(c0) != d {
+		return nil, nil, nil, domainErr("Mu0", "μ₀, b₀, c₀ have %d, %d, %d values, need %d", len(mu0), len(b0), len(c0), d)
 	}
 	zero := true
 	for i := 0; i < d; i++ {
 		if !run.Finite(mu0[i], b0[i]) {
-			return nil, domainErr("mu0", "μ₀[%d] = %v, b₀[%d] = %v must be finite", i, mu0[i], i, b0[i])
+			return nil, nil, nil, domainErr("Mu0", "μ₀[%d] = %v, b₀[%d] = %v must be finite", i, mu0[i], i, b0[i])
 		}
 		if c0[i] == 0 || !run.Finite(c0[i]) {
-			return nil, domainErr("c0", "c₀[%d] = %v must be finite and non-zero", i, c0[i])
+			return nil, nil, nil, domainErr("C0", "c₀[%d] = %v must be finite and non-zero", i, c0[i])
 		}
 		zero = zero && b0[i] == 0
 	}
 	if zero {
 		// κ = Σ b²/c² = 0 makes the F_bb factor 1/κ infinite at the first step.
-		return nil, domainErr("b0", "b₀ = 0: the factor must be non-zero")
+		return nil, nil, nil, domainErr("B0", "b₀ = 0: the factor must be non-zero")
 	}
-	if err := ctl.Validate(); err != nil {
-		return nil, err
-	}
-	mu, bv, cv := append([]float64(nil), mu0...), append([]float64(nil), b0...), append([]float64(nil), c0...)
-	th, err := be.Alloc(tensor.Shape{Batch: 1, Rows: d, Cols: S})
-	if err != nil {
-		return nil, err
-	}
-	defer be.Free(th)
-	gr, err := be.Alloc(th.Shape())
-	if err != nil {
-		return nil, err
-	}
-	defer be.Free(gr)
-	lp, err := be.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: S})
-	if err != nil {
-		return nil, err
-	}
-	defer be.Free(lp)
-	hth, hgr, hlp := tensor.NewHost(1, d, S), tensor.NewHost(1, d, S), tensor.NewHost(1, 1, S)
-	eps := make([]float64, (d+1)*S) // ε₁ (S), then ε₂ (d rows of S): the rows of a (d+1)-dimensional RQMC set
-	e1, e2 := eps[:S], eps[S:]
-	var draws uint64
-	// grad returns the natural gradient (3d) and the LB estimate at (μ, b, c).
-	grad := func() ([]float64, float64, error) {
-		if cfg.Draws == RQMC {
-			c := rng.Counter{Seed: cfg.Seed, Stream: 1, Offset: draws * qmc.WordsPerDim * uint64(d+1)}
-			if err := qmc.Normal(eps, d+1, S, c); err != nil {
-				return nil, 0, err
-			}
-		} else {
-			c := rng.Counter{Seed: cfg.Seed, Stream: 1, Offset: draws * uint64((d+1)*S)}
-			c.FillNormal(e1)
-			c.Advance(S).FillNormal(e2)
-		}
-		draws++
-		for i := 0; i < d; i++ {
-			for s := 0; s < S; s++ {
-				hth.Set(0, i, s, mu[i]+bv[i]*e1[s]+cv[i]*e2[i*S+s])
-			}
-		}
-		if err := be.Upload(th, hth); err != nil {
-			return nil, 0, err
-		}
-		if err := m.LogDensityBatch(be, lp, gr, th); err != nil {
-			return nil, 0, err
-		}
-		if err := be.Download(hgr, gr); err != nil {
-			return nil, 0, err
-		}
-		if err := be.Download(hlp, lp); err != nil {
-			return nil, 0, err
-		}
-		// Woodbury: Σ⁻¹x = x/c² − (uᵀx/(1 + uᵀb)) u, u = b/c²; κ = Σ b²/c², α = 1/(1 + κ).
-		u, kappa := factorWeights(bv, cv)
-		alpha := 1 / (1 + kappa)
-		g := make([]float64, 3*d)
-		x := make([]float64, d)
-		lb := 0.0
-		for s := 0; s < S; s++ {
-			ux := 0.0
-			for i := 0; i < d; i++ {
-				x[i] = bv[i]*e1[s] + cv[i]*e2[i*S+s]
-				ux += u[i] * x[i]
-			}
-			for i := 0; i < d; i++ {
-				gi := hgr.At(0, i, s) + x[i]/(cv[i]*cv[i]) - ux*alpha*u[i]
-				g[i] += gi / float64(S)
-				g[d+i] += e1[s] * gi / float64(S)
-				g[2*d+i] += e2[i*S+s] * gi / float64(S)
-			}
-			lb += hlp.At(0, 0, s) / float64(S)
-		}
-		logdet := math.Log1p(kappa)
-		for i := 0; i < d; i++ {
-			logdet += math.Log(cv[i] * cv[i])
-		}
-		lb += 0.5*float64(d)*(1+math.Log(2*math.Pi)) + 0.5*logdet
-		nat, err := nagvacNatural(cfg.Fisher, cfg.Damping, bv, cv, u, kappa, g)
+	return mu0, b0, c0, nil
+}
+
+// nagvac is the state of one NAGVAC run: the variational parameters on the host, the model's tensors on the
+// backend and the draws.
+type nagvac struct {
+	be            backend.Backend
+	m             model.Batched
+	cfg           NAGVACConfig
+	d, S          int
+	mu, bv, cv    []float64
+	th, gr, lp    *T
+	hth, hgr, hlp *T
+	eps, e1, e2   []float64
+	draws         uint64
+}
+
+func newNagvac(be backend.Backend, m model.Batched, cfg NAGVACConfig, mu0, b0, c0 []float64) (*nagvac, error) {
+	d, S := m.Dim(), cfg.S
+	n := &nagvac{be: be, m: m, cfg: cfg, d: d, S: S}
+	n.mu, n.bv, n.cv = append([]float64(nil), mu0...), append([]float64(nil), b0...), append([]float64(nil), c0...)
+	for _, p := range []struct {
+		t    **T
+		rows int
+	}{{&n.th, d}, {&n.gr, d}, {&n.lp, 1}} {
+		t, err := be.Alloc(tensor.Shape{Batch: 1, Rows: p.rows, Cols: S})
 		if err != nil {
-			return nil, 0, err
+			n.free()
+			return nil, err
 		}
-		if cfg.Clip > 0 {
-			n := 0.0
-			for _, v := range nat {
-				n += v * v
-			}
-			if n = math.Sqrt(n); n > cfg.Clip {
-				for i := range nat {
-					nat[i] *= cfg.Clip / n
-				}
-			}
-		}
-		return nat, lb, nil
+		*p.t = t
 	}
-	mom, _, err := grad()
+	n.hth, n.hgr, n.hlp = tensor.NewHost(1, d, S), tensor.NewHost(1, d, S), tensor.NewHost(1, 1, S)
+	n.eps = make([]float64, (d+1)*S) // ε₁ (S), then ε₂ (d rows of S): the rows of a (d+1)-dimensional RQMC set
+	n.e1, n.e2 = n.eps[:S], n.eps[S:]
+	return n, nil
+}
+
+func (n *nagvac) free() {
+	for _, t := range []*T{n.th, n.gr, n.lp} {
+		if t != nil {
+			n.be.Free(t)
+		}
+	}
+}
+
+// draw fills ε₁, ε₂ for the next evaluation (Philox normals or a scrambled Sobol' set).
+func (n *nagvac) draw() error {
+	d, S, cfg := n.d, n.S, n.cfg
+	if cfg.Draws == RQMC {
+		c := rng.Counter{Seed: cfg.Seed, Stream: 1, Offset: n.draws * qmc.WordsPerDim * uint64(d+1)}
+		if err := qmc.Normal(n.eps, d+1, S, c); err != nil {
+			return err
+		}
+	} else {
+		c := rng.Counter{Seed: cfg.Seed, Stream: 1, Offset: n.draws * uint64((d+1)*S)}
+		c.FillNormal(n.e1)
+		c.Advance(S).FillNormal(n.e2)
+	}
+	n.draws++
+	return nil
+}
+
+// grad returns the natural gradient (3d) and the LB estimate at (μ, b, c).
+func (n *nagvac) grad() ([]float64, float64, error) {
+	be, d, S, cfg := n.be, n.d, n.S, n.cfg
+	mu, bv, cv, e1, e2 := n.mu, n.bv, n.cv, n.e1, n.e2
+	if err := n.draw(); err != nil {
+		return nil, 0, err
+	}
+	for i := 0; i < d; i++ {
+		for s := 0; s < S; s++ {
+			n.hth.Set(0, i, s, mu[i]+bv[i]*e1[s]+cv[i]*e2[i*S+s])
+		}
+	}
+	if err := be.Upload(n.th, n.hth); err != nil {
+		return nil, 0, err
+	}
+	if err := n.m.LogDensityBatch(be, n.lp, n.gr, n.th); err != nil {
+		return nil, 0, err
+	}
+	if err := be.Download(n.hgr, n.gr); err != nil {
+		return nil, 0, err
+	}
+	if err := be.Download(n.hlp, n.lp); err != nil {
+		return nil, 0, err
+	}
+	// Woodbury: Σ⁻¹x = x/c² − (uᵀx/(1 + uᵀb)) u, u = b/c²; κ = Σ b²/c², α = 1/(1 + κ).
+	u, kappa := factorWeights(bv, cv)
+	alpha := 1 / (1 + kappa)
+	g := make([]float64, 3*d)
+	x := make([]float64, d)
+	lb := 0.0
+	for s := 0; s < S; s++ {
+		ux := 0.0
+		for i := 0; i < d; i++ {
+			x[i] = bv[i]*e1[s] + cv[i]*e2[i*S+s]
+			ux += u[i] * x[i]
+		}
+		for i := 0; i < d; i++ {
+			gi := n.hgr.At(0, i, s) + x[i]/(cv[i]*cv[i]) - ux*alpha*u[i]
+			g[i] += gi / float64(S)
+			g[d+i] += e1[s] * gi / float64(S)
+			g[2*d+i] += e2[i*S+s] * gi / float64(S)
+		}
+		lb += n.hlp.At(0, 0, s) / float64(S)
+	}
+	logdet := math.Log1p(kappa)
+	for i := 0; i < d; i++ {
+		logdet += math.Log(cv[i] * cv[i])
+	}
+	lb += 0.5*float64(d)*(1+math.Log(2*math.Pi)) + 0.5*logdet
+	nat, err := nagvacNatural(cfg.Fisher, cfg.Damping, bv, cv, u, kappa, g)
+	if err != nil {
+		return nil, 0, err
+	}
+	clipTo(nat, cfg.Clip)
+	return nat, lb, nil
+}
+
+// clipTo rescales v to norm c when its norm is above c > 0.
+func clipTo(v []float64, c float64) {
+	if c <= 0 {
+		return
+	}
+	n := 0.0
+	for _, x := range v {
+		n += x * x
+	}
+	if n = math.Sqrt(n); n > c {
+		for i := range v {
+			v[i] *= c / n
+		}
+	}
+}
+
+// run is the loop: step with momentum, the schedule ε₀ then ε₀τ/t, and the smoothed-LB rule keeping the best
+// iterate.
+func (n *nagvac) run(ctl run.Control) (*NAGVACResult, error) {
+	d, cfg := n.d, n.cfg
+	mu, bv, cv := n.mu, n.bv, n.cv
+	mom, _, err := n.grad()
 	if err != nil {
 		return nil, err
 	}
 	res := &NAGVACResult{Mu: append([]float64(nil), mu...), B: append([]float64(nil), bv...), C: append([]float64(nil), cv...), BestSmoothed: math.NaN()}
 	sm := run.Smoother{Window: cfg.Window, Patience: cfg.Patience, BurnIn: cfg.BurnIn}
-	maxIter := cfg.MaxIter
-	if maxIter == 0 {
-		maxIter = 2000
-	}
-	loop := ctl.Start(maxIter, 0)
+	loop := ctl.Start(defaultMaxIter, 0)
 	for loop.Next() {
 		t := loop.Iter() + 1
 		eps := cfg.Step
@@ -238,7 +346,7 @@ func NAGVAC(be backend.Backend, m model.Batched, mu0, b0, c0 []float64, cfg NAGV
 			bv[i] += eps * mom[d+i]
 			cv[i] += eps * mom[2*d+i]
 		}
-		nat, lb, err := grad()
+		nat, lb, err := n.grad()
 		if err != nil {
 			loop.Fail(err)
 			break
@@ -264,11 +372,11 @@ func NAGVAC(be backend.Backend, m model.Batched, mu0, b0, c0 []float64, cfg NAGV
 			loop.Finish(run.Patience)
 		}
 	}
-	res.Run = loop.Result()
-	if res.Run.Reason == run.NotFinite {
+	res.Result = loop.Result()
+	if res.Reason == run.NotFinite {
 		return res, ErrNotFinite
 	}
-	return res, res.Run.Err
+	return res, res.Err
 }
 
 // factorWeights returns u = b/c² and κ = bᵀu = Σ bᵢ²/cᵢ², the terms of Σ⁻¹ = diag(1/c²) − uuᵀ/(1 + κ) (Woodbury).
@@ -284,7 +392,7 @@ func factorWeights(bv, cv []float64) (u []float64, kappa float64) {
 // nagvacNatural returns the natural gradient F⁻¹g of the one-factor Gaussian N(μ, bbᵀ + diag(c²)) in the form
 // chosen by fisher; g holds (g_μ, g_b, g_c), and w, κ are factorWeights(b, c). The μ block of the Fisher is Σ⁻¹ and decouples from
 // (b, c), so nat_μ = Σg_μ = (bᵀg_μ)b + c²∘g_μ in both forms (notes 6.1).
-func nagvacNatural(fisher string, damping float64, bv, cv, w []float64, kappa float64, g []float64) ([]float64, error) {
+func nagvacNatural(fisher Fisher, damping float64, bv, cv, w []float64, kappa float64, g []float64) ([]float64, error) {
 	d := len(bv)
 	nat := make([]float64, 3*d)
 	bgm := 0.0
@@ -358,10 +466,10 @@ func exactBC(bv, cv, w []float64, kappa float64, g, nat []float64, damping float
 	// A singular Fisher means b has collapsed onto fewer than three coordinates (see Damping).
 	var ch mat.Cholesky
 	if !ch.Factorize(mat.NewSymDense(n, f)) {
-		return domainErr("Fisher", "the exact Fisher of (b, c) is not positive definite; raise Damping")
+		return backend.Errorf(opName, "Fisher", backend.ErrDomain, "the exact Fisher of (b, c) is not positive definite; raise Damping")
 	}
 	if err := ch.SolveVecTo(mat.NewVecDense(n, nat[d:]), mat.NewVecDense(n, g[d:])); err != nil {
-		return domainErr("Fisher", "the exact Fisher of (b, c) is singular (condition number %.3g); raise Damping", ch.Cond())
+		return backend.Errorf(opName, "Fisher", backend.ErrDomain, "the exact Fisher of (b, c) is singular (condition number %.3g); raise Damping", ch.Cond())
 	}
 	return nil
 }

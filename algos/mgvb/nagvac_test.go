@@ -132,12 +132,12 @@ func TestNAGVACExactNeedsThree(t *testing.T) {
 	m := newLin(t, b, 20, 2, 1)
 	cfg := NAGVACDefault()
 	cfg.Fisher = FisherExact
-	_, err := NAGVAC(b, m, make([]float64, 2), []float64{0.01, 0.02}, []float64{0.2, 0.2}, cfg, run.Control{MaxIter: 3})
-	if !errors.Is(err, backend.ErrDomain) || !strings.Contains(err.Error(), "d ≥ 3") {
-		t.Fatalf("error %v, want ErrDomain naming d ≥ 3", err)
+	_, err := runNAGVAC(b, m, make([]float64, 2), []float64{0.01, 0.02}, []float64{0.2, 0.2}, cfg, run.Control{MaxIter: 3})
+	if !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "d ≥ 3") {
+		t.Fatalf("error %v, want ErrConfig naming d ≥ 3", err)
 	}
 	cfg.Fisher = FisherDeepGLM
-	if _, err := NAGVAC(b, m, make([]float64, 2), []float64{0.01, 0.02}, []float64{0.2, 0.2}, cfg, run.Control{MaxIter: 3}); err != nil {
+	if _, err := runNAGVAC(b, m, make([]float64, 2), []float64{0.01, 0.02}, []float64{0.2, 0.2}, cfg, run.Control{MaxIter: 3}); err != nil {
 		t.Fatalf("deepGLM form at d = 2 rejected: %v", err)
 	}
 }
@@ -151,14 +151,14 @@ func TestNAGVACExactUndamped(t *testing.T) {
 	d := m.Dim()
 	b0, c0 := factorStart(d, 0.2)
 	cfg := NAGVACDefault()
-	cfg.Fisher, cfg.Seed, cfg.MaxIter, cfg.Tau = FisherExact, 1, 500, 500
+	cfg.Fisher, cfg.Seed, cfg.Control.MaxIter, cfg.Tau = FisherExact, 1, 500, 500
 	cfg.Damping = 0
-	_, err := NAGVAC(b, m, make([]float64, d), b0, c0, cfg, run.Control{})
+	_, err := runNAGVAC(b, m, make([]float64, d), b0, c0, cfg, run.Control{})
 	if !errors.Is(err, backend.ErrDomain) || !strings.Contains(err.Error(), "raise Damping") {
 		t.Fatalf("undamped exact Fisher: error %v, want ErrDomain asking for damping", err)
 	}
 	cfg.Damping = NAGVACDefault().Damping
-	if _, err := NAGVAC(b, m, make([]float64, d), b0, c0, cfg, run.Control{}); err != nil {
+	if _, err := runNAGVAC(b, m, make([]float64, d), b0, c0, cfg, run.Control{}); err != nil {
 		t.Fatalf("damped exact Fisher: %v", err)
 	}
 }
@@ -186,10 +186,10 @@ func TestNAGVACRQMC(t *testing.T) {
 	const n = 300
 	stats := func(draws Draws) (mean, vr float64) {
 		cfg := NAGVACDefault()
-		cfg.Seed, cfg.MaxIter, cfg.Step, cfg.Draws = 7, n, 1e-12, draws
+		cfg.Seed, cfg.Control.MaxIter, cfg.Step, cfg.Draws = 7, n, 1e-12, draws
 		var lb []float64
 		ctl := run.Control{Recorder: run.Func(func(r run.Record) { lb = append(lb, r.Objective) })}
-		if _, err := NAGVAC(b, m, make([]float64, d), b0, c0, cfg, ctl); err != nil {
+		if _, err := runNAGVAC(b, m, make([]float64, d), b0, c0, cfg, ctl); err != nil {
 			t.Fatal(err)
 		}
 		if len(lb) != n {
@@ -216,7 +216,7 @@ func TestNAGVACRQMC(t *testing.T) {
 	}
 	cfg := NAGVACDefault()
 	cfg.Draws = 7
-	if _, err := NAGVAC(b, m, make([]float64, d), b0, c0, cfg, run.Control{}); !errors.Is(err, backend.ErrDomain) {
-		t.Errorf("unknown draws: error %v, want ErrDomain", err)
+	if _, err := runNAGVAC(b, m, make([]float64, d), b0, c0, cfg, run.Control{}); !errors.Is(err, run.ErrConfig) {
+		t.Errorf("unknown draws: error %v, want ErrConfig", err)
 	}
 }

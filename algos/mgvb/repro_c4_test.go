@@ -24,7 +24,7 @@ func c4Fit(t *testing.T, m model.Batched, plain bool, S int, step float64, iters
 	cfg := DefaultConfig()
 	cfg.S, cfg.Step, cfg.Plain, cfg.Patience, cfg.Seed = S, step, plain, 0, 4
 	var mem run.Memory
-	if _, err := FitOne(b, m, make([]float64, m.Dim()), eye(m.Dim(), 0.04), cfg, run.Control{MaxIter: iters, Recorder: &mem}); err != nil {
+	if _, err := fitOne(b, m, make([]float64, m.Dim()), eye(m.Dim(), 0.04), cfg, run.Control{MaxIter: iters, Recorder: &mem}); err != nil {
 		t.Fatal(err)
 	}
 	r := c4Run{step: step}

@@ -21,7 +21,7 @@ func garchFit(t *testing.T, m *garch.Model, iters int) (mu, sigma []float64, res
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Step, cfg.Patience, cfg.Seed = 0.05, 0, 3
-	res, err := FitOne(testbackend.Open(t), m, make([]float64, 3), eye(3, 0.04), cfg, run.Control{MaxIter: iters})
+	res, err := fitOne(testbackend.Open(t), m, make([]float64, 3), eye(3, 0.04), cfg, run.Control{MaxIter: iters})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestReproGarchC6(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu, sigma, res := garchFit(t, m, 2000)
-	t.Logf("MGVB best iterate %d, safeguard %d, %v", res.BestIter[0], res.Safeguard, res.Run.Elapsed)
+	t.Logf("MGVB best iterate %d, safeguard %d, %v", res.BestIter[0], res.Safeguard, res.Elapsed)
 	smcCfg := garch.DefaultSMCConfig()
 	smcCfg.Seed = 7
 	smc, err := garch.SMC(m, smcCfg)
@@ -127,7 +127,7 @@ func TestReproGarchSynthetic(t *testing.T) {
 	}
 	m.Sigma1 = truth[0] / (1 - truth[1] - truth[2])
 	mu, sigma, res := garchFit(t, m, 1000)
-	t.Logf("MGVB best iterate %d, safeguard %d, %v", res.BestIter[0], res.Safeguard, res.Run.Elapsed)
+	t.Logf("MGVB best iterate %d, safeguard %d, %v", res.BestIter[0], res.Safeguard, res.Elapsed)
 	const nq = 200000
 	vm, vs := garch.NaturalMoments(garch.GaussianDraws(mu, sigma, nq, 5), nq)
 	for i, p := range []string{"w", "α", "β"} {

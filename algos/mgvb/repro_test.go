@@ -40,7 +40,7 @@ func TestReproGermanC2(t *testing.T) {
 		}
 		cfg := DefaultConfig()
 		cfg.Step, cfg.Patience, cfg.Seed, cfg.Draws = 0.05, 0, 1, c.draws
-		res, err := FitOne(b, m, make([]float64, d), eye(d, 0.04), cfg, run.Control{MaxIter: 2000})
+		res, err := fitOne(b, m, make([]float64, d), eye(d, 0.04), cfg, run.Control{MaxIter: 2000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestReproGermanC2(t *testing.T) {
 			dmu = math.Max(dmu, math.Abs(mu[i]-muStar[i]))
 		}
 		t.Logf("d = %d, draws %d: exact ELBO at the best iterate %.4f (gap %.4f), ‖μ−μ*‖∞ %.4f, best at %d, clipped %d of 2001, safeguard %d, %v",
-			d, c.draws, e, star-e, dmu, res.BestIter[0], res.Clipped, res.Safeguard, res.Run.Elapsed)
+			d, c.draws, e, star-e, dmu, res.BestIter[0], res.Clipped, res.Safeguard, res.Elapsed)
 		if e < star-0.05 || e > star+1e-6 || dmu > 0.05 || res.Safeguard != 0 {
 			t.Fatalf("d = %d, draws %d: exact ELBO %.4f (ELBO* %.4f), ‖μ−μ*‖∞ %.4f, safeguard %d", d, c.draws, e, star, dmu, res.Safeguard)
 		}
@@ -80,12 +80,12 @@ func TestReproGermanC5(t *testing.T) {
 			s0.Set(k, i, i, 0.04)
 		}
 	}
-	mg, err := Fit(b, m, mu0, s0, cfg, run.Control{MaxIter: iters})
+	mg, err := fitBatch(b, m, mu0, s0, cfg, run.Control{MaxIter: iters})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nc := NAGVACDefault()
-	nc.MaxIter = iters
+	nc.Control.MaxIter = iters
 	b0 := make([]float64, d)
 	c0 := make([]float64, d)
 	mus := make([][]float64, R)
@@ -103,7 +103,7 @@ func TestReproGermanC5(t *testing.T) {
 			c0[i] = 0.2
 		}
 		nc.Seed = uint64(1000 + k%R)
-		r, err := NAGVAC(b, m, make([]float64, d), b0, c0, nc, run.Control{})
+		r, err := runNAGVAC(b, m, make([]float64, d), b0, c0, nc, run.Control{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,6 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -84,7 +83,8 @@ func (f Func) Record(r Record) { f(r) }
 // Control is what a caller sets for a run; the zero value runs to the method's default iteration cap with no
 // recording, no cancellation and no checkpoints.
 type Control struct {
-	// Ctx cancels the run; nil means context.Background().
+	// Ctx cancels the run; nil means context.Background(). A method whose entry point takes a context
+	// (Fit(ctx, …)) uses that one instead.
 	Ctx context.Context
 	// MaxIter caps the iterations; 0 leaves the method's default.
 	MaxIter int
@@ -95,19 +95,32 @@ type Control struct {
 	CheckpointEvery int
 	// CheckpointPath is the file checkpoints are written to (atomically: a crash never leaves a partial file).
 	CheckpointPath string
+	// Resume continues the run from the checkpoint at CheckpointPath, bit for bit (the method's other settings
+	// must be those of the run that wrote it). A missing or damaged file is an error.
+	Resume bool
+}
+
+// WithContext returns c with Ctx set to ctx (when ctx is not nil): what a Fit(ctx, …) runs under.
+func (c Control) WithContext(ctx context.Context) Control {
+	if ctx != nil {
+		c.Ctx = ctx
+	}
+	return c
 }
 
 // Validate reports settings that cannot work.
 func (c Control) Validate() error {
 	switch {
 	case c.MaxIter < 0:
-		return fmt.Errorf("run: MaxIter %d < 0", c.MaxIter)
+		return ConfigErrorf("run", "MaxIter", "%d < 0", c.MaxIter)
 	case c.Every < 0:
-		return fmt.Errorf("run: Every %d < 0", c.Every)
+		return ConfigErrorf("run", "Every", "%d < 0", c.Every)
 	case c.CheckpointEvery < 0:
-		return fmt.Errorf("run: CheckpointEvery %d < 0", c.CheckpointEvery)
+		return ConfigErrorf("run", "CheckpointEvery", "%d < 0", c.CheckpointEvery)
 	case c.CheckpointEvery > 0 && c.CheckpointPath == "":
-		return errors.New("run: CheckpointEvery set without CheckpointPath")
+		return ConfigErrorf("run", "CheckpointPath", "CheckpointEvery set without a path")
+	case c.Resume && c.CheckpointPath == "":
+		return ConfigErrorf("run", "CheckpointPath", "Resume set without a path")
 	}
 	return nil
 }

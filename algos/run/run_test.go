@@ -114,10 +114,13 @@ func TestCheckpointDue(t *testing.T) {
 	if len(due) != 1 || due[0] != 4 {
 		t.Fatalf("checkpoints after %v, want [4] (none at the converged iteration 8)", due)
 	}
-	for _, c := range []Control{{MaxIter: -1}, {Every: -2}, {CheckpointEvery: -1}, {CheckpointEvery: 3}} {
-		if c.Validate() == nil {
-			t.Errorf("Validate(%+v) = nil", c)
+	for _, c := range []Control{{MaxIter: -1}, {Every: -2}, {CheckpointEvery: -1}, {CheckpointEvery: 3}, {Resume: true}} {
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("Validate(%+v) = %v, want ErrConfig", c, err)
 		}
+	}
+	if err := (Control{Resume: true, CheckpointPath: "x"}).Validate(); err != nil {
+		t.Errorf("Resume with a path: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -165,11 +166,13 @@ func setupMGVB(b backend.Backend, d dims, f *filler) (*instance, error) {
 	}
 	cfg := mgvb.DefaultConfig()
 	cfg.S, cfg.Patience, cfg.Seed = d.K, 0, f.seed
+	cfg.Mu0, cfg.Sigma0 = mu0.Storage().Host(), s0.Storage().Host()
 	var res *mgvb.Result
 	timer := &iterTimer{}
 	step := func() error {
 		return timer.fitTimed(mgvbIters, func() error {
-			r, err := mgvb.Fit(b, isoNormal{d.D}, mu0, s0, cfg, algorun.Control{MaxIter: mgvbIters, Recorder: timer})
+			cfg.Control = algorun.Control{MaxIter: mgvbIters, Recorder: timer}
+			r, err := mgvb.Fit(context.Background(), b, isoNormal{d.D}, cfg)
 			res = r
 			return err
 		})

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"log"
@@ -89,7 +90,9 @@ func main() {
 	var lb, sm []float64
 	rec := run.Func(func(r run.Record) { lb, sm = append(lb, r.Objective), append(sm, r.Smoothed) })
 	t0 := time.Now()
-	res, err := mgvb.FitOne(b, m, make([]float64, 3), []float64{0.04, 0, 0, 0, 0.04, 0, 0, 0, 0.04}, cfg, run.Control{MaxIter: *iters, Recorder: rec})
+	cfg.Sigma0 = []float64{0.04, 0, 0, 0, 0.04, 0, 0, 0, 0.04}
+	cfg.Control = run.Control{MaxIter: *iters, Recorder: rec}
+	res, err := mgvb.Fit(context.Background(), b, m, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -108,7 +111,7 @@ func main() {
 	if th == nil {
 		log.Fatal("MGVB Σ not positive definite")
 	}
-	s := summary{Method: "MGVB", Seconds: secs, Extra: res.BestSmoothed[0], Iters: res.Run.Iters, Reason: res.Run.Reason.String(), Draws: *drawsName}
+	s := summary{Method: "MGVB", Seconds: secs, Extra: res.BestSmoothed[0], Iters: res.Iters, Reason: res.Reason.String(), Draws: *drawsName}
 	s.Mean, s.SD = garch.NaturalMoments(th, nq)
 	s.ELBO, _ = m.GaussianELBO(mu[:], sg[:], 20000, *seed)
 	if err := enc.Encode(s); err != nil {

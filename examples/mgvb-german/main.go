@@ -17,6 +17,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -25,12 +26,12 @@ import (
 	"os"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/geovb/geovb/algos/mgvb"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/examples/internal/mgvbcli"
 	"github.com/geovb/geovb/models/logistic"
-	"github.com/geovb/geovb/rng"
-	"gonum.org/v1/gonum/mat"
 )
 
 type result struct {
@@ -60,7 +61,7 @@ func main() {
 	nagStep := flag.Float64("nagvac-step", 0.01, "ε₀ of NAGVAC; 0 skips it")
 	drawsName := flag.String("draws", "prng", mgvbcli.DrawsUsage)
 	nagDamp := flag.Float64("nagvac-damping", 0.01, "damping λ of the exact Fisher (λ·tr F/2d added to its diagonal)")
-	nagFisher := flag.String("nagvac-fisher", mgvb.FisherDeepGLM, "NAGVAC's natural gradient: deepglm (the approximation), exact (the 2d×2d Fisher solve), or both")
+	nagFisher := flag.String("nagvac-fisher", mgvb.FisherDeepGLM.String(), "NAGVAC's natural gradient: deepglm (the approximation), exact (the 2d×2d Fisher solve), or both")
 	tau := flag.Int("tau", 0, "τ of the schedule ε₀τ/t (0: constant step)")
 	patience := flag.Int("patience", 0, "stop after this many iterations without a new best smoothed lower bound (0: run -iters)")
 	burnIn := flag.Int("burnin", 0, "iterations before -patience starts counting")
@@ -76,12 +77,14 @@ func main() {
 	if *plainS < 0 || *nagStep < 0 || math.IsNaN(*nagStep) {
 		log.Fatalf("-plain-s %d, -nagvac-step %v: want values ≥ 0 (0 skips the method)", *plainS, *nagStep)
 	}
-	var fishers []string
+	var fishers []mgvb.Fisher
 	switch *nagFisher {
-	case mgvb.FisherDeepGLM, mgvb.FisherExact:
-		fishers = []string{*nagFisher}
+	case mgvb.FisherDeepGLM.String():
+		fishers = []mgvb.Fisher{mgvb.FisherDeepGLM}
+	case mgvb.FisherExact.String():
+		fishers = []mgvb.Fisher{mgvb.FisherExact}
 	case "both":
-		fishers = []string{mgvb.FisherDeepGLM, mgvb.FisherExact}
+		fishers = []mgvb.Fisher{mgvb.FisherDeepGLM, mgvb.FisherExact}
 	default:
 		log.Fatalf("-nagvac-fisher %q: want deepglm, exact or both", *nagFisher)
 	}
@@ -118,7 +121,8 @@ func main() {
 			sigma0[i*d+i] = 0.04
 		}
 		t0 := time.Now()
-		res, err := mgvb.FitOne(b, m, make([]float64, d), sigma0, cfg, run.Control{MaxIter: *iters, Recorder: rec})
+		cfg.Sigma0, cfg.Control = sigma0, run.Control{MaxIter: *iters, Recorder: rec}
+		res, err := mgvb.Fit(context.Background(), b, m, cfg)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -131,7 +135,7 @@ func main() {
 				sg[i*d+j] = res.Sigma.At(0, i, j)
 			}
 		}
-		r.BestLB, r.BestIter, r.Reason, r.Iters = res.BestSmoothed[0], res.BestIter[0], res.Run.Reason.String(), res.Run.Iters
+		r.BestLB, r.BestIter, r.Reason, r.Iters = res.BestSmoothed[0], res.BestIter[0], res.Reason.String(), res.Iters
 		if r.ExactELBO, err = m.ExactELBO(mu, symOf(d, sg)); err != nil {
 			log.Fatal(err)
 		}
@@ -146,7 +150,7 @@ func main() {
 			break
 		}
 		nc := mgvb.NAGVACDefault()
-		nc.S, nc.Step, nc.Tau, nc.MaxIter, nc.Seed = *S, *nagStep, *tau, *iters, *seed
+		nc.S, nc.Step, nc.Tau, nc.Control.MaxIter, nc.Seed = *S, *nagStep, *tau, *iters, *seed
 		nc.Patience, nc.BurnIn, nc.Fisher, nc.Damping, nc.Draws = *patience, *burnIn, fisher, *nagDamp, draws
 		if nc.Tau == 0 {
 			nc.Tau = *iters
@@ -157,19 +161,14 @@ func main() {
 		}
 		r := &result{Method: method, Draws: *drawsName, S: *S, Step: *nagStep, OptimumELBO: star, Backend: b.Info().Name}
 		rec := run.Func(func(x run.Record) { r.lb, r.smoothed = append(r.lb, x.Objective), append(r.smoothed, x.Smoothed) })
-		b0, c0 := make([]float64, d), make([]float64, d)
-		rng.Counter{Seed: *seed, Stream: 3}.FillNormal(b0)
-		for i := range b0 {
-			b0[i] *= 0.01 // b₀ ~ N(0, 0.01²), c₀ = 0.2 (notes 6.1: Σ₀ ≈ 0.04 I)
-			c0[i] = 0.2
-		}
+		nc.Control.Recorder = rec // the default start: μ₀ = 0, b₀ ~ N(0, 0.01²) from the seed, c₀ = 0.2
 		t0 := time.Now()
-		res, err := mgvb.NAGVAC(b, m, make([]float64, d), b0, c0, nc, run.Control{MaxIter: *iters, Recorder: rec})
+		res, err := mgvb.NAGVAC(context.Background(), b, m, nc)
 		if err != nil {
 			log.Fatal(err)
 		}
 		r.Seconds = time.Since(t0).Seconds()
-		r.BestLB, r.BestIter, r.Reason, r.Iters = res.BestSmoothed, res.BestIter, res.Run.Reason.String(), res.Run.Iters
+		r.BestLB, r.BestIter, r.Reason, r.Iters = res.BestSmoothed, res.BestIter, res.Reason.String(), res.Iters
 		if r.ExactELBO, err = m.ExactELBO(res.Mu, symOf(d, res.Sigma())); err != nil {
 			log.Fatal(err)
 		}

@@ -25,7 +25,7 @@ func c7(t *testing.T, cfg Config, iters int) *Result {
 		t.Fatal(err)
 	}
 	cfg.S, cfg.TrackOrth, cfg.Seed, cfg.Window = 200, true, 2, 21
-	res, err := Fit(b, c7Target(), p, cfg, run.Control{MaxIter: iters})
+	res, err := fitFrom(b, c7Target(), p, cfg, run.Control{MaxIter: iters})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
 package nnvb
 
 import (
+	"fmt"
+
 	"github.com/geovb/geovb/algos/run"
-	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -49,16 +50,16 @@ func (w *work) save(path string, iter int, sm *run.Smoother, res *Result) error 
 	return run.SaveCheckpoint(path, checkpointMethod, checkpointVersion, st)
 }
 
-// resume loads the checkpoint named by cfg.ResumeFrom into w, sm and res and returns the iterations it holds.
-func (w *work) resume(sm *run.Smoother, res *Result) (int, error) {
+// resume loads the checkpoint at path into w, sm and res and returns the iterations it holds.
+func (w *work) resume(path string, sm *run.Smoother, res *Result) (int, error) {
 	var st state
-	if err := run.LoadCheckpoint(w.cfg.ResumeFrom, checkpointMethod, checkpointVersion, &st); err != nil {
+	if err := run.LoadCheckpoint(path, checkpointMethod, checkpointVersion, &st); err != nil {
 		return 0, err
 	}
 	d := w.d
 	for _, p := range w.tensors(&st) {
 		if st.D != d || len(*p.v) != p.t.Rows()*p.t.Cols() {
-			return 0, backend.Errorf(opName, "ResumeFrom", backend.ErrShape, "%s: checkpoint of dimension %d, the model has d = %d", w.cfg.ResumeFrom, st.D, d)
+			return 0, fmt.Errorf("%s: %s: checkpoint of dimension %d, the model has d = %d: %w", opName, path, st.D, d, run.ErrCheckpoint)
 		}
 		h, err := tensor.FromSlice(*p.v, 1, p.t.Rows(), p.t.Cols())
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
-	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/testbackend"
 )
 
@@ -26,14 +25,14 @@ func TestCheckpointResume(t *testing.T) {
 	for _, plain := range []bool{false, true} {
 		cfg := DefaultConfig()
 		cfg.S, cfg.Seed, cfg.Plain, cfg.TrackOrth, cfg.Step, cfg.Tau = 8, 5, plain, true, 0.05, 12
-		full, err := Fit(b, m, p, cfg, run.Control{MaxIter: iters})
+		full, err := fitFrom(b, m, p, cfg, run.Control{MaxIter: iters})
 		if err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "nnvb.ck")
 		ctx, cancel := context.WithCancel(context.Background())
 		n := 0
-		cut, err := Fit(b, m, p, cfg, run.Control{MaxIter: iters, Ctx: ctx, CheckpointEvery: 5, CheckpointPath: path,
+		cut, err := fitFrom(b, m, p, cfg, run.Control{MaxIter: iters, Ctx: ctx, CheckpointEvery: 5, CheckpointPath: path,
 			Recorder: run.Func(func(run.Record) {
 				if n++; n == 13 {
 					cancel()
@@ -43,17 +42,16 @@ func TestCheckpointResume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cut.Run.Reason != run.Cancelled || cut.Run.Iters != 13 {
-			t.Fatalf("plain=%v: interrupted run: %v after %d iterations", plain, cut.Run.Reason, cut.Run.Iters)
+		if cut.Reason != run.Cancelled || cut.Iters != 13 {
+			t.Fatalf("plain=%v: interrupted run: %v after %d iterations", plain, cut.Reason, cut.Iters)
 		}
 		rc := cfg
-		rc.ResumeFrom = path
-		res, err := Fit(b, m, p, rc, run.Control{MaxIter: iters})
+		res, err := fitFrom(b, m, p, rc, run.Control{MaxIter: iters, CheckpointPath: path, Resume: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Run.Iters != iters || len(res.LB) != iters || len(res.Orth) != iters {
-			t.Fatalf("plain=%v: resumed run: %d iterations, %d LB values, %d orthogonality values", plain, res.Run.Iters, len(res.LB), len(res.Orth))
+		if res.Iters != iters || len(res.LB) != iters || len(res.Orth) != iters {
+			t.Fatalf("plain=%v: resumed run: %d iterations, %d LB values, %d orthogonality values", plain, res.Iters, len(res.LB), len(res.Orth))
 		}
 		for name, pair := range map[string][2][]float64{
 			"LB": {full.LB, res.LB}, "smoothed": {full.Smoothed, res.Smoothed}, "orth": {full.Orth, res.Orth},
@@ -74,22 +72,19 @@ func TestCheckpointResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.ResumeFrom = other
-	if _, err := Fit(b, m, p, cfg, run.Control{MaxIter: 5}); !errors.Is(err, run.ErrCheckpoint) {
+	if _, err := fitFrom(b, m, p, cfg, run.Control{MaxIter: 5, CheckpointPath: other, Resume: true}); !errors.Is(err, run.ErrCheckpoint) {
 		t.Errorf("MGVB checkpoint: %v, want ErrCheckpoint", err)
 	}
 	ck := filepath.Join(dir, "d3")
-	cfg.ResumeFrom = ""
-	if _, err := Fit(b, m, p, cfg, run.Control{MaxIter: 4, CheckpointEvery: 2, CheckpointPath: ck}); err != nil {
+	if _, err := fitFrom(b, m, p, cfg, run.Control{MaxIter: 4, CheckpointEvery: 2, CheckpointPath: ck}); err != nil {
 		t.Fatal(err)
 	}
 	p2, err := RandomInit(b, 2, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ResumeFrom = ck
 	m2 := newGauss([]float64{0, 0}, []float64{0.03, 0, 0, 0.03})
-	if _, err := Fit(b, m2, p2, cfg, run.Control{MaxIter: 5}); !errors.Is(err, backend.ErrShape) {
-		t.Errorf("checkpoint of d = 3 into d = 2: %v, want ErrShape", err)
+	if _, err := fitFrom(b, m2, p2, cfg, run.Control{MaxIter: 5, CheckpointPath: ck, Resume: true}); !errors.Is(err, run.ErrCheckpoint) {
+		t.Errorf("checkpoint of d = 3 into d = 2: %v, want ErrCheckpoint", err)
 	}
 }

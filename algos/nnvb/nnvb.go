@@ -28,11 +28,12 @@
 // plain −1921, paper's form −1315, ProjectFirst −1400. Plain's final value is reached at iterations 78 and 85,
 // against 140 for plain itself.
 //
-// Fit runs under the run control of package run: context, iteration cap, recorder, and checkpoints from which
-// Config.ResumeFrom continues bit for bit.
+// Fit runs under the run control of package run (Config.Control): context, iteration cap, recorder, and
+// checkpoints from which Control.Resume continues bit for bit.
 package nnvb
 
 import (
+	"context"
 	"errors"
 	"math"
 
@@ -62,7 +63,6 @@ type Config struct {
 	Plain   bool    // no natural gradient (Fig. 7's comparator, notes 6.4)
 	Clip    float64 // rescale the Euclidean gradient (all four blocks) to this norm when above it; 0: never
 	Window  int     // smoothing window of the reported lower bound
-	MaxIter int     // default cap when run.Control.MaxIter is 0
 	Seed    uint64
 	// TrackOrth records max(‖W₁ᵀW₁ − I‖_max, ‖W₂ᵀW₂ − I‖_max) at every iteration (Result.Orth).
 	TrackOrth bool
@@ -77,15 +77,21 @@ type Config struct {
 	// ⟨P K⁻¹ P g, P g⟩ > 0 for the SPD K = (C_δ + γ_δI) ⊗ (W₂C_zW₂ᵀ + γ_zI). Off by default (the paper's form).
 	// TestC7Toy and TestC7FisherDense measure the effect.
 	ProjectFirst bool
-	// ResumeFrom names a checkpoint written by an earlier fit (run.Control.CheckpointEvery) to continue from: the
-	// parameters, momentum, draw counter, smoother and traces come from the file (the values of p0 are not used,
-	// only its dimension); the other settings must be the same for the continuation to equal an uninterrupted run.
-	ResumeFrom string
+	// Init is the starting point (W₁, W₂ orthogonal to 1e-10); the zero value is RandomInit(b, d, Seed, nil).
+	Init Params
+	// Control holds the iteration cap (0: 1000), the recorder, checkpoints and resume: with Control.Resume the
+	// parameters, momentum, draw counter, smoother and traces come from the checkpoint (Init is not used), and
+	// the other settings must be the same for the continuation to equal an uninterrupted run.
+	Control run.Control
 }
 
-// DefaultConfig: S = 20, ε₀ = 0.01, τ = 0, ω = 0.4, damping 10⁻², window 11, 1000 iterations.
+// defaultMaxIter is the iteration cap when Control.MaxIter is 0.
+const defaultMaxIter = 1000
+
+// DefaultConfig: S = 20, ε₀ = 0.01, τ = 0, ω = 0.4, damping 10⁻², window 11 (and 1000 iterations from a random
+// start, by the zero values).
 func DefaultConfig() Config {
-	return Config{S: 20, Step: 0.01, Momentum: 0.4, Damping: 1e-2, Window: 11, MaxIter: 1000}
+	return Config{S: 20, Step: 0.01, Momentum: 0.4, Damping: 1e-2, Window: 11}
 }
 
 // Params are the variational parameters, row-major d×d matrices and length-d vectors.
@@ -131,7 +137,7 @@ type Result struct {
 	Params
 	LB, Smoothed []float64 // per iteration (iteration 1 first)
 	Orth         []float64 // per iteration when TrackOrth
-	Run          run.Result
+	run.Result             // how the run ended
 }
 
 // ErrNotFinite is returned when the lower bound or the gradient becomes NaN or infinite.
@@ -140,20 +146,21 @@ var ErrNotFinite = errors.New("nnvb: lower bound or gradient not finite")
 const opName = "nnvb"
 
 func (c *Config) check(d int) error {
+	cfgErr := func(field, format string, args ...any) error { return run.ConfigErrorf(opName, field, format, args...) }
 	switch {
 	case c.S < 1:
-		return backend.Errorf(opName, "S", backend.ErrDomain, "S = %d, need at least 1", c.S)
+		return cfgErr("S", "S = %d, need at least 1", c.S)
 	case !(c.Step > 0) || math.IsInf(c.Step, 0):
-		return backend.Errorf(opName, "Step", backend.ErrDomain, "ε₀ = %v must be positive and finite", c.Step)
+		return cfgErr("Step", "ε₀ = %v must be positive and finite", c.Step)
 	case !(c.Momentum >= 0 && c.Momentum < 1):
-		return backend.Errorf(opName, "Momentum", backend.ErrDomain, "ω = %v must be in [0, 1)", c.Momentum)
+		return cfgErr("Momentum", "ω = %v must be in [0, 1)", c.Momentum)
 	case !(c.Damping >= 0) || math.IsInf(c.Damping, 0):
-		return backend.Errorf(opName, "Damping", backend.ErrDomain, "damping %v must be ≥ 0 and finite", c.Damping)
+		return cfgErr("Damping", "damping %v must be ≥ 0 and finite", c.Damping)
 	case !c.Plain && c.Damping == 0 && c.S < d:
 		return backend.Errorf(opName, "Damping", backend.ErrNotPositiveDefinite,
 			"the K-FAC factors C_z, C_δ have rank ≤ S = %d < d = %d and are singular: set Damping > 0", c.S, d)
-	case c.Tau < 0 || c.Window < 0 || c.MaxIter < 0 || !(c.Clip >= 0):
-		return backend.Errorf(opName, "Tau", backend.ErrDomain, "τ, window, max-iter and clip must be ≥ 0")
+	case c.Tau < 0 || c.Window < 0 || !(c.Clip >= 0):
+		return cfgErr("Tau", "τ, window and clip must be ≥ 0")
 	}
 	return nil
 }
@@ -165,21 +172,41 @@ func (c *Config) stepAt(t int) float64 {
 	return c.Step
 }
 
-// Fit runs manifold NNVB from p0 (W₁, W₂ must be orthogonal to 1e-10) under the run control ctl (context,
-// iteration cap, recorder, checkpoints every ctl.CheckpointEvery iterations); Config.ResumeFrom continues from such
-// a checkpoint, and the continuation equals the uninterrupted run bit for bit on the same backend.
-func Fit(b backend.Backend, m model.Batched, p0 Params, cfg Config, ctl run.Control) (*Result, error) {
+// Fit runs manifold NNVB from cfg.Init under ctx and cfg.Control (iteration cap, recorder, checkpoints every
+// Control.CheckpointEvery iterations); Control.Resume continues from such a checkpoint, and the continuation
+// equals the uninterrupted run bit for bit on the same backend. Bad settings are errors wrapping run.ErrConfig
+// before any iteration.
+func Fit(ctx context.Context, b backend.Backend, m model.Batched, cfg Config) (*Result, error) {
 	d := m.Dim()
 	if err := cfg.check(d); err != nil {
 		return nil, err
 	}
+	ctl := cfg.Control.WithContext(ctx)
 	if err := ctl.Validate(); err != nil {
 		return nil, err
+	}
+	p0, err := cfg.start(b, d)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWork(b, m, cfg, p0)
+	if err != nil {
+		return nil, err
+	}
+	defer w.free()
+	return w.fit(ctl)
+}
+
+// start returns cfg.Init (or a random start when it is zero), checked: W₁, W₂ orthogonal, b₁, b₂ finite.
+func (c *Config) start(b backend.Backend, d int) (Params, error) {
+	p0 := c.Init
+	if p0.W1 == nil && p0.W2 == nil && p0.B1 == nil && p0.B2 == nil {
+		return RandomInit(b, d, c.Seed, nil)
 	}
 	if len(p0.W1) == d*d && len(p0.W2) == d*d {
 		for _, wm := range [][]float64{p0.W1, p0.W2} {
 			if e := orthErrHost(d, wm); !(e <= 1e-10) {
-				return nil, backend.Errorf(opName, "p0", backend.ErrDomain, "initial W not orthogonal: ‖WᵀW − I‖ = %g", e)
+				return Params{}, run.ConfigErrorf(opName, "Init", "initial W not orthogonal: ‖WᵀW − I‖ = %g", e)
 			}
 		}
 	}
@@ -190,16 +217,11 @@ func Fit(b backend.Backend, m model.Batched, p0 Params, cfg Config, ctl run.Cont
 	}{{"b1", p0.B1}, {"b2", p0.B2}} {
 		for i, v := range bv.v {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, backend.Errorf(opName, "p0", backend.ErrDomain, "initial %s[%d] = %v is not finite", bv.name, i, v)
+				return Params{}, run.ConfigErrorf(opName, "Init", "initial %s[%d] = %v is not finite", bv.name, i, v)
 			}
 		}
 	}
-	w, err := newWork(b, m, cfg, p0)
-	if err != nil {
-		return nil, err
-	}
-	defer w.free()
-	return w.fit(ctl)
+	return p0, nil
 }
 
 type work struct {
@@ -591,9 +613,9 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 	res := &Result{}
 	sm := run.Smoother{Window: cfg.Window}
 	done := 0
-	if cfg.ResumeFrom != "" {
+	if ctl.Resume {
 		var err error
-		if done, err = w.resume(&sm, res); err != nil {
+		if done, err = w.resume(ctl.CheckpointPath, &sm, res); err != nil {
 			return nil, err
 		}
 	} else {
@@ -616,11 +638,7 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 			}
 		}
 	}
-	maxIter := cfg.MaxIter
-	if maxIter == 0 {
-		maxIter = 1000
-	}
-	loop := ctl.Start(maxIter, done)
+	loop := ctl.Start(defaultMaxIter, done)
 	var runErr error
 	fail := func(err error) {
 		loop.Fail(err)
@@ -696,7 +714,7 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 			}
 		}
 	}
-	res.Run = loop.Result()
+	res.Result = loop.Result()
 	res.W1, res.W2, res.B1, res.B2 = w.download(w.w1), w.download(w.w2), w.download(w.b1), w.download(w.b2)
 	return res, runErr
 }

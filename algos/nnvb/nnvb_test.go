@@ -303,7 +303,7 @@ func TestB6KFAC(t *testing.T) {
 		}
 	}
 	cfg.S, cfg.Damping = 2, 0
-	if _, err := Fit(b, toy3(), p, cfg, run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrNotPositiveDefinite) {
+	if _, err := fitFrom(b, toy3(), p, cfg, run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrNotPositiveDefinite) {
 		t.Fatalf("S = 2 < d = 3 without damping: %v, want ErrNotPositiveDefinite", err)
 	}
 }
@@ -323,24 +323,24 @@ func TestBadInput(t *testing.T) {
 	} {
 		cfg := DefaultConfig()
 		mod(&cfg)
-		if _, err := Fit(b, toy3(), p, cfg, run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrDomain) {
-			t.Errorf("%s: %v, want ErrDomain", name, err)
+		if _, err := fitFrom(b, toy3(), p, cfg, run.Control{MaxIter: 1}); !errors.Is(err, run.ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
 		}
 	}
 	q := p
 	q.W1 = append([]float64(nil), p.W1...)
 	q.W1[0] += 1e-3
-	if _, err := Fit(b, toy3(), q, DefaultConfig(), run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrDomain) {
+	if _, err := fitFrom(b, toy3(), q, DefaultConfig(), run.Control{MaxIter: 1}); !errors.Is(err, run.ErrConfig) {
 		t.Errorf("non-orthogonal W₁: %v", err)
 	}
 	q.W1 = p.W1[:4]
-	if _, err := Fit(b, toy3(), q, DefaultConfig(), run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrShape) {
+	if _, err := fitFrom(b, toy3(), q, DefaultConfig(), run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("short W₁: %v", err)
 	}
 	// A NaN bias (otherwise a non-finite bound after one iteration) and a b₂ of another length (otherwise cut).
 	q = p
 	q.B2 = []float64{0, math.NaN(), 0}
-	if _, err := Fit(b, toy3(), q, DefaultConfig(), run.Control{MaxIter: 1}); !errors.Is(err, backend.ErrDomain) {
+	if _, err := fitFrom(b, toy3(), q, DefaultConfig(), run.Control{MaxIter: 1}); !errors.Is(err, run.ErrConfig) {
 		t.Errorf("NaN b₂: %v", err)
 	}
 	if _, err := RandomInit(b, 3, 1, []float64{1, 2}); !errors.Is(err, backend.ErrShape) {
@@ -357,11 +357,11 @@ func TestC8Determinism(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.S, cfg.Seed = 8, 5
-	r1, err := Fit(b, toy3(), p, cfg, run.Control{MaxIter: 40})
+	r1, err := fitFrom(b, toy3(), p, cfg, run.Control{MaxIter: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := Fit(b, toy3(), p, cfg, run.Control{MaxIter: 40})
+	r2, err := fitFrom(b, toy3(), p, cfg, run.Control{MaxIter: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,4 +375,10 @@ func TestC8Determinism(t *testing.T) {
 			t.Fatalf("W₂[%d] differs", i)
 		}
 	}
+}
+
+// fitFrom runs Fit from p0 under ctl (its context when set).
+func fitFrom(b backend.Backend, m model.Batched, p0 Params, cfg Config, ctl run.Control) (*Result, error) {
+	cfg.Init, cfg.Control = p0, ctl
+	return Fit(ctl.Ctx, b, m, cfg)
 }

@@ -38,7 +38,7 @@ func TestReproNNVBGerman(t *testing.T) {
 	fit := func(plain bool, step float64) *Result {
 		cfg := DefaultConfig()
 		cfg.Plain, cfg.Step, cfg.Seed, cfg.TrackOrth = plain, step, 1, true
-		r, err := Fit(b, model.Batch(m), p0, cfg, run.Control{MaxIter: iters})
+		r, err := fitFrom(b, model.Batch(m), p0, cfg, run.Control{MaxIter: iters})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestReproNNVBGerman(t *testing.T) {
 			t.Errorf("plain=%v ε₀=%g: %d orthogonality records, worst %.3g", plain, step, len(r.Orth), worst)
 		}
 		t.Logf("plain=%v ε₀=%g: smoothed LB at 50: %.1f, 100: %.1f, %d: %.1f; worst ‖WᵀW − I‖ %.2g (%v)", plain, step,
-			r.Smoothed[49], r.Smoothed[99], iters, r.Smoothed[iters-1], worst, r.Run.Elapsed)
+			r.Smoothed[49], r.Smoothed[99], iters, r.Smoothed[iters-1], worst, r.Elapsed)
 		return r
 	}
 	var pl *Result

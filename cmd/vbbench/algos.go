@@ -228,12 +228,13 @@ func setupNNVB(b backend.Backend, d dims, f *filler) (*instance, error) {
 		return nil, err
 	}
 	cfg := nnvb.DefaultConfig()
-	cfg.S, cfg.Seed = d.K, f.seed
+	cfg.S, cfg.Seed, cfg.Init = d.K, f.seed, p0
 	var res *nnvb.Result
 	timer := &iterTimer{}
+	cfg.Control = algorun.Control{MaxIter: nnvbIters, Recorder: timer}
 	step := func() error {
 		return timer.fitTimed(nnvbIters, func() error {
-			r, err := nnvb.Fit(b, model.Batch(m), p0, cfg, algorun.Control{MaxIter: nnvbIters, Recorder: timer})
+			r, err := nnvb.Fit(context.Background(), b, model.Batch(m), cfg)
 			res = r
 			return err
 		})

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"log"
@@ -91,7 +92,8 @@ func main() {
 			cfg.Step = *plainStep
 		}
 		t0 := time.Now()
-		res, err := nnvb.Fit(b, model.Batch(m), p0, cfg, run.Control{MaxIter: *iters})
+		cfg.Init, cfg.Control = p0, run.Control{MaxIter: *iters}
+		res, err := nnvb.Fit(context.Background(), b, model.Batch(m), cfg)
 		if err != nil {
 			log.Fatal(err)
 		}

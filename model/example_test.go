@@ -7,7 +7,6 @@ import (
 
 	"github.com/geovb/geovb/algos/cholng"
 	"github.com/geovb/geovb/algos/mgvb"
-	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/model"
@@ -61,7 +60,7 @@ func Example() {
 	b, _ := backend.Open("cpu")
 	defer b.Close()
 
-	cr, err := cholng.Fit(b, m, cholng.Config{Seed: 1}, run.Control{}, false)
+	cr, err := cholng.Fit(context.Background(), b, m, cholng.Config{Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return

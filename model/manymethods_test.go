@@ -7,7 +7,6 @@ import (
 
 	"github.com/geovb/geovb/algos/cholng"
 	"github.com/geovb/geovb/algos/mgvb"
-	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/datasets"
@@ -74,7 +73,7 @@ func fitFour(t *testing.T, b backend.Backend, m model.Density, samples int) (mea
 		means["MGVB"][i] = r.Mu.At(0, i, 0)
 	}
 
-	cr, err := cholng.Fit(b, m, cholng.Config{Seed: 1}, run.Control{}, false)
+	cr, err := cholng.Fit(context.Background(), b, m, cholng.Config{Seed: 1})
 	if err != nil {
 		t.Fatal("cholng:", err)
 	}

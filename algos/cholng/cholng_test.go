@@ -1,6 +1,7 @@
 package cholng
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -11,9 +12,11 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
+	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -366,7 +369,7 @@ func TestSnngmConvergesGaussian(t *testing.T) {
 	const d = 20
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
 	for _, p := range []Param{Covariance, Precision} {
-		res, err := Fit(b, tg, Config{Param: p, Seed: 1, NoStop: true, EvalDraws: 10}, run.Control{MaxIter: 20000}, false)
+		res, err := fitWith(b, tg, Config{Param: p, Seed: 1, NoStop: true, EvalDraws: 10}, run.Control{MaxIter: 20000}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -496,7 +499,7 @@ func TestBadFactor(t *testing.T) {
 			t.Fatalf("factor %v accepted", l)
 		}
 	}
-	if _, err := Fit(b, &gauss{m: []float64{0}, p: mat.NewSymDense(1, []float64{1})}, Config{Optimizer: Snngm, Kind: Euclidean}, run.Control{}, false); err == nil {
+	if _, err := fitWith(b, &gauss{m: []float64{0}, p: mat.NewSymDense(1, []float64{1})}, Config{Optimizer: Snngm, Kind: Euclidean}, run.Control{}, false); err == nil {
 		t.Fatal("Snngm with Euclidean gradients accepted")
 	}
 	// The log-diagonal parametrisation needs a positive diagonal.
@@ -533,7 +536,7 @@ func TestBadConfig(t *testing.T) {
 		{Config{Tol: math.NaN()}, "tolerance NaN"},
 		{Config{Block: -1}, "block length -1"},
 		{Config{EvalDraws: -1}, "evaluation draws -1"},
-		{Config{DefaultMaxIter: -1}, "iteration cap -1"},
+		{Config{Control: run.Control{MaxIter: -1}}, "MaxIter: -1 < 0"},
 		{Config{Optimizer: 7}, "unknown optimizer Optimizer(7)"},
 		{Config{Optimizer: Adam, Kind: 7}, "unknown gradient kind Kind(7)"},
 		{Config{InitMu: []float64{math.NaN(), 0}}, "mean entry 0 is NaN"},
@@ -541,7 +544,7 @@ func TestBadConfig(t *testing.T) {
 	} {
 		calls := 0
 		rec := run.Func(func(run.Record) { calls++ })
-		_, err := Fit(b, g, c.cfg, run.Control{MaxIter: 20, Recorder: rec}, false)
+		_, err := fitWith(b, g, c.cfg, run.Control{MaxIter: 20, Recorder: rec}, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one containing %q", c.cfg, err, c.want)
 		}
@@ -558,15 +561,15 @@ func TestCheckpointResume(t *testing.T) {
 	tg := &gauss{m: randVec(r, 4), p: randSPD(r, 4)}
 	for _, opt := range []Optimizer{Snngm, Adam} {
 		cfg := Config{Param: Precision, Optimizer: opt, Seed: 9, Block: 100, NoStop: true, EvalDraws: 5}
-		full, err := Fit(b, tg, cfg, run.Control{MaxIter: 600}, false)
+		full, err := fitWith(b, tg, cfg, run.Control{MaxIter: 600}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "cp")
-		if _, err := Fit(b, tg, cfg, run.Control{MaxIter: 300, CheckpointEvery: 300, CheckpointPath: path}, false); err != nil {
+		if _, err := fitWith(b, tg, cfg, run.Control{MaxIter: 300, CheckpointEvery: 300, CheckpointPath: path}, false); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Fit(b, tg, cfg, run.Control{MaxIter: 600, CheckpointPath: path}, true)
+		res, err := fitWith(b, tg, cfg, run.Control{MaxIter: 600, CheckpointPath: path}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -579,4 +582,21 @@ func TestCheckpointResume(t *testing.T) {
 			t.Fatalf("%v: resumed L̂ %v vs %v", opt, res.LHat, full.LHat)
 		}
 	}
+}
+
+// fitWith runs Fit under ctl (with cfg's cap when it has one), resuming from ctl.CheckpointPath when resume.
+func fitWith(b backend.Backend, m model.Density, cfg Config, ctl run.Control, resume bool) (*Result, error) {
+	if cfg.Control.MaxIter != 0 {
+		ctl.MaxIter = cfg.Control.MaxIter
+	}
+	ctl.Resume = resume
+	cfg.Control = ctl
+	return Fit(context.Background(), b, m, cfg)
+}
+
+// fitSparseWith is fitWith for FitSparse.
+func fitSparseWith(f Sparse, m model.Density, cfg Config, ctl run.Control, resume bool) (*SparseResult, error) {
+	ctl.Resume = resume
+	cfg.Control = ctl
+	return FitSparse(context.Background(), f, m, cfg)
 }

@@ -1,7 +1,7 @@
 package cholng
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -49,9 +49,15 @@ type Config struct {
 	NoStop                bool    // run to the iteration cap
 	EvalDraws             int     // draws of the final L̂ (1000)
 	Init0                 float64 // initial factor diagonal: 0.1 for C, 10 for T when 0
-	DefaultMaxIter        int     // 1e5 when 0 (Control.MaxIter overrides)
-	InitMu, InitL         []float64
+	// InitMu and InitL are the starting mean (d values; nil: 0) and factor (d×d row-major, lower triangular;
+	// nil: Init0·I) of Fit; FitSparse starts from the family's current λ.
+	InitMu, InitL []float64
+	// Control holds the iteration cap (0: 1e5), the recorder, checkpoints and resume.
+	Control run.Control
 }
+
+// defaultMaxIter is the iteration cap when Control.MaxIter is 0.
+const defaultMaxIter = 100000
 
 // Result is the outcome of Fit.
 type Result struct {
@@ -214,13 +220,13 @@ func (c *Config) defaults() error {
 		c.Kind = Natural
 	}
 	if c.Optimizer != Snngm && c.Optimizer != Adam {
-		return fmt.Errorf("cholng: unknown optimizer %v", c.Optimizer)
+		return run.ConfigErrorf("cholng", "Optimizer", "unknown optimizer %v", c.Optimizer)
 	}
 	if c.Kind != Natural && c.Kind != Euclidean {
-		return fmt.Errorf("cholng: unknown gradient kind %v", c.Kind)
+		return run.ConfigErrorf("cholng", "Kind", "unknown gradient kind %v", c.Kind)
 	}
 	if c.Optimizer == Snngm && c.Kind != Natural {
-		return errors.New("cholng: Snngm normalises the natural gradient; use Kind Natural")
+		return run.ConfigErrorf("cholng", "Kind", "Snngm normalises the natural gradient; use Kind Natural")
 	}
 	if c.Beta == 0 {
 		c.Beta = 0.9
@@ -252,24 +258,20 @@ func (c *Config) defaults() error {
 			c.Init0 = 10
 		}
 	}
-	if c.DefaultMaxIter == 0 {
-		c.DefaultMaxIter = 100000
-	}
-	if !(c.Beta > 0 && c.Beta < 1) || !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1) {
-		return errors.New("cholng: momentum parameters must lie in [0, 1)")
-	}
 	// A negative or NaN rate would run to the cap and return a result; report it before any iteration.
 	switch {
+	case !(c.Beta > 0 && c.Beta < 1) || !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1):
+		return run.ConfigErrorf("cholng", "Beta", "momentum parameters β = %v, β₁ = %v, β₂ = %v must lie in [0, 1)", c.Beta, c.Beta1, c.Beta2)
 	case !(c.Alpha >= 0) || math.IsInf(c.Alpha, 0):
-		return fmt.Errorf("cholng: Snngm step size α = %v must be positive and finite (0: the default)", c.Alpha)
+		return run.ConfigErrorf("cholng", "Alpha", "Snngm step size α = %v must be positive and finite (0: the default)", c.Alpha)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
-		return fmt.Errorf("cholng: Adam learning rate %v must be positive and finite", c.LR)
+		return run.ConfigErrorf("cholng", "LR", "Adam learning rate %v must be positive and finite", c.LR)
 	case !(c.Eps > 0) || math.IsInf(c.Eps, 0):
-		return fmt.Errorf("cholng: Adam ε = %v must be positive and finite", c.Eps)
+		return run.ConfigErrorf("cholng", "Eps", "Adam ε = %v must be positive and finite", c.Eps)
 	case math.IsNaN(c.Tol) || math.IsInf(c.Tol, 0):
-		return fmt.Errorf("cholng: stopping tolerance %v must be finite", c.Tol)
-	case c.Block < 1 || c.EvalDraws < 1 || c.DefaultMaxIter < 1:
-		return fmt.Errorf("cholng: block length %d, evaluation draws %d, iteration cap %d must be ≥ 1", c.Block, c.EvalDraws, c.DefaultMaxIter)
+		return run.ConfigErrorf("cholng", "Tol", "stopping tolerance %v must be finite", c.Tol)
+	case c.Block < 1 || c.EvalDraws < 1:
+		return run.ConfigErrorf("cholng", "Block", "block length %d, evaluation draws %d must be ≥ 1", c.Block, c.EvalDraws)
 	}
 	return nil
 }
@@ -285,11 +287,13 @@ type checkpoint struct {
 	Param, Kind int
 }
 
-// Fit runs the algorithm of cfg on model from μ = 0 and L = Init0·I (notes §7.2.3) until the stopping rule
-// fires or the iteration cap (1e5 by default) is reached, then estimates L̂ from EvalDraws fresh draws. Draw t of
-// the run uses z from stream 0 at offset t·d; the evaluation draws use stream 1. With ctl.CheckpointEvery set, the
-// state is saved to ctl.CheckpointPath, and a Fit with resume = true continues from it bit for bit.
-func Fit(b backend.Backend, m model.Density, cfg Config, ctl run.Control, resume bool) (*Result, error) {
+// Fit runs the algorithm of cfg on m from μ = InitMu and L = InitL (defaults 0 and Init0·I, notes §7.2.3) under
+// ctx and cfg.Control until the stopping rule fires or the iteration cap (1e5 by default) is reached, then
+// estimates L̂ from EvalDraws fresh draws. Draw t of the run uses z from stream 0 at offset t·d; the evaluation
+// draws use stream 1. With Control.CheckpointEvery the state is saved to Control.CheckpointPath, and
+// Control.Resume continues from it bit for bit. Bad settings are errors wrapping run.ErrConfig.
+func Fit(ctx context.Context, b backend.Backend, m model.Density, cfg Config) (*Result, error) {
+	ctl := cfg.Control.WithContext(ctx)
 	if err := ctl.Validate(); err != nil {
 		return nil, err
 	}
@@ -309,13 +313,13 @@ func Fit(b backend.Backend, m model.Density, cfg Config, ctl run.Control, resume
 	defer opt.close()
 	rule := &StopRule{Block: cfg.Block, Tol: cfg.Tol}
 	done := 0
-	if resume {
+	if ctl.Resume {
 		var cp checkpoint
 		if err := run.LoadCheckpoint(ctl.CheckpointPath, "cholng", 1, &cp); err != nil {
 			return nil, err
 		}
 		if cp.Param != int(cfg.Param) || cp.Kind != int(cfg.Kind) || len(cp.Mu) != d {
-			return nil, fmt.Errorf("cholng: checkpoint %s is for another configuration", ctl.CheckpointPath)
+			return nil, fmt.Errorf("cholng: checkpoint %s is for another configuration: %w", ctl.CheckpointPath, run.ErrCheckpoint)
 		}
 		if err := f.SetParams(cp.Mu, cp.L); err != nil {
 			return nil, err
@@ -334,7 +338,7 @@ func Fit(b backend.Backend, m model.Density, cfg Config, ctl run.Control, resume
 		rule.Means, rule.sum, rule.n = cp.Means, cp.Sum, cp.N
 	}
 	start := time.Now()
-	loop := ctl.Start(cfg.DefaultMaxIter, done)
+	loop := ctl.Start(defaultMaxIter, done)
 	iterate(loop, f, m, cfg, d, opt, rule, func(iter int) error {
 		return saveCheckpoint(b, f, opt, rule, iter, ctl.CheckpointPath, cfg)
 	})

@@ -1,6 +1,7 @@
 package cholng
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -41,9 +42,10 @@ const sparseCheckpointVersion = 3
 // runs on the family's backend: draw, gradient, norm and the optimiser step; only θ, ∇log p and a few scalars cross
 // to the host (the model is evaluated there). Draw t uses z from stream 0 at offset t·d, the evaluation draws
 // stream 1. Snngm uses α = 0.001√ℓ_λ with ℓ_λ the pattern's free entries (notes §8.7) and the family's norm
-// (Euclidean for Block, Riemannian for Arrow). With ctl.CheckpointEvery the state is saved to ctl.CheckpointPath
-// and resume = true continues from it bit for bit.
-func FitSparse(f Sparse, m model.Density, cfg Config, ctl run.Control, resume bool) (*SparseResult, error) {
+// (Euclidean for Block, Riemannian for Arrow). It runs under ctx and cfg.Control: with Control.CheckpointEvery the
+// state is saved to Control.CheckpointPath and Control.Resume continues from it bit for bit.
+func FitSparse(ctx context.Context, f Sparse, m model.Density, cfg Config) (*SparseResult, error) {
+	ctl := cfg.Control.WithContext(ctx)
 	if err := ctl.Validate(); err != nil {
 		return nil, err
 	}
@@ -64,7 +66,7 @@ func FitSparse(f Sparse, m model.Density, cfg Config, ctl run.Control, resume bo
 	st := opt.st[0]
 	rule := &StopRule{Block: cfg.Block, Tol: cfg.Tol}
 	done := 0
-	if resume {
+	if ctl.Resume {
 		var cp sparseCheckpoint
 		if err := run.LoadCheckpoint(ctl.CheckpointPath, "cholng-sparse", sparseCheckpointVersion, &cp); err != nil {
 			return nil, err
@@ -72,7 +74,7 @@ func FitSparse(f Sparse, m model.Density, cfg Config, ctl run.Control, resume bo
 		if cp.NumParams != np || cp.Dm != d || cp.Kind != int(cfg.Kind) || cp.Opt != int(cfg.Optimizer) ||
 			!slices.Equal(cp.Sizes, c.sizes) ||
 			len(cp.P) != c.plen || len(cp.M) != c.plen || (st.s != nil && len(cp.S) != c.plen) {
-			return nil, fmt.Errorf("cholng: checkpoint %s is for another configuration", ctl.CheckpointPath)
+			return nil, fmt.Errorf("cholng: checkpoint %s is for another configuration: %w", ctl.CheckpointPath, run.ErrCheckpoint)
 		}
 		if err := firstError(c.upFlat(c.pbuf, cp.P), c.upFlat(st.m, cp.M)); err != nil {
 			return nil, err
@@ -86,7 +88,7 @@ func FitSparse(f Sparse, m model.Density, cfg Config, ctl run.Control, resume bo
 		rule.Means, rule.sum, rule.n = cp.Means, cp.Sum, cp.N
 	}
 	start := time.Now()
-	loop := ctl.Start(cfg.DefaultMaxIter, done)
+	loop := ctl.Start(defaultMaxIter, done)
 	iterate(loop, f, m, cfg, d, opt, rule, func(iter int) error {
 		return saveSparseCheckpoint(c, opt, rule, iter, ctl.CheckpointPath, cfg)
 	})

@@ -1,11 +1,11 @@
 package cholng_test
 
 import (
+	"context"
 	"math"
 	"testing"
 
 	"github.com/geovb/geovb/algos/cholng"
-	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
@@ -61,7 +61,7 @@ func TestReproTable5Diagonal(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := cholng.FitSparse(f, m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed}, run.Control{}, false)
+				res, err := cholng.FitSparse(context.Background(), f, m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed})
 				f.Close()
 				if err != nil {
 					t.Fatal(err)

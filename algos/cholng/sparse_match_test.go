@@ -172,7 +172,7 @@ func TestFitSparseMatchesHostLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		closeAfter(t, f)
-		res, err := FitSparse(f, m, cfg, run.Control{MaxIter: iters}, false)
+		res, err := fitSparseWith(f, m, cfg, run.Control{MaxIter: iters}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestFitSparseMatchesHostLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeAfter(t, f)
-	res, err := FitSparse(f, m, cfg, run.Control{MaxIter: iters}, false)
+	res, err := fitSparseWith(f, m, cfg, run.Control{MaxIter: iters}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func fitVsHost(t *testing.T, f Sparse, hf hostFamily, m model.Density, cfg Confi
 	t.Helper()
 	closeAfter(t, f)
 	hostRun(hf, m, cfg, iters)
-	res, err := FitSparse(f, m, cfg, run.Control{MaxIter: iters}, false)
+	res, err := fitSparseWith(f, m, cfg, run.Control{MaxIter: iters}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

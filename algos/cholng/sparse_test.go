@@ -497,7 +497,7 @@ func TestBlockMeanFieldConverges(t *testing.T) {
 			t.Fatal(err)
 		}
 		closeAfter(t, f)
-		if _, err := FitSparse(f, tg, Config{Seed: 1, NoStop: true}, run.Control{MaxIter: 20000}, false); err != nil {
+		if _, err := fitSparseWith(f, tg, Config{Seed: 1, NoStop: true}, run.Control{MaxIter: 20000}, false); err != nil {
 			t.Fatal(err)
 		}
 		// KL(q‖p) for q = N(μ, diag s²), p = N(m, P⁻¹).
@@ -549,7 +549,7 @@ func TestArrowSnngmConvergesGaussian(t *testing.T) {
 		}
 	}
 	tg := &gauss{m: randVec(r, d), p: ps}
-	if _, err := FitSparse(f, tg, Config{Seed: 2, NoStop: true}, run.Control{MaxIter: 20000}, false); err != nil {
+	if _, err := fitSparseWith(f, tg, Config{Seed: 2, NoStop: true}, run.Control{MaxIter: 20000}, false); err != nil {
 		t.Fatal(err)
 	}
 	// KL(q‖p) with q precision TTᵀ: ½[tr(P Σ_q) − d − log|P| + log|Ω_q| + (μ−m)ᵀP(μ−m)].
@@ -781,17 +781,17 @@ func TestFitSparseCheckpointResume(t *testing.T) {
 	tg := &gauss{m: randVec(r, d), p: randSPD(r, d)}
 	cfg := Config{Seed: 4, NoStop: true, EvalDraws: 50}
 	full := mk()
-	want, err := FitSparse(full, tg, cfg, run.Control{MaxIter: 3000}, false)
+	want, err := fitSparseWith(full, tg, cfg, run.Control{MaxIter: 3000}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "cp")
 	a := mk()
-	if _, err := FitSparse(a, tg, cfg, run.Control{MaxIter: 1500, CheckpointEvery: 1500, CheckpointPath: path}, false); err != nil {
+	if _, err := fitSparseWith(a, tg, cfg, run.Control{MaxIter: 1500, CheckpointEvery: 1500, CheckpointPath: path}, false); err != nil {
 		t.Fatal(err)
 	}
 	b := mk()
-	got, err := FitSparse(b, tg, cfg, run.Control{MaxIter: 3000, CheckpointPath: path}, true)
+	got, err := fitSparseWith(b, tg, cfg, run.Control{MaxIter: 3000, CheckpointPath: path}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -800,22 +800,22 @@ func TestFitSparseCheckpointResume(t *testing.T) {
 	}
 	// The same with Adam (second moments in the checkpoint).
 	cfgA := Config{Seed: 5, NoStop: true, EvalDraws: 50, Optimizer: Adam, Kind: Euclidean}
-	wantA, err := FitSparse(mk(), tg, cfgA, run.Control{MaxIter: 400}, false)
+	wantA, err := fitSparseWith(mk(), tg, cfgA, run.Control{MaxIter: 400}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pathA := filepath.Join(t.TempDir(), "cpa")
-	if _, err := FitSparse(mk(), tg, cfgA, run.Control{MaxIter: 200, CheckpointEvery: 200, CheckpointPath: pathA}, false); err != nil {
+	if _, err := fitSparseWith(mk(), tg, cfgA, run.Control{MaxIter: 200, CheckpointEvery: 200, CheckpointPath: pathA}, false); err != nil {
 		t.Fatal(err)
 	}
-	gotA, err := FitSparse(mk(), tg, cfgA, run.Control{MaxIter: 400, CheckpointPath: pathA}, true)
+	gotA, err := fitSparseWith(mk(), tg, cfgA, run.Control{MaxIter: 400, CheckpointPath: pathA}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if gotA.LHat != wantA.LHat || numtest.MaxRel(gotA.Lambda, wantA.Lambda, 1) != 0 {
 		t.Errorf("resumed Adam run differs: L̂ %v vs %v", gotA.LHat, wantA.LHat)
 	}
-	if _, err := FitSparse(mk(), tg, cfg, run.Control{MaxIter: 400, CheckpointPath: pathA}, true); err == nil {
+	if _, err := fitSparseWith(mk(), tg, cfg, run.Control{MaxIter: 400, CheckpointPath: pathA}, true); err == nil {
 		t.Error("an Adam checkpoint resumed a Snngm run")
 	}
 	if _, err := NewArrow(be, []int{2, 0}, 2, 10); err == nil {

@@ -323,15 +323,15 @@ func TestUnequalCheckpointResume(t *testing.T) {
 		return f
 	}
 	cfg := Config{Seed: 6, NoStop: true, EvalDraws: 20}
-	want, err := FitSparse(mk(m.sizes), m, cfg, run.Control{MaxIter: 600}, false)
+	want, err := fitSparseWith(mk(m.sizes), m, cfg, run.Control{MaxIter: 600}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "cp")
-	if _, err := FitSparse(mk(m.sizes), m, cfg, run.Control{MaxIter: 300, CheckpointEvery: 300, CheckpointPath: path}, false); err != nil {
+	if _, err := fitSparseWith(mk(m.sizes), m, cfg, run.Control{MaxIter: 300, CheckpointEvery: 300, CheckpointPath: path}, false); err != nil {
 		t.Fatal(err)
 	}
-	got, err := FitSparse(mk(m.sizes), m, cfg, run.Control{MaxIter: 600, CheckpointPath: path}, true)
+	got, err := fitSparseWith(mk(m.sizes), m, cfg, run.Control{MaxIter: 600, CheckpointPath: path}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,14 +342,14 @@ func TestUnequalCheckpointResume(t *testing.T) {
 	// The same d and ℓ_λ with the sizes in another order is another layout.
 	swapped := append([]int(nil), m.sizes...)
 	swapped[0], swapped[1] = swapped[1], swapped[0]
-	if _, err := FitSparse(mk(swapped), m, cfg, run.Control{MaxIter: 600, CheckpointPath: path}, true); err == nil {
+	if _, err := fitSparseWith(mk(swapped), m, cfg, run.Control{MaxIter: 600, CheckpointPath: path}, true); err == nil {
 		t.Error("a checkpoint of other group sizes was resumed")
 	}
 	old := filepath.Join(t.TempDir(), "v2")
 	if err := run.SaveCheckpoint(old, "cholng-sparse", 2, sparseCheckpoint{Iter: 1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = FitSparse(mk(m.sizes), m, cfg, run.Control{MaxIter: 600, CheckpointPath: old}, true)
+	_, err = fitSparseWith(mk(m.sizes), m, cfg, run.Control{MaxIter: 600, CheckpointPath: old}, true)
 	if err == nil || !errors.Is(err, run.ErrCheckpoint) || !strings.Contains(err.Error(), "version 2") || !strings.Contains(err.Error(), "version 3") {
 		t.Errorf("version-2 checkpoint: error %v, want ErrCheckpoint naming versions 2 and 3", err)
 	}

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -49,8 +50,8 @@ func timeIt(b backend.Backend, m *glmm.Model, kind cholng.Kind, opt cholng.Optim
 				ts = append(ts, rc.IterTime.Seconds())
 			}
 		})
-		_, err = cholng.FitSparse(f, m, cholng.Config{Optimizer: opt, Kind: kind, Seed: uint64(r + 1), NoStop: true,
-			EvalDraws: 1}, run.Control{MaxIter: iters + 1, Recorder: rec}, false)
+		_, err = cholng.FitSparse(context.Background(), f, m, cholng.Config{Optimizer: opt, Kind: kind, Seed: uint64(r + 1), NoStop: true,
+			EvalDraws: 1, Control: run.Control{MaxIter: iters + 1, Recorder: rec}})
 		f.Close()
 		if err != nil {
 			return 0, err

@@ -4,13 +4,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 
 	"github.com/geovb/geovb/algos/cholng"
-	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
 	"github.com/geovb/geovb/datasets"
@@ -65,7 +65,7 @@ func mainErr(bname string, seed uint64) error {
 				opt  cholng.Optimizer
 				kind cholng.Kind
 			}{{"euclidean-adam", cholng.Adam, cholng.Euclidean}, {"natural-adam", cholng.Adam, cholng.Natural}, {"natural-snngm", cholng.Snngm, cholng.Natural}} {
-				res, err := cholng.Fit(b, models[name], cholng.Config{Param: par, Optimizer: m.opt, Kind: m.kind, Seed: seed}, run.Control{}, false)
+				res, err := cholng.Fit(context.Background(), b, models[name], cholng.Config{Param: par, Optimizer: m.opt, Kind: m.kind, Seed: seed})
 				if err != nil {
 					return err
 				}

@@ -15,13 +15,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 
 	"github.com/geovb/geovb/algos/cholng"
-	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
 	"github.com/geovb/geovb/datasets"
@@ -101,7 +101,7 @@ func mainErr(bname string, seed uint64, gva, rvb bool) error {
 			if err != nil {
 				return err
 			}
-			res, err := cholng.FitSparse(f, ds.m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed}, run.Control{}, false)
+			res, err := cholng.FitSparse(context.Background(), f, ds.m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed})
 			f.Close()
 			if err != nil {
 				return err
@@ -130,7 +130,7 @@ func mainErr(bname string, seed uint64, gva, rvb bool) error {
 			if err != nil {
 				return err
 			}
-			res, err := cholng.FitSparse(f, q, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed}, run.Control{}, false)
+			res, err := cholng.FitSparse(context.Background(), f, q, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed})
 			f.Close()
 			if err != nil {
 				return err

@@ -63,7 +63,7 @@ func fitFour(t *testing.T, b backend.Backend, m model.Density, samples int) (mea
 	for i := 0; i < d; i++ {
 		sigma0[i*d+i] = 0.04
 	}
-	cfg.Sigma0 = sigma0
+	cfg.InitSigma = sigma0
 	r, err := mgvb.Fit(context.Background(), b, bm, cfg)
 	if err != nil {
 		t.Fatal("mgvb:", err)

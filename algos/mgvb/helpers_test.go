@@ -175,14 +175,14 @@ func symFrom(d int, x []float64) *mat.SymDense {
 
 // fitOne runs Fit for one fit from μ₀ and Σ₀ under ctl (its context when set).
 func fitOne(b backend.Backend, m model.Batched, mu0, sigma0 []float64, cfg Config, ctl run.Control) (*Result, error) {
-	cfg.Mu0, cfg.Sigma0, cfg.Control = mu0, sigma0, ctl
+	cfg.InitMu, cfg.InitSigma, cfg.Control = mu0, sigma0, ctl
 	return Fit(ctl.Ctx, b, m, cfg)
 }
 
 // fitBatch runs Fit for the fits whose starting points are the batch items of the host tensors mu0 (B×d×1) and
 // sigma0 (B×d×d).
 func fitBatch(b backend.Backend, m model.Batched, mu0, sigma0 *T, cfg Config, ctl run.Control) (*Result, error) {
-	cfg.Mu0, cfg.Sigma0 = hostValues(mu0), hostValues(sigma0)
+	cfg.InitMu, cfg.InitSigma = hostValues(mu0), hostValues(sigma0)
 	cfg.Control = ctl
 	return Fit(ctl.Ctx, b, m, cfg)
 }
@@ -204,6 +204,6 @@ func runNAGVAC(b backend.Backend, m model.Batched, mu0, b0, c0 []float64, cfg NA
 	if ctl.MaxIter == 0 {
 		ctl.MaxIter = cfg.Control.MaxIter
 	}
-	cfg.Mu0, cfg.B0, cfg.C0, cfg.Control = mu0, b0, c0, ctl
+	cfg.InitMu, cfg.InitB, cfg.InitC, cfg.Control = mu0, b0, c0, ctl
 	return NAGVAC(ctl.Ctx, b, m, cfg)
 }

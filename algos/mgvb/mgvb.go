@@ -78,10 +78,10 @@ type Config struct {
 
 	Seed uint64 // Philox stream of the draws; draw t of fit k is independent of every other
 
-	// Mu0 and Sigma0 are the starting points of the B independent fits: Mu0 holds B·d values (fit k's μ₀ is
-	// Mu0[k·d : (k+1)·d]) and Sigma0 B·d·d (fit k's Σ₀ row-major), symmetric positive definite. Nil Mu0 starts
-	// every fit at μ₀ = 0, nil Sigma0 at Σ₀ = I; B is 1 when both are nil.
-	Mu0, Sigma0 []float64
+	// InitMu and InitSigma are the starting points of the B independent fits: InitMu holds B·d values (fit k's
+	// μ₀ is InitMu[k·d : (k+1)·d]) and InitSigma B·d·d (fit k's Σ₀ row-major), symmetric positive definite. Nil
+	// InitMu starts every fit at μ₀ = 0, nil InitSigma at Σ₀ = I; B is 1 when both are nil.
+	InitMu, InitSigma []float64
 
 	// Control holds the iteration cap (0: 2000), the progress recorder, checkpoints and resume.
 	Control run.Control
@@ -144,31 +144,31 @@ func (c *Config) check() error {
 	return nil
 }
 
-// start builds the host tensors μ₀ (B×d×1) and Σ₀ (B×d×d) from Mu0 and Sigma0 and checks them: sizes, finite
+// start builds the host tensors μ₀ (B×d×1) and Σ₀ (B×d×d) from InitMu and InitSigma and checks them: sizes, finite
 // values, Σ₀ symmetric (positive definiteness is checked by the Cholesky factorisation of Fit).
 func (c *Config) start(d int) (mu0, sigma0 *T, err error) {
 	B := 1
 	switch {
-	case c.Mu0 != nil && (len(c.Mu0) == 0 || len(c.Mu0)%d != 0):
-		return nil, nil, domainErr("Mu0", "%d values, want B·d with d = %d", len(c.Mu0), d)
-	case c.Sigma0 != nil && (len(c.Sigma0) == 0 || len(c.Sigma0)%(d*d) != 0):
-		return nil, nil, domainErr("Sigma0", "%d values, want B·d·d with d = %d", len(c.Sigma0), d)
-	case c.Mu0 != nil && c.Sigma0 != nil && len(c.Mu0)/d != len(c.Sigma0)/(d*d):
-		return nil, nil, domainErr("Sigma0", "%d fits' Σ₀ for %d fits' μ₀", len(c.Sigma0)/(d*d), len(c.Mu0)/d)
-	case c.Mu0 != nil:
-		B = len(c.Mu0) / d
-	case c.Sigma0 != nil:
-		B = len(c.Sigma0) / (d * d)
+	case c.InitMu != nil && (len(c.InitMu) == 0 || len(c.InitMu)%d != 0):
+		return nil, nil, domainErr("InitMu", "%d values, want B·d with d = %d", len(c.InitMu), d)
+	case c.InitSigma != nil && (len(c.InitSigma) == 0 || len(c.InitSigma)%(d*d) != 0):
+		return nil, nil, domainErr("InitSigma", "%d values, want B·d·d with d = %d", len(c.InitSigma), d)
+	case c.InitMu != nil && c.InitSigma != nil && len(c.InitMu)/d != len(c.InitSigma)/(d*d):
+		return nil, nil, domainErr("InitSigma", "%d fits' Σ₀ for %d fits' μ₀", len(c.InitSigma)/(d*d), len(c.InitMu)/d)
+	case c.InitMu != nil:
+		B = len(c.InitMu) / d
+	case c.InitSigma != nil:
+		B = len(c.InitSigma) / (d * d)
 	}
 	mu0, sigma0 = tensor.NewHost(B, d, 1), tensor.NewHost(B, d, d)
 	for k := 0; k < B; k++ {
 		for i := 0; i < d; i++ {
-			if c.Mu0 != nil {
-				mu0.Set(k, i, 0, c.Mu0[k*d+i])
+			if c.InitMu != nil {
+				mu0.Set(k, i, 0, c.InitMu[k*d+i])
 			}
 			for j := 0; j < d; j++ {
-				if c.Sigma0 != nil {
-					sigma0.Set(k, i, j, c.Sigma0[(k*d+i)*d+j])
+				if c.InitSigma != nil {
+					sigma0.Set(k, i, j, c.InitSigma[(k*d+i)*d+j])
 				} else if i == j {
 					sigma0.Set(k, i, j, 1)
 				}
@@ -202,7 +202,7 @@ func checkStart(d int, mu0, sigma0 *T) error {
 	return nil
 }
 
-// Fit runs MGVB on the B independent fits that start at cfg.Mu0 and cfg.Sigma0, under ctx and cfg.Control. Bad
+// Fit runs MGVB on the B independent fits that start at cfg.InitMu and cfg.InitSigma, under ctx and cfg.Control. Bad
 // settings return an error wrapping run.ErrConfig before any iteration, a Σ₀ that is not symmetric positive definite
 // one wrapping backend.ErrNotPositiveDefinite. A run that ends on an error returns the result so far together with
 // that error; one whose lower bound or gradient becomes NaN or infinite ends with run.NotFinite and ErrNotFinite.

@@ -35,13 +35,12 @@ type NAGVACConfig struct {
 	// S points of a Sobol' set in d + 1 dimensions scrambled afresh every iteration.
 	Draws Draws
 
-	// Mu0, B0 and C0 are the starting point (d values each; c₀ non-zero, b₀ not all zero). Nil Mu0 starts at
-	// μ₀ = 0, nil B0 at b₀ ~ N(0, 0.01²) (Philox stream 3 of Seed), nil C0 at c₀ = 0.2: Σ₀ ≈ 0.04 I, as the
-	// comparator of paper 000's Fig. 5.
-	Mu0, B0, C0 []float64
+	// InitMu, InitB and InitC are the starting point (d values each; c₀ non-zero, b₀ not all zero). Nil InitMu
+	// starts at μ₀ = 0, nil InitB at b₀ ~ N(0, 0.01²) (Philox stream 3 of Seed), nil InitC at c₀ = 0.2:
+	// Σ₀ ≈ 0.04 I, as the comparator of paper 000's Fig. 5.
+	InitMu, InitB, InitC []float64
 
-	// Control holds the iteration cap (0: 2000), the progress recorder and the context's stand-in; NAGVAC
-	// writes no checkpoints.
+	// Control holds the iteration cap (0: 2000) and the progress recorder; NAGVAC writes no checkpoints.
 	Control run.Control
 }
 
@@ -151,9 +150,9 @@ func (cfg *NAGVACConfig) check(d int) error {
 	return nil
 }
 
-// start returns the starting point: Mu0, B0, C0 or their defaults, checked.
+// start returns the starting point: InitMu, InitB, InitC or their defaults, checked.
 func (cfg *NAGVACConfig) start(d int) (mu0, b0, c0 []float64, err error) {
-	mu0, b0, c0 = cfg.Mu0, cfg.B0, cfg.C0
+	mu0, b0, c0 = cfg.InitMu, cfg.InitB, cfg.InitC
 	if mu0 == nil {
 		mu0 = make([]float64, d)
 	}
@@ -171,21 +170,21 @@ func (cfg *NAGVACConfig) start(d int) (mu0, b0, c0 []float64, err error) {
 		}
 	}
 	if len(mu0) != d || len(b0) != d || len(c0) != d {
-		return nil, nil, nil, domainErr("Mu0", "μ₀, b₀, c₀ have %d, %d, %d values, need %d", len(mu0), len(b0), len(c0), d)
+		return nil, nil, nil, domainErr("InitMu", "μ₀, b₀, c₀ have %d, %d, %d values, need %d", len(mu0), len(b0), len(c0), d)
 	}
 	zero := true
 	for i := 0; i < d; i++ {
 		if !run.Finite(mu0[i], b0[i]) {
-			return nil, nil, nil, domainErr("Mu0", "μ₀[%d] = %v, b₀[%d] = %v must be finite", i, mu0[i], i, b0[i])
+			return nil, nil, nil, domainErr("InitMu", "μ₀[%d] = %v, b₀[%d] = %v must be finite", i, mu0[i], i, b0[i])
 		}
 		if c0[i] == 0 || !run.Finite(c0[i]) {
-			return nil, nil, nil, domainErr("C0", "c₀[%d] = %v must be finite and non-zero", i, c0[i])
+			return nil, nil, nil, domainErr("InitC", "c₀[%d] = %v must be finite and non-zero", i, c0[i])
 		}
 		zero = zero && b0[i] == 0
 	}
 	if zero {
 		// κ = Σ b²/c² = 0 makes the F_bb factor 1/κ infinite at the first step.
-		return nil, nil, nil, domainErr("B0", "b₀ = 0: the factor must be non-zero")
+		return nil, nil, nil, domainErr("InitB", "b₀ = 0: the factor must be non-zero")
 	}
 	return mu0, b0, c0, nil
 }

@@ -166,7 +166,7 @@ func setupMGVB(b backend.Backend, d dims, f *filler) (*instance, error) {
 	}
 	cfg := mgvb.DefaultConfig()
 	cfg.S, cfg.Patience, cfg.Seed = d.K, 0, f.seed
-	cfg.Mu0, cfg.Sigma0 = mu0.Storage().Host(), s0.Storage().Host()
+	cfg.InitMu, cfg.InitSigma = mu0.Storage().Host(), s0.Storage().Host()
 	var res *mgvb.Result
 	timer := &iterTimer{}
 	step := func() error {

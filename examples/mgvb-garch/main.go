@@ -90,7 +90,7 @@ func main() {
 	var lb, sm []float64
 	rec := run.Func(func(r run.Record) { lb, sm = append(lb, r.Objective), append(sm, r.Smoothed) })
 	t0 := time.Now()
-	cfg.Sigma0 = []float64{0.04, 0, 0, 0, 0.04, 0, 0, 0, 0.04}
+	cfg.InitSigma = []float64{0.04, 0, 0, 0, 0.04, 0, 0, 0, 0.04}
 	cfg.Control = run.Control{MaxIter: *iters, Recorder: rec}
 	res, err := mgvb.Fit(context.Background(), b, m, cfg)
 	if err != nil {

@@ -121,7 +121,7 @@ func main() {
 			sigma0[i*d+i] = 0.04
 		}
 		t0 := time.Now()
-		cfg.Sigma0, cfg.Control = sigma0, run.Control{MaxIter: *iters, Recorder: rec}
+		cfg.InitSigma, cfg.Control = sigma0, run.Control{MaxIter: *iters, Recorder: rec}
 		res, err := mgvb.Fit(context.Background(), b, m, cfg)
 		if err != nil {
 			log.Fatal(err)

@@ -13,7 +13,11 @@ import (
 type Euclidean struct {
 	rows, cols int
 	opt        options
+	ws         workspace
 }
+
+// Close frees the scratch tensors the operations keep between calls.
+func (m *Euclidean) Close() { m.ws.Close() }
 
 // NewEuclidean returns the Euclidean space of rows×cols matrices (rows×1 for vectors).
 func NewEuclidean(rows, cols int, opts ...Option) (*Euclidean, error) {
@@ -74,7 +78,7 @@ func (m *Euclidean) Inner(b backend.Backend, dst, x, u, v *T) error {
 	if err := checkInner(m, "manifold.euclidean.inner", dst, x, u, v); err != nil {
 		return err
 	}
-	return frobInner(b, dst, u, v)
+	return frobInner(b, &m.ws, dst, u, v)
 }
 
 // RandomPoint fills dst with standard normal entries.

@@ -3,6 +3,7 @@ package manifold_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/geovb/geovb/backend"
@@ -84,5 +85,53 @@ func TestGeodesicCheckPoint(t *testing.T) {
 	}
 	if err := e.CheckPoint(tensor.NewHost(1, 3, 2), 1e-8); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("wrong shape: %v, want ErrShape", err)
+	}
+}
+
+// TestWorkspaceReuse: each operation of each manifold allocates its scratch on its first call only. Per
+// operation, the backend's memory in use after a second call equals that after the first (nothing allocated per
+// call is kept), the operations that need scratch (Inner everywhere, RiemannianGrad, Retract and RandomPoint on
+// SPD, the projection on Stiefel, the exponential retraction on spheres) hold it after the first call (an
+// implementation that allocated and freed per call would not), and Close gives it all back.
+func TestWorkspaceReuse(t *testing.T) {
+	b := newBackend(t)
+	for _, f := range fixtures() {
+		m := f.m
+		x, u, v, dst := alloc(t, b, m.PointShape(2)), alloc(t, b, m.PointShape(2)), alloc(t, b, m.PointShape(2)), alloc(t, b, m.PointShape(2))
+		in := alloc(t, b, tensor.Shape{Batch: 2, Rows: 1, Cols: 1})
+		ok(t, m.RandomPoint(b, x, rng.Counter{Seed: 1}))
+		ok(t, m.RandomTangent(b, u, x, rng.Counter{Seed: 2}))
+		ok(t, m.RandomTangent(b, v, x, rng.Counter{Seed: 3}))
+		m.Close()
+		base := b.MemInUse()
+		kind := strings.SplitN(f.name, "-", 2)[0]
+		for _, op := range []struct {
+			name    string
+			scratch bool
+			call    func() error
+		}{
+			{"project", kind == "stiefel", func() error { return m.Project(b, dst, x, u) }},
+			{"rgrad", kind == "stiefel" || kind == "spd", func() error { return m.RiemannianGrad(b, dst, x, u) }},
+			{"retract", kind == "spd" || f.name == "sphere-exp" || f.name == "sphere-S1", func() error { return m.Retract(b, dst, x, u, 0.1) }},
+			{"transport", kind == "stiefel", func() error { return m.Transport(b, dst, x, x, v) }},
+			{"inner", true, func() error { return m.Inner(b, in, x, u, v) }},
+			{"random", kind == "spd", func() error { return m.RandomPoint(b, dst, rng.Counter{Seed: 4}) }},
+		} {
+			m.Close() // each operation from no scratch (Stiefel's share the projection's)
+			before := b.MemInUse()
+			ok(t, op.call())
+			first := b.MemInUse()
+			ok(t, op.call())
+			if second := b.MemInUse(); second != first {
+				t.Errorf("%s %s: memory in use %d after the first call, %d after the second", f.name, op.name, first, second)
+			}
+			if op.scratch && first == before {
+				t.Errorf("%s %s: no scratch kept after the first call", f.name, op.name)
+			}
+		}
+		m.Close()
+		if after := b.MemInUse(); after != base {
+			t.Errorf("%s: memory in use %d after Close, %d before the calls", f.name, after, base)
+		}
 	}
 }

@@ -65,6 +65,9 @@ type Manifold interface {
 	// RandomTangent fills dst with random tangent vectors at x (standard normal in the ambient space, projected).
 	// dst must not alias x.
 	RandomTangent(b backend.Backend, dst, x *T, c rng.Counter) error
+	// Close frees the scratch tensors that the operations keep between calls (each operation allocates backend
+	// memory on its first call only). A manifold value is not safe for concurrent use.
+	Close()
 }
 
 // RetractionMethod names a retraction.
@@ -188,12 +191,12 @@ func checkInner(m Manifold, op string, dst, x, u, v *T) error {
 }
 
 // frobInner writes Σ_ij u_ij v_ij of each batch item into dst (batch×1×1): the Euclidean (embedded) metric.
-func frobInner(b backend.Backend, dst, u, v *T) error {
-	tmp, err := b.Alloc(u.Shape())
+func frobInner(b backend.Backend, ws *workspace, dst, u, v *T) error {
+	ts, err := ws.get(b, "inner", u.Shape(), 1)
 	if err != nil {
 		return err
 	}
-	defer b.Free(tmp)
+	tmp := ts[0]
 	if err := b.Mul(tmp, u, v); err != nil {
 		return err
 	}

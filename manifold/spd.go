@@ -24,7 +24,11 @@ import (
 type SPD struct {
 	d   int
 	opt options
+	ws  workspace
 }
+
+// Close frees the scratch tensors the operations keep between calls.
+func (m *SPD) Close() { m.ws.Close() }
 
 // NewSPD returns the manifold of d×d SPD matrices (d ≥ 1).
 func NewSPD(d int, opts ...Option) (*SPD, error) {
@@ -70,16 +74,11 @@ func (m *SPD) RiemannianGrad(b backend.Backend, dst, x, egrad *T) error {
 	if err := checkPoints(m, "manifold.spd.rgrad", []string{"dst", "x", "egrad"}, dst, x, egrad); err != nil {
 		return err
 	}
-	s, err := b.Alloc(x.Shape())
+	ts, err := m.ws.get(b, "rgrad", x.Shape(), 2)
 	if err != nil {
 		return err
 	}
-	defer b.Free(s)
-	gs, err := b.Alloc(x.Shape())
-	if err != nil {
-		return err
-	}
-	defer b.Free(gs)
+	s, gs := ts[0], ts[1]
 	if err := m.sym(b, s, egrad); err != nil {
 		return err
 	}
@@ -100,11 +99,11 @@ func (m *SPD) Retract(b backend.Backend, dst, x, v *T, t float64) error {
 	if err := checkPoints(m, "manifold.spd.retract", []string{"dst", "x", "v"}, dst, x, v); err != nil {
 		return err
 	}
-	tv, err := b.Alloc(v.Shape())
+	ts, err := m.ws.get(b, "retract", v.Shape(), 1)
 	if err != nil {
 		return err
 	}
-	defer b.Free(tv)
+	tv := ts[0]
 	if err := b.Axpby(tv, t, v, 0, nil); err != nil {
 		return err
 	}
@@ -129,14 +128,9 @@ func (m *SPD) Inner(b backend.Backend, dst, x, u, v *T) error {
 	if err := checkInner(m, "manifold.spd.inner", dst, x, u, v); err != nil {
 		return err
 	}
-	var ts [3]*T
-	for i := range ts {
-		t, err := b.Alloc(x.Shape())
-		if err != nil {
-			return err
-		}
-		defer b.Free(t)
-		ts[i] = t
+	ts, err := m.ws.get(b, "inner", x.Shape(), 3)
+	if err != nil {
+		return err
 	}
 	l, a, c := ts[0], ts[1], ts[2]
 	if err := b.Copy(l, x); err != nil {
@@ -172,11 +166,11 @@ func (m *SPD) RandomPoint(b backend.Backend, dst *T, c rng.Counter) error {
 	if err := checkPoints(m, "manifold.spd.random", []string{"dst"}, dst); err != nil {
 		return err
 	}
-	a, err := b.Alloc(dst.Shape())
+	ts, err := m.ws.get(b, "random", dst.Shape(), 1)
 	if err != nil {
 		return err
 	}
-	defer b.Free(a)
+	a := ts[0]
 	if err := b.FillNormal(a, c); err != nil {
 		return err
 	}

@@ -17,7 +17,11 @@ import (
 type Sphere struct {
 	k, n int
 	opt  options
+	ws   workspace
 }
+
+// Close frees the scratch tensors the operations keep between calls.
+func (m *Sphere) Close() { m.ws.Close() }
 
 // NewSphere returns the product of k spheres S^{n−1} ⊂ Rⁿ (k ≥ 1, n ≥ 1).
 func NewSphere(k, n int, opts ...Option) (*Sphere, error) {
@@ -78,11 +82,11 @@ func (m *Sphere) Retract(b backend.Backend, dst, x, v *T, t float64) error {
 		return backend.SphereNormalize(b, dst, nil)
 	}
 	// the flow works in place on (x, v): run it on copies (v first, as dst may alias v)
-	vc, err := b.Alloc(v.Shape())
+	vcs, err := m.ws.get(b, "retract", v.Shape(), 1)
 	if err != nil {
 		return err
 	}
-	defer b.Free(vc)
+	vc := vcs[0]
 	if err := b.Copy(vc, v); err != nil {
 		return err
 	}
@@ -105,7 +109,7 @@ func (m *Sphere) Inner(b backend.Backend, dst, x, u, v *T) error {
 	if err := checkInner(m, "manifold.sphere.inner", dst, x, u, v); err != nil {
 		return err
 	}
-	return frobInner(b, dst, u, v)
+	return frobInner(b, &m.ws, dst, u, v)
 }
 
 // RandomPoint draws uniform points: normalised standard normal rows.

@@ -18,7 +18,11 @@ import (
 type Stiefel struct {
 	n, p int
 	opt  options
+	ws   workspace
 }
+
+// Close frees the scratch tensors the operations keep between calls.
+func (m *Stiefel) Close() { m.ws.Close() }
 
 // NewStiefel returns St(n, p); p > n (or a non-positive dimension) is an error wrapping backend.ErrDomain.
 func NewStiefel(n, p int, opts ...Option) (*Stiefel, error) {
@@ -45,16 +49,15 @@ func (m *Stiefel) TransportMethod() TransportMethod   { return m.opt.transport }
 // project writes Z − X sym(XᵀZ) (paper 000 eq. (3.5), notes 2.2.4).
 func (m *Stiefel) project(b backend.Backend, dst, x, z *T) error {
 	batch := x.Batch()
-	s, err := b.Alloc(tensor.Shape{Batch: batch, Rows: m.p, Cols: m.p})
+	ss, err := m.ws.get(b, "project.s", tensor.Shape{Batch: batch, Rows: m.p, Cols: m.p}, 1)
 	if err != nil {
 		return err
 	}
-	defer b.Free(s)
-	xs, err := b.Alloc(x.Shape())
+	xss, err := m.ws.get(b, "project.xs", x.Shape(), 1)
 	if err != nil {
 		return err
 	}
-	defer b.Free(xs)
+	s, xs := ss[0], xss[0]
 	if err := b.Gemm(blas.Trans, blas.NoTrans, 1, x, z, 0, s); err != nil { // XᵀZ
 		return err
 	}
@@ -105,7 +108,7 @@ func (m *Stiefel) Inner(b backend.Backend, dst, x, u, v *T) error {
 	if err := checkInner(m, "manifold.stiefel.inner", dst, x, u, v); err != nil {
 		return err
 	}
-	return frobInner(b, dst, u, v)
+	return frobInner(b, &m.ws, dst, u, v)
 }
 
 // RandomPoint draws Haar-distributed points: qf of a standard normal n×p matrix.

@@ -96,13 +96,8 @@ func (w *work) natural() error {
 	if err := b.Gemm(blasN, blasN, 1, w.sigma, w.gMu, 0, w.nMu); err != nil {
 		return err
 	}
-	if err := b.Gemm(blasN, blasN, 1, w.sigma, w.gS, 0, w.t1); err != nil {
-		return err
-	}
-	if err := b.Gemm(blasN, blasN, 1, w.t1, w.sigma, 0, w.nS); err != nil {
-		return err
-	}
-	return b.Symmetrize(w.nS)
+	// Σ sym(G_Σ) Σ, the Riemannian gradient of the affine-invariant metric (paper 000 eq. (5.2))
+	return w.spd.RiemannianGrad(b, w.nS, w.sigma, w.gS)
 }
 
 // retract moves Σ ← R_Σold(ε m_Σ) and refreshes L. The retraction is SPD in exact arithmetic (notes 5.2 item 7);
@@ -117,10 +112,7 @@ func (w *work) retract(eps float64) error {
 		return err
 	}
 	for try := 0; ; try++ {
-		if err := b.Axpby(w.t2, eps, w.mS, 0, nil); err != nil {
-			return err
-		}
-		if err := backend.SPDRetract(b, w.sigma, w.sigmaOld, w.t2); err != nil {
+		if err := w.spd.Retract(b, w.sigma, w.sigmaOld, w.mS, eps); err != nil {
 			return err
 		}
 		err := w.chol(w.l, w.sigma)
@@ -310,7 +302,7 @@ func (w *work) step(eps float64) error {
 				return err
 			}
 		}
-		if err := backend.SPDTransport(b, w.mS, w.sigmaOld, w.sigma, w.mS); err != nil {
+		if err := w.spd.Transport(b, w.mS, w.sigmaOld, w.sigma, w.mS); err != nil {
 			return err
 		}
 		if hook != nil {

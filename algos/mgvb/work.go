@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/rng/qmc"
@@ -16,6 +17,7 @@ import (
 type work struct {
 	b   backend.Backend
 	m   model.Batched
+	spd *manifold.SPD // the geometry of Σ: natural gradient, retraction, transport
 	cfg Config
 	B   int
 	d   int
@@ -55,8 +57,11 @@ type work struct {
 
 func newWork(b backend.Backend, m model.Batched, cfg Config, B int) (*work, error) {
 	d, S := m.Dim(), cfg.S
-	w := &work{b: b, m: m, cfg: cfg, B: B, d: d, S: S, hbarPrev: make([]float64, B), lb: make([]float64, B), gnorm: make([]float64, B)}
-	var err error
+	spd, err := manifold.NewSPD(d)
+	if err != nil {
+		return nil, err
+	}
+	w := &work{b: b, m: m, spd: spd, cfg: cfg, B: B, d: d, S: S, hbarPrev: make([]float64, B), lb: make([]float64, B), gnorm: make([]float64, B)}
 	alloc := func(batch, r, c int) *T {
 		if err != nil {
 			return nil
@@ -127,6 +132,7 @@ func (w *work) free() {
 		w.b.Free(t)
 	}
 	w.temps = nil
+	w.spd.Close()
 }
 
 // chol writes the lower Cholesky factor of s into l.

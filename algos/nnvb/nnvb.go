@@ -311,6 +311,9 @@ func (w *work) free() {
 		w.b.Free(t)
 	}
 	w.temps = nil
+	if w.st != nil {
+		w.st.Close()
+	}
 }
 
 // LogDensity returns log q(θ) of the variational family (5.3) at p by the inverse path of notes 2.2.1:

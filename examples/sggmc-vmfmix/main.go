@@ -17,6 +17,7 @@ import (
 	_ "github.com/geovb/geovb/backend/all"
 	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
+	"github.com/geovb/geovb/internal/repro/sggmcexp"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -52,7 +53,7 @@ func main() {
 	}
 	defer b.Close()
 	log.Printf("backend %s", b.Info().Name)
-	tgt, err := sggmc.SyntheticTwoVMF(2016)
+	tgt, err := sggmcexp.SyntheticTwoVMF(2016)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -116,8 +117,8 @@ func main() {
 				log.Fatal(err)
 			}
 			for c := 0; c < *chains; c++ {
-				h1[sggmc.GridCell(math.Atan2(host.At(c, 0, 1), host.At(c, 0, 0)), grid)]++
-				h2[sggmc.GridCell(math.Atan2(host.At(c, 1, 1), host.At(c, 1, 0)), grid)]++
+				h1[sggmcexp.GridCell(math.Atan2(host.At(c, 0, 1), host.At(c, 0, 0)), grid)]++
+				h2[sggmcexp.GridCell(math.Atan2(host.At(c, 1, 1), host.At(c, 1, 0)), grid)]++
 				n++
 			}
 			if it%10 == 0 || it == *iters {
@@ -125,7 +126,7 @@ func main() {
 				for i := range h1 {
 					p1[i], p2[i] = h1[i]/n, h2[i]/n
 				}
-				p := point{meth, it * *chains, time.Since(start).Seconds(), sggmc.TV(p1, g.M1, 4), sggmc.TV(p2, g.M2, 4)}
+				p := point{meth, it * *chains, time.Since(start).Seconds(), sggmcexp.TV(p1, g.M1, 4), sggmcexp.TV(p2, g.M2, 4)}
 				if err := enc.Encode(p); err != nil {
 					log.Fatal(err)
 				}

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/repro/sggmcexp"
 	"github.com/geovb/geovb/internal/testbackend"
 )
 
@@ -55,18 +55,18 @@ func TestReproSAMVI(t *testing.T) {
 		}
 	}
 	b := testbackend.Open(t)
-	err = sggmc.RunSAM(context.Background(), b, train, test, sggmc.SAMConfig{Method: sggmc.SAMgSGNHT, Seed: 1,
-		Budget: 30 * time.Second, EvalEvery: 3 * time.Second}, func(p sggmc.SAMPoint) error {
+	err = sggmcexp.RunSAM(context.Background(), b, train, test, sggmcexp.SAMConfig{Method: sggmcexp.SAMgSGNHT, Seed: 1,
+		Budget: 30 * time.Second, EvalEvery: 3 * time.Second}, func(p sggmcexp.SAMPoint) error {
 		curves[p.Method] = append(curves[p.Method], curvePoint{p.Seconds, p.LogPerp})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vi, sto, g := curves[MethodVI], curves[MethodStoVI], curves[sggmc.SAMgSGNHT]
+	vi, sto, g := curves[MethodVI], curves[MethodStoVI], curves[sggmcexp.SAMgSGNHT]
 	// gSGNHT's first evaluation comes at ≥ 3 s; compare the others at that time.
 	t3 := g[0].sec
-	for _, m := range []string{MethodVI, MethodStoVI, sggmc.SAMgSGNHT} {
+	for _, m := range []string{MethodVI, MethodStoVI, sggmcexp.SAMgSGNHT} {
 		c := curves[m]
 		t.Logf("%-6s at %.1f s: %.1f; at 6 s: %.1f; final (%.1f s): %.1f", m, t3, at(c, t3), at(c, 6), c[len(c)-1].sec, c[len(c)-1].lp)
 	}

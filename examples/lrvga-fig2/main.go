@@ -11,6 +11,7 @@ import (
 
 	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
+	"github.com/geovb/geovb/internal/repro/lrvgaref"
 	"github.com/geovb/geovb/models/glm"
 )
 
@@ -35,7 +36,7 @@ func main() {
 	d, n := fl.D, fl.N
 	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
-	post, err := lrvga.NewLinearPosterior(x, y, d, 1, 1)
+	post, err := lrvgaref.NewLinearPosterior(x, y, d, 1, 1)
 	if err != nil {
 		lrvgacli.Fatal(err)
 	}
@@ -44,9 +45,9 @@ func main() {
 		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
-	var kf *lrvga.Dense
+	var kf *lrvgaref.Dense
 	if *kalman && d <= 2000 {
-		kf = lrvga.NewDense(d, 1, nil)
+		kf = lrvgaref.NewDense(d, 1, nil)
 	}
 	next := 1
 	report := func(t int) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
+	"github.com/geovb/geovb/internal/repro/lrvgaref"
 	"github.com/geovb/geovb/models/glm"
 )
 
@@ -47,10 +48,10 @@ func main() {
 		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
-	obj := &lrvga.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
-	var q *lrvga.Dense
+	obj := &lrvgaref.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
+	var q *lrvgaref.Dense
 	if *dense {
-		q = lrvga.NewDense(d, *sigma0, nil)
+		q = lrvgaref.NewDense(d, *sigma0, nil)
 	}
 	next := 1
 	for t := 0; t < n; t++ {
@@ -78,7 +79,7 @@ func main() {
 		}
 	}
 	if *laplace {
-		q, err := lrvga.Laplace(x, y, d, *sigma0)
+		q, err := lrvgaref.Laplace(x, y, d, *sigma0)
 		if err != nil {
 			lrvgacli.Fatal(err)
 		}

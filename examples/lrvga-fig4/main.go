@@ -14,6 +14,7 @@ import (
 
 	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
+	"github.com/geovb/geovb/internal/repro/lrvgaref"
 	"github.com/geovb/geovb/models/glm"
 )
 
@@ -51,7 +52,7 @@ func main() {
 		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
-	obj := &lrvga.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
+	obj := &lrvgaref.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
 	next := 1
 	for t := 0; t < n; t++ {
 		if err := f.Update(x[t*d:(t+1)*d], y[t]); err != nil {
@@ -67,7 +68,7 @@ func main() {
 		}
 	}
 	if *laplace {
-		q, err := lrvga.Laplace(x, y, d, *sigma0)
+		q, err := lrvgaref.Laplace(x, y, d, *sigma0)
 		if err != nil {
 			lrvgacli.Fatal(err)
 		}

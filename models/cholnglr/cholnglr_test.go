@@ -11,6 +11,7 @@ import (
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/repro"
 )
 
@@ -47,17 +48,17 @@ func TestGradientFD(t *testing.T) {
 
 func loadAll(t testing.TB) map[string]*Model {
 	out := map[string]*Model{}
-	g, err := GermanFile(datasets.Require(t, "german-credit", "german.data"))
+	g, err := GermanFile(datatest.Require(t, "german-credit", "german.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out["german"] = g
-	h, err := datasets.ReadHeartFile(datasets.Require(t, "heart", "heart.dat"))
+	h, err := datasets.ReadHeartFile(datatest.Require(t, "heart", "heart.dat"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out["heart"] = Heart(h)
-	ic, err := datasets.ReadICUFile(datasets.Require(t, "icu", "icu.csv"))
+	ic, err := datasets.ReadICUFile(datatest.Require(t, "icu", "icu.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

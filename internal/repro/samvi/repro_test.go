@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/repro/sggmcexp"
 	"github.com/geovb/geovb/internal/testbackend"
@@ -35,11 +36,11 @@ func at(c []curvePoint, sec float64) float64 {
 //   - the sampler ends below the plateau: gSGNHT after 30 s is below VI's final value.
 func TestReproSAMVI(t *testing.T) {
 	repro.Require(t)
-	train, err := datasets.ReadNews20File(datasets.Require(t, "20news-diff", "diff.train.tfidf1.data"))
+	train, err := datasets.ReadNews20File(datatest.Require(t, "20news-diff", "diff.train.tfidf1.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	test, err := datasets.ReadNews20File(datasets.Require(t, "20news-diff", "diff.test.tfidf1.data"))
+	test, err := datasets.ReadNews20File(datatest.Require(t, "20news-diff", "diff.test.tfidf1.data"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/sam"
 )
@@ -14,7 +15,7 @@ import (
 // on 2 cores, notes/issue 7).
 func BenchmarkSAMIteration(b *testing.B) {
 	be := testbackend.Open(b)
-	train, err := datasets.ReadNews20File(datasets.Require(b, "20news-diff", "diff.train.tfidf1.data"))
+	train, err := datasets.ReadNews20File(datatest.Require(b, "20news-diff", "diff.train.tfidf1.data"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,12 +13,14 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/internal/repro/lrvgaref"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 1000, N: 1000, P: 10, Inner: 1, Seed: 1})
 	sigma0 := flag.Float64("sigma0", 1, "prior standard deviation σ₀")
 	coefS := flag.Float64("coefs", 0.15, "class separation exponent: s = 1/d^coefs")

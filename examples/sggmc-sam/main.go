@@ -19,6 +19,7 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
@@ -27,6 +28,7 @@ import (
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	data := flag.String("data", "", "20News-diff folder (default: the shared data folder's 20news-diff)")
 	methods := flag.String("methods", strings.Join(append(append([]string(nil), sggmcexp.SAMMethods...), samvi.Methods...), ","), "methods, comma-separated")
 	budget := flag.Duration("budget", 300*time.Second, "sampling (fitting) time per method")

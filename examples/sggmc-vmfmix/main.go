@@ -15,6 +15,7 @@ import (
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/internal/repro/sggmcexp"
@@ -32,6 +33,7 @@ type point struct {
 const grid = 720
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seed := flag.Uint64("seed", 1, "seed")
 	iters := flag.Int("iters", 200, "samples per chain")
 	chains := flag.Int("chains", 500, "chains")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
 )
 
 // ErrFormat is the cause of every error about a file's contents.
@@ -78,18 +77,4 @@ func Path(elem ...string) (string, error) {
 		return "", fmt.Errorf("datasets: %w", err)
 	}
 	return p, nil
-}
-
-// Require returns the path of a data file for a test. Without the file the test is skipped with a message, except
-// when CI=true, where it fails: CI must not pass by skipping the paper reproductions.
-func Require(t testing.TB, elem ...string) string {
-	t.Helper()
-	p, err := Path(elem...)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("data file missing under CI: %v", err)
-		}
-		t.Skipf("data file missing, test skipped: %v", err)
-	}
-	return p
 }

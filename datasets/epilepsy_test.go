@@ -1,14 +1,17 @@
-package datasets
+package datasets_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func TestReadEpilepsyFile(t *testing.T) {
-	p := Require(t, "epilepsy", "epilepsy.csv")
-	g, err := ReadEpilepsyFile(p)
+	p := datatest.Require(t, "epilepsy", "epilepsy.csv")
+	g, err := datasets.ReadEpilepsyFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +41,7 @@ func epiPatient(base, trt, age string, ys ...string) string {
 
 func TestReadEpilepsyErrors(t *testing.T) {
 	ok := epiPatient("1.5", "1", "0.1", "5", "3", "3", "3")
-	if _, err := ReadEpilepsy(strings.NewReader(epiHead+ok), "e"); err != nil {
+	if _, err := datasets.ReadEpilepsy(strings.NewReader(epiHead+ok), "e"); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -56,9 +59,9 @@ func TestReadEpilepsyErrors(t *testing.T) {
 		{epiHead + "1,2,0,0,0\n", 2, 0},
 		{epiHead + "1,2,1,3,0,-0.3,4\n", 2, 7},
 	} {
-		_, err := ReadEpilepsy(strings.NewReader(c.in), "e")
-		var pe *ParseError
-		if !errors.As(err, &pe) || pe.File != "e" || pe.Line != c.line || pe.Column != c.col || !errors.Is(err, ErrFormat) {
+		_, err := datasets.ReadEpilepsy(strings.NewReader(c.in), "e")
+		var pe *datasets.ParseError
+		if !errors.As(err, &pe) || pe.File != "e" || pe.Line != c.line || pe.Column != c.col || !errors.Is(err, datasets.ErrFormat) {
 			t.Errorf("%q: got %v, want e:%d:%d", c.in, err, c.line, c.col)
 		}
 	}
@@ -69,9 +72,9 @@ func FuzzReadEpilepsy(f *testing.F) {
 	f.Add(epiHead + "1,2,0,0,0,-0.3,4\n")
 	f.Add("1,2\n\"")
 	f.Fuzz(func(t *testing.T, s string) {
-		g, err := ReadEpilepsy(strings.NewReader(s), "f")
+		g, err := datasets.ReadEpilepsy(strings.NewReader(s), "f")
 		if err != nil {
-			var pe *ParseError
+			var pe *datasets.ParseError
 			if !errors.As(err, &pe) || pe.Line < 1 || pe.File != "f" {
 				t.Fatalf("error %v is not a positioned *ParseError", err)
 			}

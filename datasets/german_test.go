@@ -1,25 +1,28 @@
-package datasets
+package datasets_test
 
 import (
 	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func germanLine(label string) string {
-	return strings.Repeat("   1", GermanCols) + "   " + label + " \r\n"
+	return strings.Repeat("   1", datasets.GermanCols) + "   " + label + " \r\n"
 }
 
 func TestReadGermanErrors(t *testing.T) {
 	good := germanLine("1") + germanLine("2")
-	if g, err := ReadGerman(strings.NewReader(good), "g"); err != nil || len(g.Y) != 2 || g.Y[0] != 1 || g.Y[1] != 0 {
+	if g, err := datasets.ReadGerman(strings.NewReader(good), "g"); err != nil || len(g.Y) != 2 || g.Y[0] != 1 || g.Y[1] != 0 {
 		t.Fatalf("good file: %v %+v", err, g)
 	}
-	if g, err := ReadGerman(strings.NewReader(germanLine("0")+germanLine("1")), "g"); err != nil || g.Y[0] != 0 {
+	if g, err := datasets.ReadGerman(strings.NewReader(germanLine("0")+germanLine("1")), "g"); err != nil || g.Y[0] != 0 {
 		t.Fatalf("0/1 coding: %v", err)
 	}
-	short := strings.Repeat("   1", GermanCols) + "\n" // 24 fields
+	short := strings.Repeat("   1", datasets.GermanCols) + "\n" // 24 fields
 	bad := strings.Replace(germanLine("1"), "   1", "   x", 3)
 	nan := strings.Replace(germanLine("1"), "   1", " NaN", 1)
 	for _, c := range []struct {
@@ -35,9 +38,9 @@ func TestReadGermanErrors(t *testing.T) {
 		{"mixed coding", germanLine("2") + germanLine("0"), 2, 100},
 		{"empty", "\n\n", 2, 0},
 	} {
-		_, err := ReadGerman(strings.NewReader(c.data), "f.txt")
-		var pe *ParseError
-		if !errors.As(err, &pe) || !errors.Is(err, ErrFormat) {
+		_, err := datasets.ReadGerman(strings.NewReader(c.data), "f.txt")
+		var pe *datasets.ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, datasets.ErrFormat) {
 			t.Errorf("%s: error %v is not a *ParseError", c.name, err)
 			continue
 		}
@@ -48,8 +51,8 @@ func TestReadGermanErrors(t *testing.T) {
 }
 
 func TestReadGermanFile(t *testing.T) {
-	p := Require(t, "german-credit", "germancredit_numeric.txt")
-	g, err := ReadGermanFile(p)
+	p := datatest.Require(t, "german-credit", "germancredit_numeric.txt")
+	g, err := datasets.ReadGermanFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +97,12 @@ func TestReadGermanFile(t *testing.T) {
 func FuzzReadGerman(f *testing.F) {
 	f.Add([]byte(germanLine("1") + germanLine("2")))
 	f.Add([]byte(germanLine("0")))
-	f.Add([]byte(strings.Repeat(" 1e308", GermanCols) + " 1\n"))
-	f.Add([]byte(strings.Repeat(" 1", GermanCols+3) + "\n"))
+	f.Add([]byte(strings.Repeat(" 1e308", datasets.GermanCols) + " 1\n"))
+	f.Add([]byte(strings.Repeat(" 1", datasets.GermanCols+3) + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g, err := ReadGerman(strings.NewReader(string(data)), "fuzz")
+		g, err := datasets.ReadGerman(strings.NewReader(string(data)), "fuzz")
 		if err != nil {
-			var pe *ParseError
+			var pe *datasets.ParseError
 			if !errors.As(err, &pe) || pe.File != "fuzz" || pe.Line < 1 || pe.Column < 0 {
 				t.Fatalf("error is not a located *ParseError: %v", err)
 			}
@@ -109,7 +112,7 @@ func FuzzReadGerman(f *testing.F) {
 			t.Fatal("row count mismatch")
 		}
 		for i, row := range g.X {
-			if len(row) != GermanCols || (g.Y[i] != 0 && g.Y[i] != 1) {
+			if len(row) != datasets.GermanCols || (g.Y[i] != 0 && g.Y[i] != 1) {
 				t.Fatalf("row %d accepted with %d columns, label %v", i, len(row), g.Y[i])
 			}
 			for _, v := range row {

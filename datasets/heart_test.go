@@ -1,14 +1,17 @@
-package datasets
+package datasets_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func TestReadHeartFile(t *testing.T) {
-	p := Require(t, "heart", "heart.dat")
-	tab, err := ReadHeartFile(p)
+	p := datatest.Require(t, "heart", "heart.dat")
+	tab, err := datasets.ReadHeartFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +37,9 @@ func TestReadHeartErrors(t *testing.T) {
 		{row + "70.0 1.0 4.0\n", 2, 1},
 		{"70.0 1.0 4.0 130.0 322.0 0.0 2.0 109.0 0.0 2.4 2.0 3.0 3.0 3\n", 1, 60},
 	} {
-		_, err := ReadHeart(strings.NewReader(c.in), "h")
-		var pe *ParseError
-		if !errors.As(err, &pe) || pe.Line != c.line || pe.Column != c.col || !errors.Is(err, ErrFormat) {
+		_, err := datasets.ReadHeart(strings.NewReader(c.in), "h")
+		var pe *datasets.ParseError
+		if !errors.As(err, &pe) || pe.Line != c.line || pe.Column != c.col || !errors.Is(err, datasets.ErrFormat) {
 			t.Errorf("%q: got %v, want h:%d:%d", c.in, err, c.line, c.col)
 		}
 	}
@@ -46,16 +49,16 @@ func FuzzReadHeart(f *testing.F) {
 	f.Add("age a b c d e f g h i j k l Class\n70.0 1.0 4.0 130.0 322.0 0.0 2.0 109.0 0.0 2.4 2.0 3.0 3.0 2\n")
 	f.Add("1 2 3\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		tab, err := ReadHeart(strings.NewReader(s), "f")
+		tab, err := datasets.ReadHeart(strings.NewReader(s), "f")
 		if err != nil {
-			var pe *ParseError
+			var pe *datasets.ParseError
 			if !errors.As(err, &pe) || pe.Line < 1 {
 				t.Fatalf("error %v is not a positioned *ParseError", err)
 			}
 			return
 		}
 		for _, r := range tab.Rows {
-			if len(r) != HeartCols || (r[13] != 1 && r[13] != 2) {
+			if len(r) != datasets.HeartCols || (r[13] != 1 && r[13] != 2) {
 				t.Fatalf("bad row %v", r)
 			}
 		}

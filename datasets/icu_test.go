@@ -1,14 +1,17 @@
-package datasets
+package datasets_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func TestReadICUFile(t *testing.T) {
-	p := Require(t, "icu", "icu.csv")
-	tab, err := ReadICUFile(p)
+	p := datatest.Require(t, "icu", "icu.csv")
+	tab, err := datasets.ReadICUFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +38,8 @@ func TestReadICUErrors(t *testing.T) {
 		{`"ID","STA"` + "\n", 1, 0},
 		{icuHead, 1, 0},
 	} {
-		_, err := ReadICU(strings.NewReader(c.in), "icu")
-		var pe *ParseError
+		_, err := datasets.ReadICU(strings.NewReader(c.in), "icu")
+		var pe *datasets.ParseError
 		if !errors.As(err, &pe) || pe.Line != c.line || pe.Column != c.col {
 			t.Errorf("%q: got %v, want icu:%d:%d", c.in[len(c.in)-20:], err, c.line, c.col)
 		}
@@ -46,16 +49,16 @@ func TestReadICUErrors(t *testing.T) {
 func FuzzReadICU(f *testing.F) {
 	f.Add(icuHead + "552,0,16,0,1,1,0,0,0,0,100,140,0,1,1,0,0,0,0,0,0\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		tab, err := ReadICU(strings.NewReader(s), "f")
+		tab, err := datasets.ReadICU(strings.NewReader(s), "f")
 		if err != nil {
-			var pe *ParseError
+			var pe *datasets.ParseError
 			if !errors.As(err, &pe) || pe.Line < 1 {
 				t.Fatalf("error %v is not a positioned *ParseError", err)
 			}
 			return
 		}
 		for _, r := range tab.Rows {
-			if len(r) != len(ICUNames) {
+			if len(r) != len(datasets.ICUNames) {
 				t.Fatalf("row of %d", len(r))
 			}
 		}

@@ -1,4 +1,4 @@
-package datasets
+package datasets_test
 
 import (
 	"errors"
@@ -6,10 +6,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func TestReadLIBSVM(t *testing.T) {
-	o, err := ReadLIBSVM(strings.NewReader("+1 1:0.5 3:-1 \n\n-1 2:2\n"), "a.svm", 0)
+	o, err := datasets.ReadLIBSVM(strings.NewReader("+1 1:0.5 3:-1 \n\n-1 2:2\n"), "a.svm", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,16 +32,16 @@ func TestReadLIBSVM(t *testing.T) {
 		{"1 1:abc\n", 0, "f:1:5: value \"abc\""},
 		{"\n\n", 0, "f:2: no observations"},
 	} {
-		_, err := ReadLIBSVM(strings.NewReader(c.in), "f", c.d)
-		var pe *ParseError
+		_, err := datasets.ReadLIBSVM(strings.NewReader(c.in), "f", c.d)
+		var pe *datasets.ParseError
 		if !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want prefix %q", c.in, err, c.want)
 		}
 	}
-	if _, err := ReadCountedTable(strings.NewReader("2 2\n1 0 1\n-1 1\n"), "m"); err == nil || !strings.HasPrefix(err.Error(), "m:3: 2 fields") {
+	if _, err := datasets.ReadCountedTable(strings.NewReader("2 2\n1 0 1\n-1 1\n"), "m"); err == nil || !strings.HasPrefix(err.Error(), "m:3: 2 fields") {
 		t.Errorf("counted table: %v", err)
 	}
-	o, err = ReadCountedTable(strings.NewReader("1 2\n-1 3 4\n"), "m")
+	o, err = datasets.ReadCountedTable(strings.NewReader("1 2\n-1 3 4\n"), "m")
 	if err != nil || o.N != 1 || o.X[1] != 4 || o.Y[0] != -1 {
 		t.Errorf("counted table: %+v %v", o, err)
 	}
@@ -46,7 +49,7 @@ func TestReadLIBSVM(t *testing.T) {
 
 // The two LIBSVM-related files of the shared data (skipped without the data, failing under CI=true).
 func TestReadSharedLIBSVM(t *testing.T) {
-	bc, err := ReadLIBSVMFile(Require(t, "libsvm", "breast-cancer", "breast-cancer_scale_pm1"), 10)
+	bc, err := datasets.ReadLIBSVMFile(datatest.Require(t, "libsvm", "breast-cancer", "breast-cancer_scale_pm1"), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,20 +67,20 @@ func TestReadSharedLIBSVM(t *testing.T) {
 	if bc.N != 683 || pos != 239 {
 		t.Errorf("breast cancer: %d rows, %d positive; want 683, 239", bc.N, pos)
 	}
-	md, err := ReadCountedTableFile(Require(t, "libsvm", "madelon", "madelon_train_dense.txt"))
+	md, err := datasets.ReadCountedTableFile(datatest.Require(t, "libsvm", "madelon", "madelon_train_dense.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if md.N != 2000 || md.D != 500 {
 		t.Errorf("madelon: %d×%d, want 2000×500", md.N, md.D)
 	}
-	mt, err := ReadLIBSVMFile(Require(t, "libsvm", "madelon", "madelon.t"), 500)
+	mt, err := datasets.ReadLIBSVMFile(datatest.Require(t, "libsvm", "madelon", "madelon.t"), 500)
 	if err != nil || mt.N != 600 {
 		t.Errorf("madelon.t: %v rows, %v", mt, err)
 	}
 }
 
-// FuzzReadLIBSVM: any input gives consistent observations or a *ParseError, never a panic.
+// FuzzReadLIBSVM: any input gives consistent observations or a *datasets.ParseError, never a panic.
 func FuzzReadLIBSVM(f *testing.F) {
 	for _, s := range []string{"1 1:2 3:4\n", "-1 2:0.5\n+1 1:1", "x", "1 1:", "1 :2", "1 3:1 2:1", "\n", "1 99:1"} {
 		f.Add(s, 0)
@@ -87,9 +90,9 @@ func FuzzReadLIBSVM(f *testing.F) {
 		if d > 1000 {
 			d = 1000
 		}
-		o, err := ReadLIBSVM(strings.NewReader(s), "fuzz.svm", d)
+		o, err := datasets.ReadLIBSVM(strings.NewReader(s), "fuzz.svm", d)
 		if err != nil {
-			var pe *ParseError
+			var pe *datasets.ParseError
 			if !errors.As(err, &pe) || pe.Line < 1 {
 				t.Fatalf("error %v (%T) is not a positioned *ParseError", err, err)
 			}
@@ -101,15 +104,15 @@ func FuzzReadLIBSVM(f *testing.F) {
 	})
 }
 
-// FuzzReadCountedTable: any input gives a table with the announced rows or a positioned *ParseError, never a panic.
+// FuzzReadCountedTable: any input gives a table with the announced rows or a positioned *datasets.ParseError, never a panic.
 func FuzzReadCountedTable(f *testing.F) {
 	for _, s := range []string{"2 2\n1 0 1\n-1 1 0\n", "1 2\n-1 3 4\n", "2 2\n1 0 1\n", "x y\n", "1 1\n1 nan\n", "\n\n", "0 3\n", "1 1\n1 2\n1 2\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		o, err := ReadCountedTable(strings.NewReader(s), "fuzz.txt")
+		o, err := datasets.ReadCountedTable(strings.NewReader(s), "fuzz.txt")
 		if err != nil {
-			var pe *ParseError
+			var pe *datasets.ParseError
 			if !errors.As(err, &pe) || pe.Line < 1 {
 				t.Fatalf("error %v (%T) is not a positioned *ParseError", err, err)
 			}

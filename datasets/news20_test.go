@@ -1,10 +1,13 @@
-package datasets
+package datasets_test
 
 import (
 	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func TestReadNews20Data(t *testing.T) {
@@ -14,8 +17,8 @@ func TestReadNews20Data(t *testing.T) {
 		labs      [3]int
 	}{{"diff.train.tfidf1.data", 1666, 117442, [3]int{593, 593, 480}},
 		{"diff.test.tfidf1.data", 1107, 79379, [3]int{397, 392, 318}}} {
-		path := Require(t, "20news-diff", c.file)
-		corp, err := ReadNews20File(path)
+		path := datatest.Require(t, "20news-diff", c.file)
+		corp, err := datasets.ReadNews20File(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,9 +64,9 @@ func TestReadNews20Bad(t *testing.T) {
 		{"trailer", "10 1\n1 1 3:1\n3\n4\n", 4, 1},
 		{"neg", "10 1\n1 1 -3:1\n", 2, 5},
 	} {
-		_, err := ReadNews20(strings.NewReader(c.text), "f.data")
-		var pe *ParseError
-		if !errors.As(err, &pe) || !errors.Is(err, ErrFormat) {
+		_, err := datasets.ReadNews20(strings.NewReader(c.text), "f.data")
+		var pe *datasets.ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, datasets.ErrFormat) {
 			t.Errorf("%s: %v, want a *ParseError", c.name, err)
 			continue
 		}
@@ -71,7 +74,7 @@ func TestReadNews20Bad(t *testing.T) {
 			t.Errorf("%s: at %s:%d:%d, want line %d col %d (%v)", c.name, pe.File, pe.Line, pe.Column, c.line, c.col, err)
 		}
 	}
-	corp, err := ReadNews20(strings.NewReader("10 2\n2 1 0:0.6 9:0.8\n1 3 4:1\n3\n"), "ok")
+	corp, err := datasets.ReadNews20(strings.NewReader("10 2\n2 1 0:0.6 9:0.8\n1 3 4:1\n3\n"), "ok")
 	if err != nil || corp.Docs() != 2 || corp.Ptr[2] != 3 || corp.Idx[1] != 9 || corp.Val[2] != 1 || corp.Label[1] != 3 {
 		t.Fatalf("good file: %+v, %v", corp, err)
 	}
@@ -82,9 +85,9 @@ func FuzzReadNews20(f *testing.F) {
 	f.Add([]byte("5 1\n1 2 4:1e-3\n"))
 	f.Add([]byte("3 1\n1 1 2:1e400\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ReadNews20(strings.NewReader(string(data)), "fuzz")
+		c, err := datasets.ReadNews20(strings.NewReader(string(data)), "fuzz")
 		if err != nil {
-			var pe *ParseError
+			var pe *datasets.ParseError
 			if !errors.As(err, &pe) || pe.File != "fuzz" || pe.Line < 1 {
 				t.Fatalf("error is not a located *ParseError: %v", err)
 			}

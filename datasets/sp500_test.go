@@ -1,14 +1,17 @@
-package datasets
+package datasets_test
 
 import (
 	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func TestReadSP500File(t *testing.T) {
-	y, err := ReadSP500File(Require(t, "sp500", "SP500_weekly_y.csv"))
+	y, err := datasets.ReadSP500File(datatest.Require(t, "sp500", "SP500_weekly_y.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +44,13 @@ func TestReadSP500Errors(t *testing.T) {
 		{"y\n\n", 1, 0},
 		{"", 1, 0},
 	} {
-		_, err := ReadSP500(strings.NewReader(c.in), "f.csv")
-		var pe *ParseError
+		_, err := datasets.ReadSP500(strings.NewReader(c.in), "f.csv")
+		var pe *datasets.ParseError
 		if !errors.As(err, &pe) || pe.File != "f.csv" || pe.Line != c.line || pe.Column != c.col {
 			t.Errorf("%q: %v, want f.csv:%d:%d", c.in, err, c.line, c.col)
 		}
 	}
-	y, err := ReadSP500(strings.NewReader("y\r\n1.5\r\n\r\n-2e-1\r\n"), "ok")
+	y, err := datasets.ReadSP500(strings.NewReader("y\r\n1.5\r\n\r\n-2e-1\r\n"), "ok")
 	if err != nil || len(y) != 2 || y[1] != -0.2 {
 		t.Fatalf("%v %v", y, err)
 	}
@@ -58,10 +61,10 @@ func FuzzReadSP500(f *testing.F) {
 	f.Add([]byte("y\r\n3.3\r\n"))
 	f.Add([]byte("1,2\nx"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		y, err := ReadSP500(strings.NewReader(string(data)), "fuzz")
+		y, err := datasets.ReadSP500(strings.NewReader(string(data)), "fuzz")
 		if err != nil {
-			var pe *ParseError
-			if !errors.As(err, &pe) || pe.File != "fuzz" || pe.Line < 1 || pe.Column < 0 || !errors.Is(err, ErrFormat) {
+			var pe *datasets.ParseError
+			if !errors.As(err, &pe) || pe.File != "fuzz" || pe.Line < 1 || pe.Column < 0 || !errors.Is(err, datasets.ErrFormat) {
 				t.Fatalf("error %v is not a located *ParseError", err)
 			}
 			return

@@ -1,14 +1,17 @@
-package datasets
+package datasets_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func TestReadToenailFile(t *testing.T) {
-	p := Require(t, "toenail", "toenail.csv")
-	g, err := ReadToenailFile(p)
+	p := datatest.Require(t, "toenail", "toenail.csv")
+	g, err := datasets.ReadToenailFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +31,7 @@ func TestReadToenailErrors(t *testing.T) {
 2,1,none or mild,terbinafine,0.85,2
 3,3,none or mild,itraconazole,0,1
 `
-	g, err := ReadToenail(strings.NewReader(toeHead+ok), "t")
+	g, err := datasets.ReadToenail(strings.NewReader(toeHead+ok), "t")
 	if err != nil || g.NumGroups != 2 || g.Group[2] != 1 || g.Rows[0][1] != 1 || g.Rows[2][2] != 0 {
 		t.Fatalf("got %+v, %v", g, err)
 	}
@@ -47,9 +50,9 @@ func TestReadToenailErrors(t *testing.T) {
 		{toeHead + ok + "4,3,none or mild,terbinafine,1,2\n", 5, 18}, // treatment changes
 		{toeHead + "1,1,none or mild\n", 2, 0},
 	} {
-		_, err := ReadToenail(strings.NewReader(c.in), "t")
-		var pe *ParseError
-		if !errors.As(err, &pe) || pe.File != "t" || pe.Line != c.line || pe.Column != c.col || !errors.Is(err, ErrFormat) {
+		_, err := datasets.ReadToenail(strings.NewReader(c.in), "t")
+		var pe *datasets.ParseError
+		if !errors.As(err, &pe) || pe.File != "t" || pe.Line != c.line || pe.Column != c.col || !errors.Is(err, datasets.ErrFormat) {
 			t.Errorf("%q: got %v, want t:%d:%d", c.in, err, c.line, c.col)
 		}
 	}
@@ -60,9 +63,9 @@ func FuzzReadToenail(f *testing.F) {
 	f.Add(toeHead + "1,1,none or mild,itraconazole,0,1\n2,2,1,1,3,2\n3,1,0,1,2,1\n")
 	f.Add("\"a")
 	f.Fuzz(func(t *testing.T, s string) {
-		g, err := ReadToenail(strings.NewReader(s), "f")
+		g, err := datasets.ReadToenail(strings.NewReader(s), "f")
 		if err != nil {
-			var pe *ParseError
+			var pe *datasets.ParseError
 			if !errors.As(err, &pe) || pe.Line < 1 || pe.File != "f" {
 				t.Fatalf("error %v is not a positioned *ParseError", err)
 			}

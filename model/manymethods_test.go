@@ -10,6 +10,7 @@ import (
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/model"
@@ -172,7 +173,7 @@ func TestOneModelManyMethods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits German credit four times")
 	}
-	g, err := datasets.ReadGermanFile(datasets.Require(t, "german-credit", "germancredit_numeric.txt"))
+	g, err := datasets.ReadGermanFile(datatest.Require(t, "german-credit", "germancredit_numeric.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/geovb/geovb/algos/cholng"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/cholnglr"
@@ -15,19 +16,19 @@ import (
 func diagModel(t *testing.T, name string) *cholnglr.Model {
 	switch name {
 	case "german":
-		m, err := cholnglr.GermanFile(datasets.Require(t, "german-credit", "german.data"))
+		m, err := cholnglr.GermanFile(datatest.Require(t, "german-credit", "german.data"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	case "heart":
-		h, err := datasets.ReadHeartFile(datasets.Require(t, "heart", "heart.dat"))
+		h, err := datasets.ReadHeartFile(datatest.Require(t, "heart", "heart.dat"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cholnglr.Heart(h)
 	}
-	ic, err := datasets.ReadICUFile(datasets.Require(t, "icu", "icu.csv"))
+	ic, err := datasets.ReadICUFile(datatest.Require(t, "icu", "icu.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 // stored in float32: μ, W and ψ take 4d(p+2) bytes, half of a Filter's (408 MB at d = 1e6, p = 100). Every
 // product and reduction runs in float64 on row blocks converted on the fly, as notes §5.9 asks of fp32 storage:
 // only the stored values are rounded, once per update. It runs on the host, in row blocks spread over GOMAXPROCS
-// goroutines, whichever backend the program uses, with gonum's BLAS (the CPU backend's kernels once backend/cpu
-// is imported); its results do not depend on the scheduling.
+// goroutines, whichever backend the program uses, with gonum's BLAS (the CPU backend's kernels once the program
+// calls cpu.UseForGonum); its results do not depend on the scheduling.
 //
 // One update matches a Filter's from the same state to rounding; over a run the two drift apart as far as rounding
 // the Filter's own state after each update does (T18 of notes §6, 2000 observations at d = 1e5, p = 10, n_in = 3:

@@ -13,7 +13,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
-	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 )
@@ -296,65 +295,5 @@ func TestLinear32Memory(t *testing.T) {
 	}
 	if least > 4*d*p/100 {
 		t.Errorf("three updates allocated at least %d bytes, want < %d", least, 4*d*p/100)
-	}
-}
-
-// T18 (notes §6), the CPU part: float32 against float64 storage at d = 1e5, p = 10, N = 2000 on the linear
-// recipe (Fig. 2's, with a diagonal design since no 1e5×1e5 rotation can be stored; c = 1, σ₀ = σ_w = 1,
-// n_in = 3). ψ stays > 0 with no clamps, ‖μ₃₂ − μ₆₄‖/‖μ₆₄‖ ≤ 1e-3 and the KLs to the exact posterior (M2, no d×d)
-// differ by ≤ 1% relative.
-func TestReproT18Float32(t *testing.T) {
-	repro.Require(t)
-	const d, p, n = 100000, 10, 2000
-	b := testbackend.Open(t)
-	data, _ := glm.Linear(glm.NewDiagonalDesign(d, 1), n, 1, 18)
-	f64, err := New(b, Config{D: d, P: p, Seed: 18})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f64.Close()
-	f32, err := NewLinear32(Config{D: d, P: p, Seed: 18})
-	if err != nil {
-		t.Fatal(err)
-	}
-	minPsi := math.Inf(1)
-	for i := 0; i < n; i++ {
-		if err := f64.Update(data.Row(i), data.Y[i]); err != nil {
-			t.Fatal(err)
-		}
-		if err := f32.Update(data.Row(i), data.Y[i]); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range f32.cur.psi {
-			minPsi = min(minPsi, float64(v))
-		}
-	}
-	m64, _ := f64.MeanHost(nil)
-	dm := relDiff(f32.Mean(nil), m64)
-	post, err := NewLinearPosterior(data.X, data.Y, d, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kl64, err := post.KL(f64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := FromState(b, f32.State(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	kl32, err := post.KL(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dkl := math.Abs(kl32-kl64) / math.Abs(kl64)
-	t.Logf("T18: min ψ %.4g, clamps %d/%d; ‖μ32−μ64‖/‖μ64‖ = %.3g; KL float64 %.6g, float32 %.6g (rel diff %.3g)",
-		minPsi, f32.Clamped(), f64.Clamped(), dm, kl64, kl32, dkl)
-	if !(minPsi > 0) || f32.Clamped() != 0 {
-		t.Errorf("float32: min ψ %v, %d clamps; want ψ > 0 throughout and no clamps", minPsi, f32.Clamped())
-	}
-	if dm > 1e-3 || !(dkl <= 0.01) {
-		t.Errorf("float32 vs float64: mean rel diff %.3g (want ≤ 1e-3), KL rel diff %.3g (want ≤ 1%%)", dm, dkl)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
-	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/model"
 	"github.com/geovb/geovb/models/logistic"
 	"github.com/geovb/geovb/rng"
@@ -19,7 +19,7 @@ import (
 
 func germanModel(t testing.TB, b backend.Backend, intercept bool) *logistic.Model {
 	t.Helper()
-	m, err := logistic.NewGerman(b, datasets.Require(t, "german-credit", "germancredit_numeric.txt"), intercept)
+	m, err := logistic.NewGerman(b, datatest.Require(t, "german-credit", "germancredit_numeric.txt"), intercept)
 	if err != nil {
 		t.Fatal(err)
 	}

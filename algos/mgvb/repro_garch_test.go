@@ -9,6 +9,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/garch"
@@ -79,7 +80,7 @@ func checkEvidence(t *testing.T, m *garch.Model, mu, sigma []float64, logZ float
 // sd and sd ratios 0.96–1.00 against both; ELBO 0.12 nats below SMC's log p(y).
 func TestReproGarchC6(t *testing.T) {
 	repro.Require(t)
-	y, err := datasets.ReadSP500File(datasets.Require(t, "sp500", "SP500_weekly_y.csv"))
+	y, err := datasets.ReadSP500File(datatest.Require(t, "sp500", "SP500_weekly_y.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/model"
@@ -20,7 +21,7 @@ import (
 //     best by final smoothed LB) in fewer iterations than that plain run takes to first reach it.
 func TestReproNNVBGerman(t *testing.T) {
 	repro.Require(t)
-	g, err := datasets.ReadGermanFile(datasets.Require(t, "german-credit", "germancredit_numeric.txt"))
+	g, err := datasets.ReadGermanFile(datatest.Require(t, "german-credit", "germancredit_numeric.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,7 @@ package sggmc
 import (
 	"testing"
 
-	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/internal/testbackend"
-	"github.com/geovb/geovb/models/sam"
 )
 
 // BenchmarkSamplerStep: gSGNHT steps of 1e4 chains on S² (vMF target, host gradient), reported as chain-steps/s.
@@ -25,33 +23,4 @@ func BenchmarkSamplerStep(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(chains)*float64(b.N)/b.Elapsed().Seconds(), "chain-steps/s")
-}
-
-// BenchmarkSAMIteration: one gSGNHT sample on SAM with the authors' 20News-diff settings (K = 20, S = 50, btL = 10:
-// the θ phase and ten Gram-trick gradients and ABOBA steps), reported as iterations/s (the authors' code: ≈ 1/s
-// on 2 cores, notes/issue 7).
-func BenchmarkSAMIteration(b *testing.B) {
-	be := testbackend.Open(b)
-	train, err := datasets.ReadNews20File(datasets.Require(b, "20news-diff", "diff.train.tfidf1.data"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := sam.MeanDirection(train)
-	model, err := sam.New(train, sam.News20Hyper, 20, m, sam.Options{Batch: 50, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	eps := 0.1 / 40.816 // √(γ/D) with γ = 1e-2, D = 1666
-	s, err := New(be, model, testbackend.Upload(b, be, sam.InitTopics(m, 20, 1)), Config{Method: GSGNHT, Step: eps, Friction: 1e-2 / eps, L: 10})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := s.Sample(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "iter/s")
 }

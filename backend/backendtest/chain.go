@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/backend"
-	"github.com/geovb/geovb/models/fisher"
+	"github.com/geovb/geovb/internal/chainref"
 	"github.com/geovb/geovb/tensor"
 )
 
 // Conformance of the natural gradient of scalar Gaussian Markov chains (paper 004 eq. 20, notes §2.4) against the
-// sequential scans of models/fisher, one chain at a time in float64.
+// sequential scans of internal/chainref (which models/fisher matches bit for bit), one chain at a time in float64.
 
 func init() {
 	register("chain", testChain)
@@ -36,7 +36,7 @@ func chainInputs(r *rand.Rand, s tensor.Shape) (g, breve, ring *tensor.Tensor) {
 	return g, breve, ring
 }
 
-// chainWant is the reference: fisher.ChainNatGrad on each row.
+// chainWant is the reference: chainref.NatGrad on each row.
 func chainWant(g, breve, ring *tensor.Tensor) *tensor.Tensor {
 	s := g.Shape()
 	out := tensor.NewHost(s.Batch, s.Rows, s.Cols)
@@ -50,7 +50,7 @@ func chainWant(g, breve, ring *tensor.Tensor) *tensor.Tensor {
 	for b := range s.Batch {
 		for i := range s.Rows {
 			v := row(g, b, i)
-			fisher.ChainNatGrad(v, v, row(breve, b, i), row(ring, b, i))
+			chainref.NatGrad(v, v, row(breve, b, i), row(ring, b, i))
 			for j, x := range v {
 				out.Set(b, i, j, x)
 			}

@@ -77,17 +77,17 @@ func (b *Backend) gemmOne(tA, tB blas.Transpose, alpha float64, A, B blas64.Gene
 	flops := 2 * float64(m) * float64(n) * float64(k)
 	w := b.workers
 	if !split || w == 1 || flops < 4e6 {
-		blas64.Gemm(tA, tB, alpha, A, B, beta, C)
+		blasGemm(tA, tB, alpha, A, B, beta, C)
 		return
 	}
 	switch {
 	case m >= 4*w && m >= n:
 		b.parallelFor(m, func(lo, hi int) {
-			blas64.Gemm(tA, tB, alpha, opRows(tA, A, lo, hi), B, beta, subRows(C, lo, hi))
+			blasGemm(tA, tB, alpha, opRows(tA, A, lo, hi), B, beta, subRows(C, lo, hi))
 		})
 	case n >= 4*w:
 		b.parallelFor(n, func(lo, hi int) {
-			blas64.Gemm(tA, tB, alpha, A, opCols(tB, B, lo, hi), beta, subCols(C, lo, hi))
+			blasGemm(tA, tB, alpha, A, opCols(tB, B, lo, hi), beta, subCols(C, lo, hi))
 		})
 	case k >= 64*w:
 		// A small result with a long inner dimension (Gram matrices of tall factors): each worker sums a slice of
@@ -97,7 +97,7 @@ func (b *Backend) gemmOne(tA, tB blas.Transpose, alpha float64, A, B blas64.Gene
 			for p := lo; p < hi; p++ {
 				k0, k1 := p*k/w, (p+1)*k/w
 				buf := make([]float64, m*n)
-				blas64.Gemm(tA, tB, 1, opCols(tA, A, k0, k1), opRows(tB, B, k0, k1), 0,
+				blasGemm(tA, tB, 1, opCols(tA, A, k0, k1), opRows(tB, B, k0, k1), 0,
 					blas64.General{Rows: m, Cols: n, Stride: n, Data: buf})
 				parts[p] = buf
 			}
@@ -117,7 +117,7 @@ func (b *Backend) gemmOne(tA, tB blas.Transpose, alpha float64, A, B blas64.Gene
 			}
 		}
 	default:
-		blas64.Gemm(tA, tB, alpha, A, B, beta, C)
+		blasGemm(tA, tB, alpha, A, B, beta, C)
 	}
 }
 
@@ -185,7 +185,7 @@ func (b *Backend) Syrk(tA blas.Transpose, alpha float64, a *tensor.Tensor, beta 
 				for p := lo; p < hi; p++ {
 					k0, k1 := p*k/w, (p+1)*k/w
 					buf := make([]float64, n*n)
-					blas64.Syrk(tA, 1, opCols(tA, A, k0, k1), 0,
+					blasSyrk(tA, 1, opCols(tA, A, k0, k1), 0,
 						blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Lower})
 					parts[p] = buf
 				}
@@ -209,7 +209,7 @@ func (b *Backend) Syrk(tA blas.Transpose, alpha float64, a *tensor.Tensor, beta 
 					clear(C.Data[r*C.Stride : r*C.Stride+r+1])
 				}
 			}
-			blas64.Syrk(tA, alpha, A, beta, blas64.Symmetric{N: n, Stride: C.Stride, Data: C.Data, Uplo: blas.Lower})
+			blasSyrk(tA, alpha, A, beta, blas64.Symmetric{N: n, Stride: C.Stride, Data: C.Data, Uplo: blas.Lower})
 		}
 		mirrorLower(C)
 	}
@@ -273,10 +273,10 @@ func (b *Backend) triOp(op string, side blas.Side, ul blas.Uplo, tA blas.Transpo
 
 // Trsm solves op(A)·X = alpha·B or X·op(A) = alpha·B in place in B.
 func (b *Backend) Trsm(side blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, alpha float64, a, bm *tensor.Tensor) error {
-	return b.triOp("trsm", side, ul, tA, d, alpha, a, bm, blas64.Trsm)
+	return b.triOp("trsm", side, ul, tA, d, alpha, a, bm, blasTrsm)
 }
 
 // Trmm computes B = alpha·op(A)·B or B = alpha·B·op(A) in place.
 func (b *Backend) Trmm(side blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag, alpha float64, a, bm *tensor.Tensor) error {
-	return b.triOp("trmm", side, ul, tA, d, alpha, a, bm, blas64.Trmm)
+	return b.triOp("trmm", side, ul, tA, d, alpha, a, bm, blasTrmm)
 }

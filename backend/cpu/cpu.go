@@ -56,8 +56,12 @@ func NewWithWorkers(n int) (*Backend, error) {
 			n = 1
 		}
 	}
+	libraryOnce.Do(startLibrary)
 	return &Backend{workers: n, owner: new(int)}, nil
 }
+
+// libraryOnce runs startLibrary (netlib.go, fastblas.go) when the first backend starts rather than at import.
+var libraryOnce sync.Once
 
 // Name returns "cpu".
 func (b *Backend) Name() string { return Name }

@@ -4,7 +4,6 @@ package cpu
 
 import (
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/geovb/geovb/backend/cpu/internal/gemm"
@@ -41,12 +40,15 @@ func (fastBLAS) Dtrsm(s blas.Side, ul blas.Uplo, tA blas.Transpose, d blas.Diag,
 	gemm.Dtrsm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 }
 
-// Registered for the whole process, so that gonum's LAPACK (which calls blas64.Implementation()) and gonum/mat
-// get the kernels too. Without AVX2+FMA there is nothing faster than gonum and it stays as it is.
+// The backend's own BLAS calls take fastBLAS; gonum's LAPACK (which calls blas64.Implementation()) and gonum/mat
+// get it only after UseForGonum. Without AVX2+FMA there is nothing faster than gonum and the backend calls gonum.
 func init() {
 	if k := gemm.Kernel(); k != "" {
-		blas64.Use(fastBLAS{})
+		blasImpl = fastBLAS{}
 		library = "gonum (pure Go), Dgemm/Dsyrk/Dsyr2k/Dtrsm " + k
 		qrTallHandCols = 7
 	}
 }
+
+// startLibrary has nothing to set up for gonum.
+func startLibrary() {}

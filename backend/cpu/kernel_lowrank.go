@@ -6,7 +6,6 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/lapack/lapack64"
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/backend/cpu/internal/vec"
@@ -179,7 +178,7 @@ type lrAcc struct {
 
 func (a *lrAcc) add(wb, xb blas64.General) {
 	if !a.skinny {
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1, wb, xb, 1, a.sum())
+		blasGemm(blas.Trans, blas.NoTrans, 1, wb, xb, 1, a.sum())
 		return
 	}
 	if a.at.Data == nil {
@@ -224,7 +223,7 @@ func lrThin(tmp *scratch, v blas64.General, skinny bool) lrThinOp {
 
 func (o lrThinOp) mul(tb, wb blas64.General) {
 	if o.vt.Data == nil {
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, wb, o.v, 0, tb)
+		blasGemm(blas.NoTrans, blas.NoTrans, 1, wb, o.v, 0, tb)
 		return
 	}
 	vec.DotRows(tb.Data, tb.Stride, wb.Data, wb.Stride, o.vt.Data, o.vt.Stride, wb.Rows, wb.Cols, o.vt.Rows)
@@ -259,7 +258,7 @@ func lrCopyL(tmp *scratch, l *tensor.Tensor) blas64.General {
 
 // lrGram accumulates c += aᵀa (lower triangle) for a block a.
 func lrGram(a blas64.General, c blas64.General) {
-	blas64.Syrk(blas.Trans, 1, a, 1, lrSymL(c))
+	blasSyrk(blas.Trans, 1, a, 1, lrSymL(c))
 }
 
 // lrGramAcc accumulates Σ SᵀS over the blocks of a chunk: the lower triangle by SYRK, or the whole matrix by the
@@ -356,7 +355,7 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 			}
 			wb := lrRows(W, r0, r1)
 			if k == 1 {
-				blas64.Gemv(blas.Trans, 1, wb, blas64.Vector{N: r1 - r0, Inc: 1, Data: tb.Data}, 1,
+				blasGemv(blas.Trans, 1, wb, blas64.Vector{N: r1 - r0, Inc: 1, Data: tb.Data}, 1,
 					blas64.Vector{N: p, Inc: 1, Data: acc.sum().Data})
 			} else {
 				acc.add(wb, tb)
@@ -365,7 +364,7 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 		parts[c] = acc.sum()
 	})
 	v := lrAddParts(parts)
-	lapack64.Potrs(lrTri(lrCopyL(tmp, l)), v)
+	lapackPotrs(lrTri(lrCopyL(tmp, l)), v)
 	vt := lrThin(tmp, v, skinny)
 	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
@@ -374,7 +373,7 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 			tb := lrBlock(t, r1-r0)
 			wb := lrRows(W, r0, r1)
 			if k == 1 {
-				blas64.Gemv(blas.NoTrans, 1, wb, blas64.Vector{N: p, Inc: 1, Data: v.Data}, 0,
+				blasGemv(blas.NoTrans, 1, wb, blas64.Vector{N: p, Inc: 1, Data: v.Data}, 0,
 					blas64.Vector{N: r1 - r0, Inc: 1, Data: tb.Data})
 			} else {
 				vt.mul(tb, wb)
@@ -443,7 +442,7 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 	for i := range q.Data {
 		q.Data[i] -= u.Data[i]
 	}
-	lapack64.Potrs(lrTri(lrCopyL(tmp, l)), q)
+	lapackPotrs(lrTri(lrCopyL(tmp, l)), q)
 	qt := lrThin(tmp, q, skinny)
 	b.lrSweep(d, max(p, k), func(g, _, lo, hi int) {
 		t := scr.get(g)
@@ -554,7 +553,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 			gm.add(sb) // WᵀΨ⁻¹W
 			// Yᵀ = WᵀΨ⁻¹X
 			if useX && kc == 1 {
-				blas64.Gemv(blas.Trans, 1, sb, blas64.Vector{N: r1 - r0, Inc: 1, Data: xs.Data}, 1,
+				blasGemv(blas.Trans, 1, sb, blas64.Vector{N: r1 - r0, Inc: 1, Data: xs.Data}, 1,
 					blas64.Vector{N: p, Inc: 1, Data: ya.sum().Data})
 			} else if useX {
 				ya.add(sb, lrBlock(xs, r1-r0))
@@ -603,7 +602,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	mb := tmp.dense(p, p) // M + B
 	if first {
 		// B = β YᵀY + α (M − I) M
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, alpha, mm, mm, 0, mb)
+		blasGemm(blas.NoTrans, blas.NoTrans, alpha, mm, mm, 0, mb)
 		for i := 0; i < p; i++ {
 			for j := 0; j < p; j++ {
 				mb.Data[i*p+j] += alpha * mm.Data[i*p+j]
@@ -614,13 +613,13 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		z = lrAddParts(zs)
 		e := lrAddParts(es)
 		lrSym(e)
-		blas64.Gemm(blas.Trans, blas.NoTrans, alpha, z, z, 0, mb)
+		blasGemm(blas.Trans, blas.NoTrans, alpha, z, z, 0, mb)
 		for i := range mb.Data {
 			mb.Data[i] += alpha * e.Data[i]
 		}
 	}
 	if useX {
-		blas64.Gemm(blas.Trans, blas.NoTrans, beta, y, y, 1, mb)
+		blasGemm(blas.Trans, blas.NoTrans, beta, y, y, 1, mb)
 	}
 	for i := 0; i < p; i++ {
 		mm.Data[i*p+i]++ // mm = M
@@ -634,23 +633,23 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 			mb.Data[i*p+j], mb.Data[j*p+i] = v, v
 		}
 	}
-	if _, ok := lapack64.Potrf(lrSymL(mb)); !ok {
+	if _, ok := lapackPotrf(lrSymL(mb)); !ok {
 		return 0, backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "M + B is not positive definite (NaN in W, ψ or X?)")
 	}
 	for i := 0; i < p; i++ {
 		clear(mb.Data[i*p+i+1 : (i+1)*p])
 	}
 	rinv := mb // R⁻¹ (lower)
-	if ok := lapack64.Trtri(lrTri(rinv)); !ok {
+	if ok := lapackTrtri(lrTri(rinv)); !ok {
 		return 0, backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "singular Cholesky factor of M + B")
 	}
 	k2 := tmp.dense(p, p) // R⁻¹ M
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, rinv, mm, 0, k2)
+	blasGemm(blas.NoTrans, blas.NoTrans, 1, rinv, mm, 0, k2)
 	k1 := tmp.dense(p, p) // first: α M R⁻ᵀ; later: α Z R⁻ᵀ
 	if first {
-		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, mm, rinv, 0, k1)
+		blasGemm(blas.NoTrans, blas.Trans, alpha, mm, rinv, 0, k1)
 	} else {
-		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, z, rinv, 0, k1)
+		blasGemm(blas.NoTrans, blas.Trans, alpha, z, rinv, 0, k1)
 	}
 	var rinvT blas64.General // R⁻ᵀ for the Ψ₀C term
 	if !first {
@@ -664,7 +663,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	var y1 blas64.General // β Y R⁻ᵀ
 	if useX {
 		y1 = tmp.dense(kc, p)
-		blas64.Gemm(blas.NoTrans, blas.Trans, beta, y, rinv, 0, y1)
+		blasGemm(blas.NoTrans, blas.Trans, beta, y, rinv, 0, y1)
 	}
 
 	// Pass 2: H, ψ_new = s − ‖h_i‖², W_new. ψ_new does not feed W_new, so the floor (which needs max s) is applied
@@ -733,18 +732,18 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 				}
 				hOp.mul(hb, ab)
 			} else if first {
-				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, wb, k1, 0, hb)
+				blasGemm(blas.NoTrans, blas.NoTrans, 1, wb, k1, 0, hb)
 			} else {
 				tb := lrBlock(t, r1-r0)
 				for i := r0; i < r1; i++ {
 					f := alpha * ps0[i*p0inc] / ps[i*pinc]
 					lrScaleTo(tb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], f)
 				}
-				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, tb, rinvT, 0, hb)
-				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, lrRows(W0, r0, r1), k1, 1, hb)
+				blasGemm(blas.NoTrans, blas.NoTrans, 1, tb, rinvT, 0, hb)
+				blasGemm(blas.NoTrans, blas.NoTrans, 1, lrRows(W0, r0, r1), k1, 1, hb)
 			}
 			if useX && kc > 1 && !xIn {
-				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, lrRows(X, r0, r1), y1, 1, hb)
+				blasGemm(blas.NoTrans, blas.NoTrans, 1, lrRows(X, r0, r1), y1, 1, hb)
 			}
 			for i := r0; i < r1; i++ {
 				hr := hb.Data[(i-r0)*p : (i-r0+1)*p]
@@ -763,7 +762,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 			if skinny {
 				k2Op.mul(wb, hb) // (20)
 			} else {
-				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, hb, k2, 0, wb) // (20)
+				blasGemm(blas.NoTrans, blas.NoTrans, 1, hb, k2, 0, wb) // (20)
 			}
 		}
 		stats[c] = st

@@ -5,7 +5,6 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/lapack/lapack64"
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/backend/cpu/internal/vec"
@@ -497,7 +496,7 @@ func qrRetractTall(be backend.Backend, dst, x, v *tensor.Tensor, t float64) erro
 	}
 	// chol factors gram = RᵀR in place (upper) and reports whether R is usable.
 	chol := func() (blas64.Triangular, bool) {
-		r, ok := lapack64.Potrf(blas64.Symmetric{Uplo: blas.Upper, N: p, Stride: p, Data: gram})
+		r, ok := lapackPotrf(blas64.Symmetric{Uplo: blas.Upper, N: p, Stride: p, Data: gram})
 		if !ok {
 			return r, false
 		}
@@ -548,7 +547,7 @@ func qrRetractTall(be backend.Backend, dst, x, v *tensor.Tensor, t float64) erro
 			}
 		}
 	}
-	r2, ok := lapack64.Potrf(blas64.Symmetric{Uplo: blas.Upper, N: p, Stride: p, Data: gram})
+	r2, ok := lapackPotrf(blas64.Symmetric{Uplo: blas.Upper, N: p, Stride: p, Data: gram})
 	if !ok {
 		return cb.QR(dst, nil, dst)
 	}
@@ -578,7 +577,7 @@ const qrTallHandMax = 32
 func qrGramAdd(d blas64.General, lo, hi int, g blas64.Symmetric) {
 	p := d.Cols
 	if p > qrTallHandCols {
-		blas64.Syrk(blas.Trans, 1, subRows(d, lo, hi), 1, g)
+		blasSyrk(blas.Trans, 1, subRows(d, lo, hi), 1, g)
 		return
 	}
 	gd, st := g.Data, d.Stride
@@ -621,7 +620,7 @@ func qrInvT(r blas64.Triangular) []float64 {
 	for i := 0; i < p; i++ {
 		copy(inv.Data[i*p+i:i*p+p], r.Data[i*r.Stride+i:i*r.Stride+p])
 	}
-	lapack64.Trtri(inv)
+	lapackTrtri(inv)
 	rt := make([]float64, p*p)
 	for i := 0; i < p; i++ {
 		for j := i; j < p; j++ {
@@ -636,7 +635,7 @@ func qrInvT(r blas64.Triangular) []float64 {
 func qrSolveRows(d blas64.General, lo, hi int, r blas64.Triangular, rt []float64) {
 	p := d.Cols
 	if rt == nil {
-		blas64.Trsm(blas.Right, blas.NoTrans, 1, r, subRows(d, lo, hi))
+		blasTrsm(blas.Right, blas.NoTrans, 1, r, subRows(d, lo, hi))
 		return
 	}
 	var buf [qrTallHandMax]float64

@@ -7,7 +7,6 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack"
-	"gonum.org/v1/gonum/lapack/lapack64"
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/tensor"
@@ -159,8 +158,8 @@ func spdRetractItem(w *spdWork, out []float64, sigma, xi *tensor.Tensor, bb int)
 		spdSolveL(l, y, n)
 		spdGramCols(y, q, n, 0.5)
 	} else {
-		blas64.Trsm(blas.Left, blas.NoTrans, 1, spdLower(l, n), spdSquare(y, n))
-		blas64.Syrk(blas.Trans, 0.5, spdSquare(y, n), 0, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: q})
+		blasTrsm(blas.Left, blas.NoTrans, 1, spdLower(l, n), spdSquare(y, n))
+		blasSyrk(blas.Trans, 0.5, spdSquare(y, n), 0, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: q})
 	}
 	sd, ss, _, _ := matrix(sigma, bi(sigma, bb))
 	xd, xs, _, _ := matrix(xi, bi(xi, bb))
@@ -235,8 +234,8 @@ func spdTransportItem(w *spdWork, out []float64, s1, s2, xi *tensor.Tensor, bb i
 		copy(nm, m)
 		spdSolveL(l, nm, n)
 	} else {
-		blas64.Trsm(blas.Left, blas.NoTrans, 1, spdLower(l, n), spdSquare(nm, n))
-		blas64.Trsm(blas.Right, blas.Trans, 1, spdLower(l, n), spdSquare(nm, n))
+		blasTrsm(blas.Left, blas.NoTrans, 1, spdLower(l, n), spdSquare(nm, n))
+		blasTrsm(blas.Right, blas.Trans, 1, spdLower(l, n), spdSquare(nm, n))
 	}
 	spdSymmetrize(nm, n)
 	// Eigenvectors in the rows of u.
@@ -276,13 +275,13 @@ func spdTransportItem(w *spdWork, out []float64, s1, s2, xi *tensor.Tensor, bb i
 		spdMulNN(u, n, m, e, n)
 	} else {
 		clear(m)
-		blas64.Syrk(blas.Trans, 1, spdSquare(u, n), 0, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: m})
+		blasSyrk(blas.Trans, 1, spdSquare(u, n), 0, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: m})
 		mirrorLower(spdSquare(m, n))
 		// E = (L₁N^{1/2})L₁⁻¹ in nm; L₁ holds zeros above the diagonal, so the product is a GEMM.
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, spdSquare(l, n), spdSquare(m, n), 0, spdSquare(nm, n))
-		blas64.Trsm(blas.Right, blas.NoTrans, 1, spdLower(l, n), spdSquare(nm, n))
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, spdSquare(nm, n), blas64.General{Rows: n, Cols: n, Stride: xs, Data: xd}, 0, spdSquare(u, n))
-		blas64.Gemm(blas.NoTrans, blas.Trans, 1, spdSquare(u, n), spdSquare(nm, n), 0, spdSquare(e, n))
+		blasGemm(blas.NoTrans, blas.NoTrans, 1, spdSquare(l, n), spdSquare(m, n), 0, spdSquare(nm, n))
+		blasTrsm(blas.Right, blas.NoTrans, 1, spdLower(l, n), spdSquare(nm, n))
+		blasGemm(blas.NoTrans, blas.NoTrans, 1, spdSquare(nm, n), blas64.General{Rows: n, Cols: n, Stride: xs, Data: xd}, 0, spdSquare(u, n))
+		blasGemm(blas.NoTrans, blas.Trans, 1, spdSquare(u, n), spdSquare(nm, n), 0, spdSquare(e, n))
 	}
 	for i := 0; i < n; i++ {
 		for j := 0; j < i; j++ {
@@ -440,7 +439,7 @@ type spdEigWork struct {
 func newSPDEigWork(n int) *spdEigWork {
 	ew := &spdEigWork{v: make([]float64, n*n)}
 	var q [1]float64
-	lapack64.Syev(lapack.EVCompute, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: max(n, 1), Data: ew.v}, nil, q[:], -1)
+	lapackSyev(lapack.EVCompute, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: max(n, 1), Data: ew.v}, nil, q[:], -1)
 	ew.work = make([]float64, max(int(q[0]), 1))
 	return ew
 }
@@ -451,7 +450,7 @@ func newSPDEigWork(n int) *spdEigWork {
 func spdEig(ew *spdEigWork, n int, a, w, zt []float64) bool {
 	v := ew.v[:n*n]
 	copy(v, a[:n*n])
-	if !lapack64.Syev(lapack.EVCompute, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: v}, w[:n], ew.work, len(ew.work)) {
+	if !lapackSyev(lapack.EVCompute, blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: v}, w[:n], ew.work, len(ew.work)) {
 		return false
 	}
 	spdTranspose(zt, v, n)

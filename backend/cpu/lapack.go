@@ -6,7 +6,6 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack"
-	"gonum.org/v1/gonum/lapack/lapack64"
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/tensor"
@@ -53,7 +52,7 @@ func potrfOne(g blas64.General) bool {
 	if n <= smallChol {
 		return cholSmall(g.Data, n, g.Stride)
 	}
-	_, ok := lapack64.Potrf(blas64.Symmetric{N: n, Stride: g.Stride, Data: g.Data, Uplo: blas.Lower})
+	_, ok := lapackPotrf(blas64.Symmetric{N: n, Stride: g.Stride, Data: g.Data, Uplo: blas.Lower})
 	if !ok {
 		return false
 	}
@@ -117,9 +116,9 @@ func newQRWork(n, p int) *qrWork {
 	}
 	probe := blas64.General{Rows: n, Cols: p, Stride: p, Data: make([]float64, 1)}
 	q := make([]float64, 1)
-	lapack64.Geqrf(probe, w.tau, q, -1)
+	lapackGeqrf(probe, w.tau, q, -1)
 	lw := int(q[0])
-	lapack64.Orgqr(probe, w.tau, q, -1)
+	lapackOrgqr(probe, w.tau, q, -1)
 	lw = max(lw, int(q[0]), p)
 	w.work = make([]float64, lw)
 	return w
@@ -131,7 +130,7 @@ func qrOne(q, r blas64.General, w *qrWork) {
 	if p == 0 || n == 0 {
 		return
 	}
-	lapack64.Geqrf(q, w.tau, w.work, len(w.work))
+	lapackGeqrf(q, w.tau, w.work, len(w.work))
 	// Record the sign of each R_jj before Orgqr overwrites the upper triangle.
 	sign := w.sign
 	for j := 0; j < p; j++ {
@@ -149,7 +148,7 @@ func qrOne(q, r blas64.General, w *qrWork) {
 			}
 		}
 	}
-	lapack64.Orgqr(q, w.tau, w.work, len(w.work))
+	lapackOrgqr(q, w.tau, w.work, len(w.work))
 	// qf: Q·diag(sign) has R with a positive diagonal (paper 000, notes §5.1).
 	for i := 0; i < n; i++ {
 		qi := q.Data[i*q.Stride : i*q.Stride+p]
@@ -208,7 +207,7 @@ func (b *Backend) Syev(w, v, a *tensor.Tensor) error {
 		var work []float64
 		if n > 0 {
 			q := make([]float64, 1)
-			lapack64.Syev(jobz, blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Lower}, wv, q, -1)
+			lapackSyev(jobz, blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Lower}, wv, q, -1)
 			work = make([]float64, int(q[0]))
 		}
 		for i := lo; i < hi; i++ {
@@ -223,7 +222,7 @@ func (b *Backend) Syev(w, v, a *tensor.Tensor) error {
 			if jobz == lapack.EVNone {
 				e = syevPrescale(buf, n)
 			}
-			if !lapack64.Syev(jobz, blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Lower}, wv, work, len(work)) {
+			if !lapackSyev(jobz, blas64.Symmetric{N: n, Stride: n, Data: buf, Uplo: blas.Lower}, wv, work, len(work)) {
 				failed[i] = true
 				continue
 			}

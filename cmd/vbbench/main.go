@@ -45,9 +45,11 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -21,10 +21,12 @@ import (
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/models/glmm"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	ns := flag.String("n", "1000,10000,100000,1000000", "comma-separated numbers of groups")
 	iters := flag.Int("iters", 20, "iterations per timing")
 	reps := flag.Int("reps", 3, "timings per n (the median is reported)")

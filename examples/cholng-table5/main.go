@@ -13,11 +13,13 @@ import (
 	"github.com/geovb/geovb/algos/cholng"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/models/cholnglr"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seed := flag.Uint64("seed", 1, "random seed")
 	bname := flag.String("backend", "", "backend (cpu, cuda, auto; default $GEOVB_BACKEND)")
 	flag.Parse()

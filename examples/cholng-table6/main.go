@@ -24,11 +24,13 @@ import (
 	"github.com/geovb/geovb/algos/cholng"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/models/glmm"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seed := flag.Uint64("seed", 1, "random seed")
 	bname := flag.String("backend", "", "backend (cpu, cuda, auto; default $GEOVB_BACKEND)")
 	gva := flag.Bool("gva", true, "run the GVA rows (Alg 2c)")

@@ -14,12 +14,14 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 100, N: 10000, P: 10, Inner: 3, Seed: 1})
 	libsvm := flag.String("libsvm", "", "read the inputs from a LIBSVM file")
 	madelon := flag.String("madelon", "", "read the inputs from a counted dense table (Madelon)")

@@ -10,11 +10,14 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
+	"github.com/geovb/geovb/internal/repro/lrvgaref"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 100, N: 1000, P: 10, Inner: 3, Seed: 1})
 	kalman := flag.Bool("kalman", true, "also run the dense Kalman filter (d ≤ 2000)")
 	cond := flag.Float64("c", 1, "condition exponent c (condition number d^c)")
@@ -35,7 +38,7 @@ func main() {
 	d, n := fl.D, fl.N
 	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
-	post, err := lrvga.NewLinearPosterior(x, y, d, 1, 1)
+	post, err := lrvgaref.NewLinearPosterior(x, y, d, 1, 1)
 	if err != nil {
 		lrvgacli.Fatal(err)
 	}
@@ -44,9 +47,9 @@ func main() {
 		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
-	var kf *lrvga.Dense
+	var kf *lrvgaref.Dense
 	if *kalman && d <= 2000 {
-		kf = lrvga.NewDense(d, 1, nil)
+		kf = lrvgaref.NewDense(d, 1, nil)
 	}
 	next := 1
 	report := func(t int) {

@@ -13,11 +13,14 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
+	"github.com/geovb/geovb/internal/repro/lrvgaref"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 200, N: 1000, P: 10, Inner: 1, Seed: 1})
 	sigma0 := flag.Float64("sigma0", 4, "prior standard deviation σ₀")
 	coefS := flag.Float64("coefs", 0.2, "class separation exponent: s = 1/d^coefs")
@@ -47,10 +50,10 @@ func main() {
 		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
-	obj := &lrvga.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
-	var q *lrvga.Dense
+	obj := &lrvgaref.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
+	var q *lrvgaref.Dense
 	if *dense {
-		q = lrvga.NewDense(d, *sigma0, nil)
+		q = lrvgaref.NewDense(d, *sigma0, nil)
 	}
 	next := 1
 	for t := 0; t < n; t++ {
@@ -78,7 +81,7 @@ func main() {
 		}
 	}
 	if *laplace {
-		q, err := lrvga.Laplace(x, y, d, *sigma0)
+		q, err := lrvgaref.Laplace(x, y, d, *sigma0)
 		if err != nil {
 			lrvgacli.Fatal(err)
 		}

@@ -13,11 +13,14 @@ import (
 	"math"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
+	"github.com/geovb/geovb/internal/repro/lrvgaref"
 	"github.com/geovb/geovb/models/glm"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 1000, N: 1000, P: 10, Inner: 1, Seed: 1})
 	sigma0 := flag.Float64("sigma0", 1, "prior standard deviation σ₀")
 	coefS := flag.Float64("coefs", 0.15, "class separation exponent: s = 1/d^coefs")
@@ -51,7 +54,7 @@ func main() {
 		lrvgacli.Fatal(err)
 	}
 	defer f.Close()
-	obj := &lrvga.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
+	obj := &lrvgaref.LogisticKL{X: x, Y: y, N: n, D: d, Sigma0: *sigma0, Samples: *nkl, Seed: 1}
 	next := 1
 	for t := 0; t < n; t++ {
 		if err := f.Update(x[t*d:(t+1)*d], y[t]); err != nil {
@@ -67,7 +70,7 @@ func main() {
 		}
 	}
 	if *laplace {
-		q, err := lrvga.Laplace(x, y, d, *sigma0)
+		q, err := lrvgaref.Laplace(x, y, d, *sigma0)
 		if err != nil {
 			lrvgacli.Fatal(err)
 		}

@@ -37,11 +37,13 @@ import (
 
 	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/tensor"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 1000000, N: 2, P: 100, Inner: 3, Seed: 1})
 	methods := flag.String("methods", "recursive-em,online-em,lrvga-linear", "comma list: recursive-em, online-em, lrvga-linear, lrvga-linear32, lrvga-logistic")
 	flag.Parse()

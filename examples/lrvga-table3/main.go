@@ -12,12 +12,14 @@ import (
 
 	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/lrvgacli"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	fl := lrvgacli.Register(lrvgacli.Flags{D: 10000, N: 1, P: 10, Inner: 1, Seed: 1})
 	k := flag.Int("k", 10, "ensemble draws K")
 	flag.Parse()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/geovb/geovb/algos/mgvb"
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/examples/internal/mgvbcli"
 	"github.com/geovb/geovb/models/garch"
@@ -38,6 +39,7 @@ type summary struct {
 }
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seed := flag.Uint64("seed", 1, "seed")
 	iters := flag.Int("iters", 2000, "MGVB iterations")
 	S := flag.Int("s", 100, "MGVB draws per iteration")

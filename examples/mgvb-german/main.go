@@ -30,6 +30,7 @@ import (
 
 	"github.com/geovb/geovb/algos/mgvb"
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/mgvbcli"
 	"github.com/geovb/geovb/models/logistic"
 )
@@ -52,6 +53,7 @@ type result struct {
 }
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seed := flag.Uint64("seed", 1, "seed of the Monte Carlo draws")
 	iters := flag.Int("iters", 500, "iterations of every method")
 	S := flag.Int("s", 100, "draws per iteration, MGVB with natural gradient and NAGVAC")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/geovb/geovb/algos/nnvb"
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/examples/internal/mgvbcli"
 	"github.com/geovb/geovb/model"
@@ -39,6 +40,7 @@ type summary struct {
 }
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seed := flag.Uint64("seed", 1, "seed (initial W and draws)")
 	iters := flag.Int("iters", 500, "iterations of each run")
 	S := flag.Int("s", 20, "draws per iteration")

@@ -19,12 +19,14 @@ import (
 	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/backend/cpu"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/models/mog"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seeds := flag.Int("seeds", 30, "initialisations")
 	n := flag.Int("n", 500, "data points")
 	R := flag.Float64("r", 0.3, "component spacing R")

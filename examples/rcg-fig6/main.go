@@ -17,11 +17,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/geovb/geovb/backend/cpu"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seeds := flag.Int("seeds", 30, "initialisations per R")
 	n := flag.Int("n", 1000, "data points")
 	k := flag.Int("k", 8, "components")

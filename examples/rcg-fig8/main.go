@@ -21,11 +21,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geovb/geovb/backend/cpu"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seeds := flag.Int("seeds", 30, "initialisations per N")
 	k := flag.Int("k", 8, "components")
 	R := flag.Float64("r", 0.3, "component spacing")

@@ -16,10 +16,12 @@ import (
 	"flag"
 	"log"
 
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/nfacompare"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	cli := nfacompare.NewCLI(flag.CommandLine, nfacompare.Defaults{Dynamic: false, Seeds: 10, Methods: "RCG,CG,RG",
 		Grid: "300,400,500,600,700,800,900,1000", SVG: "rcg-nfa.svg", TaylorNote: " from T ≈ 300",
 		DelayNote: "0 or negative: none"})

@@ -31,10 +31,12 @@ import (
 	"flag"
 	"log"
 
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/nfacompare"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	cli := nfacompare.NewCLI(flag.CommandLine, nfacompare.Defaults{Dynamic: true, Seeds: 8, Methods: "RCG,CG,RG,Old",
 		Grid: "200,300,400,500", SVG: "rcg-nssm.svg", DelayNote: "0: 100, negative: none"})
 	flag.Parse()

@@ -15,6 +15,7 @@ import (
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
 	"github.com/geovb/geovb/models/vmf"
@@ -31,6 +32,7 @@ type point struct {
 }
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seed := flag.Uint64("seed", 1, "seed")
 	iters := flag.Int("iters", 2000, "samples per chain (L = 10 steps each)")
 	chains := flag.Int("chains", 1000, "chains")

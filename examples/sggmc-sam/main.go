@@ -1,7 +1,7 @@
 // Command sggmc-sam reproduces paper 001 Fig. 5a (notes §7.3): the spherical admixture model on 20News-diff
 // (K = 20, the authors' hyper-parameters) sampled by gSGNHT, SGGMC, GMC-apprMH and GMC-bGibbs and fitted by the
-// mean-field baselines VI and StoVI (algos/samvi), printing the test log-perplexity against sampling or fitting wall
-// time (evaluation excluded) as JSON lines and drawing the curves as SVG. VI and StoVI are scored with their point
+// mean-field baselines VI and StoVI (internal/repro/samvi), printing the test log-perplexity against sampling or
+// fitting wall time (evaluation excluded) as JSON lines and drawing the curves as SVG. VI and StoVI are scored with their point
 // estimate by the samplers' protocol (notes §5.9).
 package main
 
@@ -17,18 +17,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/geovb/geovb/algos/samvi"
-	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
+	"github.com/geovb/geovb/internal/repro/samvi"
+	"github.com/geovb/geovb/internal/repro/sggmcexp"
 )
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	data := flag.String("data", "", "20News-diff folder (default: the shared data folder's 20news-diff)")
-	methods := flag.String("methods", strings.Join(append(append([]string(nil), sggmc.SAMMethods...), samvi.Methods...), ","), "methods, comma-separated")
+	methods := flag.String("methods", strings.Join(append(append([]string(nil), sggmcexp.SAMMethods...), samvi.Methods...), ","), "methods, comma-separated")
 	budget := flag.Duration("budget", 300*time.Second, "sampling (fitting) time per method")
 	iters := flag.Int("iters", 0, "samples per method, VI sweeps, StoVI steps (0: only the time budget)")
 	every := flag.Duration("eval", 20*time.Second, "sampling time between evaluations (VI and StoVI also at iterations 1, 2, 4, …)")
@@ -42,11 +44,11 @@ func main() {
 	names := strings.Split(*methods, ",")
 	for i, m := range names {
 		names[i] = strings.TrimSpace(m)
-		if !slices.Contains(sggmc.SAMMethods, names[i]) && !slices.Contains(samvi.Methods, names[i]) {
-			log.Fatalf("-methods: unknown method %q (want %s)", names[i], strings.Join(append(append([]string(nil), sggmc.SAMMethods...), samvi.Methods...), ", "))
+		if !slices.Contains(sggmcexp.SAMMethods, names[i]) && !slices.Contains(samvi.Methods, names[i]) {
+			log.Fatalf("-methods: unknown method %q (want %s)", names[i], strings.Join(append(append([]string(nil), sggmcexp.SAMMethods...), samvi.Methods...), ", "))
 		}
-		if slices.Contains(sggmc.SAMMethods, names[i]) {
-			if err := (sggmc.SAMConfig{Method: names[i], MaxIter: *iters, Budget: *budget, EvalEvery: *every}).Check(); err != nil {
+		if slices.Contains(sggmcexp.SAMMethods, names[i]) {
+			if err := (sggmcexp.SAMConfig{Method: names[i], MaxIter: *iters, Budget: *budget, EvalEvery: *every}).Check(); err != nil {
 				log.Fatal(err)
 			}
 		}
@@ -112,8 +114,8 @@ func main() {
 				return add(p.Seconds, p.LogPerp, p)
 			})
 		} else {
-			err = sggmc.RunSAM(context.Background(), b, train, test, sggmc.SAMConfig{Method: m, K: *k,
-				Seed: *seed, MaxIter: *iters, Budget: *budget, EvalEvery: *every}, func(p sggmc.SAMPoint) error {
+			err = sggmcexp.RunSAM(context.Background(), b, train, test, sggmcexp.SAMConfig{Method: m, K: *k,
+				Seed: *seed, MaxIter: *iters, Budget: *budget, EvalEvery: *every}, func(p sggmcexp.SAMPoint) error {
 				return add(p.Seconds, p.LogPerp, p)
 			})
 		}

@@ -15,8 +15,10 @@ import (
 	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/examples/internal/outfile"
 	"github.com/geovb/geovb/examples/internal/svgplot"
+	"github.com/geovb/geovb/internal/repro/sggmcexp"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -31,6 +33,7 @@ type point struct {
 const grid = 720
 
 func main() {
+	cpu.UseForGonum() // the models' gonum calls and the backend's LAPACK on the CPU backend's kernels
 	seed := flag.Uint64("seed", 1, "seed")
 	iters := flag.Int("iters", 200, "samples per chain")
 	chains := flag.Int("chains", 500, "chains")
@@ -52,7 +55,7 @@ func main() {
 	}
 	defer b.Close()
 	log.Printf("backend %s", b.Info().Name)
-	tgt, err := sggmc.SyntheticTwoVMF(2016)
+	tgt, err := sggmcexp.SyntheticTwoVMF(2016)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -116,8 +119,8 @@ func main() {
 				log.Fatal(err)
 			}
 			for c := 0; c < *chains; c++ {
-				h1[sggmc.GridCell(math.Atan2(host.At(c, 0, 1), host.At(c, 0, 0)), grid)]++
-				h2[sggmc.GridCell(math.Atan2(host.At(c, 1, 1), host.At(c, 1, 0)), grid)]++
+				h1[sggmcexp.GridCell(math.Atan2(host.At(c, 0, 1), host.At(c, 0, 0)), grid)]++
+				h2[sggmcexp.GridCell(math.Atan2(host.At(c, 1, 1), host.At(c, 1, 0)), grid)]++
 				n++
 			}
 			if it%10 == 0 || it == *iters {
@@ -125,7 +128,7 @@ func main() {
 				for i := range h1 {
 					p1[i], p2[i] = h1[i]/n, h2[i]/n
 				}
-				p := point{meth, it * *chains, time.Since(start).Seconds(), sggmc.TV(p1, g.M1, 4), sggmc.TV(p2, g.M2, 4)}
+				p := point{meth, it * *chains, time.Since(start).Seconds(), sggmcexp.TV(p1, g.M1, 4), sggmcexp.TV(p2, g.M2, 4)}
 				if err := enc.Encode(p); err != nil {
 					log.Fatal(err)
 				}

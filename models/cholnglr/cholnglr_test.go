@@ -1,16 +1,17 @@
 package cholnglr
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
 
 	"github.com/geovb/geovb/algos/cholng"
-	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/repro"
 )
 
@@ -47,17 +48,17 @@ func TestGradientFD(t *testing.T) {
 
 func loadAll(t testing.TB) map[string]*Model {
 	out := map[string]*Model{}
-	g, err := GermanFile(datasets.Require(t, "german-credit", "german.data"))
+	g, err := GermanFile(datatest.Require(t, "german-credit", "german.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out["german"] = g
-	h, err := datasets.ReadHeartFile(datasets.Require(t, "heart", "heart.dat"))
+	h, err := datasets.ReadHeartFile(datatest.Require(t, "heart", "heart.dat"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out["heart"] = Heart(h)
-	ic, err := datasets.ReadICUFile(datasets.Require(t, "icu", "icu.csv"))
+	ic, err := datasets.ReadICUFile(datatest.Require(t, "icu", "icu.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func reproTable5(t *testing.T, name string, want map[cholng.Param]float64) {
 		}{{"snngm", cholng.Snngm, cholng.Natural}, {"nat-adam", cholng.Adam, cholng.Natural}, {"euc-adam", cholng.Adam, cholng.Euclidean}} {
 			sum := 0.0
 			for seed := uint64(1); seed <= 3; seed++ {
-				res, err := cholng.Fit(b, m, cholng.Config{Param: p, Optimizer: meth.opt, Kind: meth.kind, Seed: seed}, run.Control{}, false)
+				res, err := cholng.Fit(context.Background(), b, m, cholng.Config{Param: p, Optimizer: meth.opt, Kind: meth.kind, Seed: seed})
 				if err != nil {
 					t.Fatal(err)
 				}

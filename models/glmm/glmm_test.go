@@ -10,10 +10,11 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 )
 
 func epilepsy(t testing.TB) *Model {
-	g, err := datasets.ReadEpilepsyFile(datasets.Require(t, "epilepsy", "epilepsy.csv"))
+	g, err := datasets.ReadEpilepsyFile(datatest.Require(t, "epilepsy", "epilepsy.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func epilepsy(t testing.TB) *Model {
 }
 
 func toenail(t testing.TB) *Model {
-	g, err := datasets.ReadToenailFile(datasets.Require(t, "toenail", "toenail.csv"))
+	g, err := datasets.ReadToenailFile(datatest.Require(t, "toenail", "toenail.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package glmm
 
 import (
+	"context"
 	"math"
 	"slices"
 	"testing"
@@ -31,7 +32,7 @@ func fitGVA(t testing.TB, m *Model, me method, seed uint64) *cholng.SparseResult
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := cholng.FitSparse(f, m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed}, run.Control{}, false)
+	res, err := cholng.FitSparse(context.Background(), f, m, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func fitRVB(t testing.TB, m *Model, me method, seed uint64) *cholng.SparseResult
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := cholng.FitSparse(f, q, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed}, run.Control{}, false)
+	res, err := cholng.FitSparse(context.Background(), f, q, cholng.Config{Optimizer: me.opt, Kind: me.kind, Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/cpu"
-	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/stablemath"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
@@ -44,7 +44,7 @@ func synthetic(t testing.TB, b backend.Backend, n, d int, seed uint64) *Model {
 
 // german returns the paper's German credit model (d = 25 with intercept), skipping without the data.
 func german(t testing.TB, b backend.Backend) *Model {
-	m, err := NewGerman(b, datasets.Require(t, "german-credit", "germancredit_numeric.txt"), true)
+	m, err := NewGerman(b, datatest.Require(t, "german-credit", "germancredit_numeric.txt"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestGermanOptimum(t *testing.T) {
 			"0.2061 -0.1490 -0.0166 0.1805 0.2982 -0.5778 1.2444 0.0619 -0.2747 0.3852 0.8279 1.0931 0.5561 0.5179"},
 	}
 	for _, c := range cases {
-		m, err := NewGerman(b, datasets.Require(t, "german-credit", "germancredit_numeric.txt"), c.intercept)
+		m, err := NewGerman(b, datatest.Require(t, "german-credit", "germancredit_numeric.txt"), c.intercept)
 		if err != nil {
 			t.Fatal(err)
 		}

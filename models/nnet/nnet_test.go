@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/rng"
 )
 
 // TestGradFD checks value-consistent gradients against central finite differences (h = 1e-5, relative 1e-6) on
 // German credit (p = 24, d = 361) at a random θ, and the dimension.
 func TestGradFD(t *testing.T) {
-	g, err := datasets.ReadGermanFile(datasets.Require(t, "german-credit", "germancredit_numeric.txt"))
+	g, err := datasets.ReadGermanFile(datatest.Require(t, "german-credit", "germancredit_numeric.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

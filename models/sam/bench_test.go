@@ -5,11 +5,12 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/tensor"
 )
 
 func benchModel(b *testing.B) (*Model, backend.Backend, *tensor.Tensor) {
-	train, err := datasets.ReadNews20File(datasets.Require(b, "20news-diff", "diff.train.tfidf1.data"))
+	train, err := datasets.ReadNews20File(datatest.Require(b, "20news-diff", "diff.train.tfidf1.data"))
 	if err != nil {
 		b.Fatal(err)
 	}

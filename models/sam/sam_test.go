@@ -7,6 +7,7 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/vmf"
 	"github.com/geovb/geovb/rng"
@@ -395,8 +396,8 @@ func TestBadInput(t *testing.T) {
 // Notes §9 test 13 on the real data: V = 5000, D = 1666/1107, unit documents, log c₅₀₀₀(3·10⁴) = −8722.5215379 and
 // the degenerate model (every topic = m, so v̄ = m for every θ) at log-perplexity 5092.604 ± 0.01.
 func TestNews20Degenerate(t *testing.T) {
-	trainPath := datasets.Require(t, "20news-diff", "diff.train.tfidf1.data")
-	testPath := datasets.Require(t, "20news-diff", "diff.test.tfidf1.data")
+	trainPath := datatest.Require(t, "20news-diff", "diff.train.tfidf1.data")
+	testPath := datatest.Require(t, "20news-diff", "diff.test.tfidf1.data")
 	train, err := datasets.ReadNews20File(trainPath)
 	if err != nil {
 		t.Fatal(err)

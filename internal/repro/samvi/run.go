@@ -32,7 +32,7 @@ type Config struct {
 	Rate      float64
 	Options   Options
 	NTheta    int           // Dirichlet draws of the evaluator (200)
-	Seed      uint64        // seeds the topics, minibatches and evaluator (as sggmc.RunSAM does)
+	Seed      uint64        // seeds the topics, minibatches and evaluator (as sggmcexp.RunSAM does)
 	MaxIter   int           // iterations: VI sweeps or StoVI steps (0: no cap)
 	Budget    time.Duration // fitting-time budget (0: no cap)
 	EvalEvery time.Duration // fitting time between evaluations (0: only at the end); iterations 1, 2, 4, 8, … too
@@ -43,7 +43,7 @@ type Config struct {
 }
 
 // Point is one evaluation: the log-perplexity of the point estimate (notes §5.9, M = 1) against fitting time
-// (evaluation excluded, notes P16), with the JSON keys of sggmc.SAMPoint.
+// (evaluation excluded, notes P16), with the JSON keys of sggmcexp.SAMPoint.
 type Point struct {
 	Method      string  `json:"method"`
 	Iter        int     `json:"iter"`
@@ -78,7 +78,7 @@ func (c *Config) fill() {
 // Run fits SAM on train by VI (one Sweep per iteration) or StoVI (one StoStep per iteration) from the samplers'
 // initial topics and reports the test log-perplexity of the point estimate Topics() at iterations 1, 2, 4, … and
 // at the evaluation times, scored with the evaluator the samplers use (sam.Evaluator, the same Dirichlet draws for
-// the same seed as sggmc.RunSAM, window 1).
+// the same seed as sggmcexp.RunSAM, window 1).
 func Run(ctx context.Context, train, test *datasets.Corpus, cfg Config, report func(Point) error) error {
 	cfg.fill()
 	if cfg.Method != MethodVI && cfg.Method != MethodStoVI {

@@ -1,10 +1,12 @@
-package sggmc
+package sggmcexp
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/geovb/geovb/algos/sggmc"
+	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/rng"
@@ -26,7 +28,7 @@ func gridCell(a float64) int { return GridCell(a, mixGrid) }
 // mixtureRun runs SGGMC chains (batch 10 of 100, V̂ on or off) from near the prior's mode and returns the
 // histograms of the kept samples' angles, the fraction with θ₂ > 0, the angles' correlation and the kinetic
 // temperature ‖v‖²/m averaged over the kept samples.
-func mixtureRun(t *testing.T, m *TwoVMF, cfg Config, chains, burn, keep int) (h1, h2 []float64, upper, cor, kin float64) {
+func mixtureRun(t *testing.T, m *TwoVMF, cfg sggmc.Config, chains, burn, keep int) (h1, h2 []float64, upper, cor, kin float64) {
 	b := testbackend.Open(t)
 	x0 := tensor.NewHost(chains, 2, 2)
 	init := rand.New(rng.NewSource(cfg.Seed, 8))
@@ -37,14 +39,14 @@ func mixtureRun(t *testing.T, m *TwoVMF, cfg Config, chains, burn, keep int) (h1
 			x0.Set(c, j/2, j%2, v)
 		}
 	}
-	s, err := New(b, m, testbackend.Upload(t, b, x0), cfg)
+	s, err := sggmc.New(b, m, testbackend.Upload(t, b, x0), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	h1, h2 = make([]float64, mixGrid), make([]float64, mixGrid)
 	var e1, e2, e11, e22, e12, n float64
-	runChains(t, s, burn, keep, func(ch int, x []float64) {
+	runChains(t, b, s, burn, keep, func(ch int, x []float64) {
 		if ch == 0 {
 			d, err := s.Diagnostics()
 			if err != nil {
@@ -87,7 +89,7 @@ func TestReproVMFMixture(t *testing.T) {
 	}
 	const chains, burn, keep = 500, 50, 200
 	t.Run("fisher", func(t *testing.T) {
-		cfg := Config{Step: 1e-3, Friction: 20, L: 100, Seed: 3}
+		cfg := sggmc.Config{Step: 1e-3, Friction: 20, L: 100, Seed: 3}
 		h1, h2, up, cor, kin := mixtureRun(t, m, cfg, chains, burn, keep)
 		tv1, tv2 := TV(h1, g.M1, 4), TV(h2, g.M2, 4)
 		t.Logf("TV(v₁) = %.4f, TV(v₂) = %.4f, P(θ₂ > 0) = %.4f, corr = %.4f, ‖v‖²/m = %.4f, mean V̂ = %.4g (2C/ε = %.4g)",
@@ -109,7 +111,7 @@ func TestReproVMFMixture(t *testing.T) {
 		m.NoFisher = true
 		m.vhatSum, m.vhatN = 0, 0
 		defer func() { m.NoFisher = false }()
-		cfg := Config{Step: 4e-3, Friction: 20, L: 25, Seed: 4}
+		cfg := sggmc.Config{Step: 4e-3, Friction: 20, L: 25, Seed: 4}
 		_, _, _, cor, kin := mixtureRun(t, m, cfg, chains, burn, keep)
 		temp := 1 + m.MeanNoiseVar()*cfg.Step/(2*cfg.Friction)
 		t.Logf("V̂ off: corr = %.4f (grid %.4f), ‖v‖²/m = %.4f, tempered T = %.4f", cor, g.Corr, kin, temp)
@@ -120,4 +122,27 @@ func TestReproVMFMixture(t *testing.T) {
 			t.Errorf("V̂ off: corr %.4f not weakened from the grid's %.4f", cor, g.Corr)
 		}
 	})
+}
+
+// runChains runs burn samples, then keep samples, calling f(chain, x row-major K×n) on each kept sample.
+func runChains(t testing.TB, b backend.Backend, s *sggmc.Sampler, burn, keep int, f func(chain int, x []float64)) {
+	t.Helper()
+	x := s.X()
+	h := tensor.NewHost(x.Batch(), x.Rows(), x.Cols())
+	kn := x.Rows() * x.Cols()
+	for i := 0; i < burn+keep; i++ {
+		if err := s.Sample(); err != nil {
+			t.Fatal(err)
+		}
+		if i < burn {
+			continue
+		}
+		if err := b.Download(h, s.X()); err != nil {
+			t.Fatal(err)
+		}
+		d := hostData(h)
+		for c := 0; c < x.Batch(); c++ {
+			f(c, d[c*kn:(c+1)*kn])
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package sggmc
+package sggmcexp
 
 import (
 	"context"
@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
 )
 
 func news20(t *testing.T) (train, test *datasets.Corpus) {
 	var err error
-	if train, err = datasets.ReadNews20File(datasets.Require(t, "20news-diff", "diff.train.tfidf1.data")); err != nil {
+	if train, err = datasets.ReadNews20File(datatest.Require(t, "20news-diff", "diff.train.tfidf1.data")); err != nil {
 		t.Fatal(err)
 	}
-	if test, err = datasets.ReadNews20File(datasets.Require(t, "20news-diff", "diff.test.tfidf1.data")); err != nil {
+	if test, err = datasets.ReadNews20File(datatest.Require(t, "20news-diff", "diff.test.tfidf1.data")); err != nil {
 		t.Fatal(err)
 	}
 	return train, test

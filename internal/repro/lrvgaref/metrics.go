@@ -1,4 +1,4 @@
-package lrvga
+package lrvgaref
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -26,10 +27,10 @@ type LinearPosterior struct {
 func NewLinearPosterior(x, y []float64, d int, sigma0, sigmaW float64) (*LinearPosterior, error) {
 	n := len(y)
 	if n == 0 || d < 1 || len(x) != n*d {
-		return nil, fmt.Errorf("%w: X of length %d for N = %d, d = %d", ErrConfig, len(x), n, d)
+		return nil, fmt.Errorf("%w: X of length %d for N = %d, d = %d", lrvga.ErrConfig, len(x), n, d)
 	}
 	if !(sigma0 > 0) || math.IsInf(sigma0, 0) || !(sigmaW > 0) || math.IsInf(sigmaW, 0) {
-		return nil, fmt.Errorf("%w: σ₀ = %v, σ_w = %v: want finite > 0", ErrConfig, sigma0, sigmaW)
+		return nil, fmt.Errorf("%w: σ₀ = %v, σ_w = %v: want finite > 0", lrvga.ErrConfig, sigma0, sigmaW)
 	}
 	// A NaN in the data would otherwise surface as "not positive definite".
 	if err := checkData(x, y, d); err != nil {
@@ -71,9 +72,9 @@ func (lp *LinearPosterior) quad(e []float64) float64 {
 // KL returns KL(N(μ_t, P_t) ‖ N(μ*, P*)) for the filter's q_t (M2), in O(N²d + Ndp) with the high-d formulas of
 // notes §4.1: log det P_t = −log det(WWᵀ+Ψ), Tr(P*⁻¹P_t) = Tr P_t/σ₀² + Σ_n x_nᵀP_tx_n/σ_w² (Woodbury solves in
 // blocks of 64 observations).
-func (lp *LinearPosterior) KL(f *Filter) (float64, error) {
-	if f.cfg.D != lp.D {
-		return 0, fmt.Errorf("%w: filter d = %d, posterior d = %d", ErrConfig, f.cfg.D, lp.D)
+func (lp *LinearPosterior) KL(f *lrvga.Filter) (float64, error) {
+	if f.Config().D != lp.D {
+		return 0, fmt.Errorf("%w: filter d = %d, posterior d = %d", lrvga.ErrConfig, f.Config().D, lp.D)
 	}
 	lr := f.Precision()
 	ldPrec, err := lr.LogDet()
@@ -84,7 +85,7 @@ func (lp *LinearPosterior) KL(f *Filter) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sxpx, err := sumQuad(f.b, lr, lp.X, lp.N, lp.D)
+	sxpx, err := sumQuad(f.Backend(), lr, lp.X, lp.N, lp.D)
 	if err != nil {
 		return 0, err
 	}
@@ -152,7 +153,7 @@ func sumQuad(b backend.Backend, lr *backend.LowRank, x []float64, n, d int) (flo
 			if err := b.Mul(sol, sol, xt); err != nil {
 				return 0, err
 			}
-			return reduce(b, backend.ReduceSum, sol)
+			return reduceSum(b, sol)
 		}()
 		if err != nil {
 			return 0, err
@@ -160,6 +161,23 @@ func sumQuad(b backend.Backend, lr *backend.LowRank, x []float64, n, d int) (flo
 		total += s
 	}
 	return total, nil
+}
+
+// reduceSum returns the sum of all of x as a host scalar.
+func reduceSum(b backend.Backend, x *tensor.Tensor) (float64, error) {
+	r, err := b.Alloc(tensor.Shape{Batch: 1, Rows: 1, Cols: 1})
+	if err != nil {
+		return 0, err
+	}
+	defer b.Free(r)
+	if err := b.Reduce(r, backend.ReduceSum, backend.AxisAll, x); err != nil {
+		return 0, err
+	}
+	h := tensor.NewHost(1, 1, 1)
+	if err := b.Download(h, r); err != nil {
+		return 0, err
+	}
+	return h.At(0, 0, 0), nil
 }
 
 // LogisticKL estimates the unnormalised reverse KL of notes §4.1 (M3) for Bayesian logistic regression with
@@ -183,12 +201,12 @@ type LogisticKL struct {
 func checkData(x, y []float64, d int) error {
 	for i, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", ErrConfig, i/d, i%d, v)
+			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", lrvga.ErrConfig, i/d, i%d, v)
 		}
 	}
 	for n, v := range y {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: observation %d: y = %v is not finite", ErrConfig, n, v)
+			return fmt.Errorf("%w: observation %d: y = %v is not finite", lrvga.ErrConfig, n, v)
 		}
 	}
 	return nil
@@ -198,13 +216,13 @@ func checkData(x, y []float64, d int) error {
 func (o *LogisticKL) check(d int) error {
 	switch {
 	case o.D < 1 || o.N < 1 || len(o.X) != o.N*o.D || len(o.Y) != o.N:
-		return fmt.Errorf("%w: LogisticKL: X of length %d and y of length %d for N = %d, d = %d", ErrConfig, len(o.X), len(o.Y), o.N, o.D)
+		return fmt.Errorf("%w: LogisticKL: X of length %d and y of length %d for N = %d, d = %d", lrvga.ErrConfig, len(o.X), len(o.Y), o.N, o.D)
 	case d != o.D:
-		return fmt.Errorf("%w: LogisticKL: q has dimension %d, the data d = %d (dimension mismatch)", ErrConfig, d, o.D)
+		return fmt.Errorf("%w: LogisticKL: q has dimension %d, the data d = %d (dimension mismatch)", lrvga.ErrConfig, d, o.D)
 	case o.Samples < 1:
-		return fmt.Errorf("%w: LogisticKL: %d Monte Carlo draws, want ≥ 1", ErrConfig, o.Samples)
+		return fmt.Errorf("%w: LogisticKL: %d Monte Carlo draws, want ≥ 1", lrvga.ErrConfig, o.Samples)
 	case !(o.Sigma0 > 0) || math.IsInf(o.Sigma0, 0):
-		return fmt.Errorf("%w: LogisticKL: prior standard deviation σ₀ = %v, want finite > 0", ErrConfig, o.Sigma0)
+		return fmt.Errorf("%w: LogisticKL: prior standard deviation σ₀ = %v, want finite > 0", lrvga.ErrConfig, o.Sigma0)
 	}
 	return nil
 }
@@ -238,7 +256,7 @@ func (o *LogisticKL) negLogJoint(theta []float64, k int) []float64 {
 		}
 		yt := 2*o.Y[n] - 1
 		for j := range a {
-			out[j] += Softplus(-yt * a[j])
+			out[j] += lrvga.Softplus(-yt * a[j])
 		}
 	}
 	return out
@@ -255,11 +273,11 @@ func (o *LogisticKL) finish(nlj []float64, logDetP float64) float64 {
 }
 
 // KL returns KL̃ for the filter's q_t, sampled with Prop. 1 (O(n_KL(Nd + dp)), no d×d).
-func (o *LogisticKL) KL(f *Filter) (float64, error) {
-	if err := o.check(f.cfg.D); err != nil {
+func (o *LogisticKL) KL(f *lrvga.Filter) (float64, error) {
+	if err := o.check(f.Config().D); err != nil {
 		return 0, err
 	}
-	b := f.b
+	b := f.Backend()
 	k := o.Samples
 	th, err := b.Alloc(tensor.Shape{Batch: 1, Rows: o.D, Cols: k})
 	if err != nil {
@@ -289,7 +307,7 @@ func (o *LogisticKL) KLDense(mu []float64, p mat.Symmetric) (float64, error) {
 	}
 	d, k := o.D, o.Samples
 	if p.SymmetricDim() != d {
-		return 0, fmt.Errorf("%w: LogisticKL: P is %d×%d, want d = %d", ErrConfig, p.SymmetricDim(), p.SymmetricDim(), d)
+		return 0, fmt.Errorf("%w: LogisticKL: P is %d×%d, want d = %d", lrvga.ErrConfig, p.SymmetricDim(), p.SymmetricDim(), d)
 	}
 	var ch mat.Cholesky
 	if !ch.Factorize(p) {

@@ -1,4 +1,4 @@
-package sggmc
+package sggmcexp
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/datasets"
 	"github.com/geovb/geovb/models/sam"
@@ -133,11 +134,11 @@ func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus
 	if sg {
 		D := float64(train.Docs())
 		eps := math.Sqrt(cfg.Gamma / D)
-		meth := GSGNHT
+		meth := sggmc.GSGNHT
 		if cfg.Method == SAMSGGMC {
-			meth = SGGMC
+			meth = sggmc.SGGMC
 		}
-		s, err := New(b, model, x0, Config{Method: meth, Step: eps, Friction: cfg.AlphaA / eps, L: cfg.L,
+		s, err := sggmc.New(b, model, x0, sggmc.Config{Method: meth, Step: eps, Friction: cfg.AlphaA / eps, L: cfg.L,
 			Seed: cfg.Seed, Stream: 1})
 		if err != nil {
 			return err
@@ -150,7 +151,7 @@ func RunSAM(ctx context.Context, b backend.Backend, train, test *datasets.Corpus
 			return err
 		}
 	} else {
-		g, err := NewGMC(b, model, x0, gmcEps, gmcL, cfg.Seed, 1)
+		g, err := sggmc.NewGMC(b, model, x0, gmcEps, gmcL, cfg.Seed, 1)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package sggmc
+package sggmcexp
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package lrvga
+package lrvgaref
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/backend"
 )
 
@@ -49,18 +50,18 @@ func (q *Dense) KalmanUpdate(x []float64, y, sigmaW float64) {
 }
 
 // RVGALogisticUpdate is the dense implicit R-VGA step for logistic regression (notes §2.1): (α, ν) from
-// SolveImplicit, μ_t = μ_{t-1} + P_{t-1}x (y − σ(kα)) (53), P_t = P_{t-1} − (P_{t-1}x)(P_{t-1}x)ᵀ/(ν₀ + 1/c) with
+// lrvga.SolveImplicit, μ_t = μ_{t-1} + P_{t-1}x (y − σ(kα)) (53), P_t = P_{t-1} − (P_{t-1}x)(P_{t-1}x)ᵀ/(ν₀ + 1/c) with
 // c = kσ'(kα) (54 by Sherman–Morrison).
-func (q *Dense) RVGALogisticUpdate(x []float64, y float64) ImplicitSolution {
+func (q *Dense) RVGALogisticUpdate(x []float64, y float64) lrvga.ImplicitSolution {
 	xv := mat.NewVecDense(len(x), x)
 	var px mat.VecDense
 	px.MulVec(q.P, xv)
 	nu0 := mat.Dot(xv, &px)
 	a0 := mat.Dot(xv, q.Mu)
-	sol := SolveImplicit(a0, nu0, y)
-	k := ProbitK(sol.Nu)
-	q.Mu.AddScaledVec(q.Mu, y-Sigmoid(k*sol.Alpha), &px)
-	q.rank1(&px, nu0, k*SigmoidPrime(k*sol.Alpha))
+	sol := lrvga.SolveImplicit(a0, nu0, y)
+	k := lrvga.ProbitK(sol.Nu)
+	q.Mu.AddScaledVec(q.Mu, y-lrvga.Sigmoid(k*sol.Alpha), &px)
+	q.rank1(&px, nu0, k*lrvga.SigmoidPrime(k*sol.Alpha))
 	return sol
 }
 
@@ -106,17 +107,17 @@ func (q *Dense) LogDetP() float64 {
 func Laplace(x, y []float64, d int, sigma0 float64) (*Dense, error) {
 	n := len(y)
 	if d < 1 || n == 0 || len(x) != n*d {
-		return nil, fmt.Errorf("%w: X of length %d for N = %d, d = %d", ErrConfig, len(x), n, d)
+		return nil, fmt.Errorf("%w: X of length %d for N = %d, d = %d", lrvga.ErrConfig, len(x), n, d)
 	}
 	if !(sigma0 > 0) || math.IsInf(sigma0, 0) {
-		return nil, fmt.Errorf("%w: prior standard deviation σ₀ = %v", ErrConfig, sigma0)
+		return nil, fmt.Errorf("%w: prior standard deviation σ₀ = %v", lrvga.ErrConfig, sigma0)
 	}
 	if err := checkData(x, y, d); err != nil {
 		return nil, err
 	}
 	for _, v := range y {
 		if v != 0 && v != 1 {
-			return nil, fmt.Errorf("%w: logistic label %v, want 0 or 1", ErrConfig, v)
+			return nil, fmt.Errorf("%w: logistic label %v, want 0 or 1", lrvga.ErrConfig, v)
 		}
 	}
 	xm := mat.NewDense(n, d, x)
@@ -128,14 +129,14 @@ func Laplace(x, y []float64, d int, sigma0 float64) (*Dense, error) {
 		a.MulVec(xm, th)
 		f := 0.5 * prec * mat.Dot(th, th)
 		for i := 0; i < n; i++ {
-			f += Softplus(-(2*y[i] - 1) * a.AtVec(i))
+			f += lrvga.Softplus(-(2*y[i] - 1) * a.AtVec(i))
 		}
 		return f
 	}
 	hess := func() *mat.SymDense { // H at the θ of the last obj call
 		xs := mat.NewDense(n, d, nil)
 		for i := 0; i < n; i++ {
-			s := math.Sqrt(SigmoidPrime(a.AtVec(i)))
+			s := math.Sqrt(lrvga.SigmoidPrime(a.AtVec(i)))
 			for j := 0; j < d; j++ {
 				xs.Set(i, j, s*xm.At(i, j))
 			}
@@ -154,7 +155,7 @@ func Laplace(x, y []float64, d int, sigma0 float64) (*Dense, error) {
 	polish, prevDec := 0, 0.0
 	for it := 0; ; it++ {
 		for i := 0; i < n; i++ {
-			r.SetVec(i, Sigmoid(a.AtVec(i))-y[i])
+			r.SetVec(i, lrvga.Sigmoid(a.AtVec(i))-y[i])
 		}
 		grad.MulVec(xm.T(), r)
 		grad.AddScaledVec(grad, prec, theta)
@@ -196,4 +197,11 @@ func Laplace(x, y []float64, d int, sigma0 float64) (*Dense, error) {
 			t /= 2
 		}
 	}
+}
+
+// probitMoments returns, for θ ~ N(μ, P) with ν = xᵀPx and a = xᵀμ, the probit approximations of E[σ(xᵀθ)] and
+// E[σ'(xᵀθ)]: σ(k a) (50) and k σ'(k a) (51), k = k(ν) (52), as the filter's "logistic-extragrad" scheme takes them.
+func probitMoments(a, nu float64) (m, c float64) {
+	k := lrvga.ProbitK(nu)
+	return lrvga.Sigmoid(k * a), k * lrvga.SigmoidPrime(k*a)
 }

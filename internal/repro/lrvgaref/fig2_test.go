@@ -1,8 +1,9 @@
-package lrvga
+package lrvgaref
 
 import (
 	"testing"
 
+	"github.com/geovb/geovb/algos/lrvga"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
@@ -24,11 +25,11 @@ func fig2(t *testing.T, runs [][2]int) (kls []float64, kalman float64) {
 	}
 	kalman = post.KLDense(kf)
 	for _, r := range runs {
-		f, err := New(b, Config{D: d, P: r[0], Inner: r[1], Seed: 1})
+		f, err := lrvga.New(b, lrvga.Config{D: d, P: r[0], Inner: r[1], Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Run(run.Control{}, &SliceSource{X: data.X, Y: data.Y}); err != nil {
+		if _, err := f.Run(run.Control{}, &lrvga.SliceSource{X: data.X, Y: data.Y}); err != nil {
 			t.Fatal(err)
 		}
 		kl, err := post.KL(f)

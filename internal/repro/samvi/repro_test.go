@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geovb/geovb/algos/sggmc"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/datatest"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/repro/sggmcexp"
 	"github.com/geovb/geovb/internal/testbackend"
 )
 
@@ -35,11 +36,11 @@ func at(c []curvePoint, sec float64) float64 {
 //   - the sampler ends below the plateau: gSGNHT after 30 s is below VI's final value.
 func TestReproSAMVI(t *testing.T) {
 	repro.Require(t)
-	train, err := datasets.ReadNews20File(datasets.Require(t, "20news-diff", "diff.train.tfidf1.data"))
+	train, err := datasets.ReadNews20File(datatest.Require(t, "20news-diff", "diff.train.tfidf1.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	test, err := datasets.ReadNews20File(datasets.Require(t, "20news-diff", "diff.test.tfidf1.data"))
+	test, err := datasets.ReadNews20File(datatest.Require(t, "20news-diff", "diff.test.tfidf1.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,18 +56,18 @@ func TestReproSAMVI(t *testing.T) {
 		}
 	}
 	b := testbackend.Open(t)
-	err = sggmc.RunSAM(context.Background(), b, train, test, sggmc.SAMConfig{Method: sggmc.SAMgSGNHT, Seed: 1,
-		Budget: 30 * time.Second, EvalEvery: 3 * time.Second}, func(p sggmc.SAMPoint) error {
+	err = sggmcexp.RunSAM(context.Background(), b, train, test, sggmcexp.SAMConfig{Method: sggmcexp.SAMgSGNHT, Seed: 1,
+		Budget: 30 * time.Second, EvalEvery: 3 * time.Second}, func(p sggmcexp.SAMPoint) error {
 		curves[p.Method] = append(curves[p.Method], curvePoint{p.Seconds, p.LogPerp})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vi, sto, g := curves[MethodVI], curves[MethodStoVI], curves[sggmc.SAMgSGNHT]
+	vi, sto, g := curves[MethodVI], curves[MethodStoVI], curves[sggmcexp.SAMgSGNHT]
 	// gSGNHT's first evaluation comes at ≥ 3 s; compare the others at that time.
 	t3 := g[0].sec
-	for _, m := range []string{MethodVI, MethodStoVI, sggmc.SAMgSGNHT} {
+	for _, m := range []string{MethodVI, MethodStoVI, sggmcexp.SAMgSGNHT} {
 		c := curves[m]
 		t.Logf("%-6s at %.1f s: %.1f; at 6 s: %.1f; final (%.1f s): %.1f", m, t3, at(c, t3), at(c, 6), c[len(c)-1].sec, c[len(c)-1].lp)
 	}

@@ -451,7 +451,7 @@ func TestLineSearchParabola(t *testing.T) {
 	}
 	for _, c := range []struct{ amin, a0, want float64 }{{0.7, 1, 0.7}, {3, 1, 3}, {10, 1, 4}, {0.08, 1, 0.1}} {
 		f := q(c.amin)
-		o := &optimizer{s: Settings{}, ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}}
+		o := &searcher{s: Settings{}, ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}}
 		o.obj = lineObj{f}
 		a, fa, ok := o.search([]float64{0}, []float64{1}, f(0), -2*c.amin, c.a0, true)
 		if !ok || math.Abs(a-c.want) > 1e-12 || math.Abs(fa-f(c.want)) > 1e-12 {
@@ -463,13 +463,13 @@ func TestLineSearchParabola(t *testing.T) {
 	}
 	// Linear decrease: expansion doubles α₀ three times.
 	lin := func(a float64) float64 { return -a }
-	o := &optimizer{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{lin}}
+	o := &searcher{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{lin}}
 	if a, _, ok := o.search([]float64{0}, []float64{1}, 0, -1, 1, true); !ok || a != 8 {
 		t.Errorf("linear: α = %v, want 8", a)
 	}
 	// Armijo failure then backtracking: F rises everywhere beyond 1e-3 except close to 0.
 	bump := func(a float64) float64 { return -a + 1e4*a*a }
-	o = &optimizer{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{bump}}
+	o = &searcher{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{bump}}
 	a, fa, ok := o.search([]float64{0}, []float64{1}, 0, -1, 1, true)
 	if !ok || !(fa <= 1e-4*a*-1) {
 		t.Errorf("bump: α = %v, F = %v, ok %v: Armijo not met", a, fa, ok)
@@ -490,7 +490,7 @@ func TestSteepestSearchBacktracksFar(t *testing.T) {
 		evals int
 	}
 	host := func(f func(float64) float64, d0 float64, search Search, steepest bool) outcome {
-		o := &optimizer{s: Settings{Search: search}, ls: LineSearch{}.withDefaults(search, RCG), xt: make([]float64, 1),
+		o := &searcher{s: Settings{Search: search}, ls: LineSearch{}.withDefaults(search, RCG), xt: make([]float64, 1),
 			res: &Result{}, obj: lineObj{f}}
 		a, fa, ok := o.search([]float64{0}, []float64{1}, f(0), d0, 1, steepest)
 		return outcome{a, fa, ok, o.res.FEvals}
@@ -644,6 +644,39 @@ func diagNatGrad(dst, v, g []float64) {
 	for i := range dst {
 		dst[i] = v[i] * g[i]
 	}
+}
+
+// searcher runs the step rule of s along p from x on obj one evaluation at a time, as the core does for a run, and
+// counts the evaluations in res.
+type searcher struct {
+	obj Objective
+	s   Settings
+	ls  LineSearch
+	xt  []float64
+	res *Result
+}
+
+// search returns the accepted α and F(x + αp), or ok = false when no acceptable point was found. F0 = F(x), d0 =
+// ∇Fᵀp < 0, a0 the trial step; steepest says p is −g̃ (or −g).
+func (o *searcher) search(x, p []float64, F0, d0, a0 float64, steepest bool) (alpha, f float64, ok bool) {
+	var l lsState
+	l.start(F0, d0, a0, o.s.Search == Unit, steepest)
+	for l.searching() {
+		for i := range x {
+			o.xt[i] = x[i] + l.trial*p[i]
+		}
+		f := o.obj.Value(o.xt)
+		o.res.FEvals++
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			o.res.Rejected++
+			f = math.Inf(1)
+		}
+		l.feed(f, o.ls)
+	}
+	if !l.ok {
+		return 0, 0, false
+	}
+	return l.a, l.bestF, true
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rng.NewSource(seed, 4)) }

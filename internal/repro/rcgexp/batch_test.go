@@ -173,7 +173,7 @@ type batchCheckpoint struct {
 	Mult             [][]float64
 }
 
-// TestMinimizeBatchBadInput: settings the batched driver does not implement and wrong starting points are errors.
+// TestMinimizeBatchBadInput: settings that cannot work and wrong starting points are errors.
 func TestMinimizeBatchBadInput(t *testing.T) {
 	be := testbackend.Open(t)
 	ms, xs := batchRuns(t, 40, 3)
@@ -187,9 +187,9 @@ func TestMinimizeBatchBadInput(t *testing.T) {
 		xs [][]float64
 	}{
 		"method":     {rcg.Settings{Method: rcg.Old + 1}, xs},
-		"HS":         {rcg.Settings{Beta: rcg.HestenesStiefel}, xs},
+		"beta":       {rcg.Settings{Beta: rcg.PolakRibierePlus + 1}, xs},
 		"search":     {rcg.Settings{Search: rcg.Unit + 1}, xs},
-		"Refine":     {rcg.Settings{LS: rcg.LineSearch{Refine: 2}}, xs},
+		"Refine":     {rcg.Settings{LS: rcg.LineSearch{Refine: -1}}, xs},
 		"count":      {rcg.Settings{}, xs[:3]},
 		"length":     {rcg.Settings{}, append(xs[:5:5], xs[5][:10])},
 		"C1":         {rcg.Settings{LS: rcg.LineSearch{C1: 1}}, xs},

@@ -13,8 +13,8 @@
 #    timeouts sum to 58 minutes): STEPS picks the steps whose names match, to fit a lease.
 # Paper 004's batched runs alone, in about 72 MB of binaries packed into a 19 MB bins.tar.xz (unpacked by the run,
 # with tar or python3) and at most 16 minutes (the steps' timeouts; about 6 minutes on an H200):
-#      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg, vbbench, rcg-nssm,
-#                                            # rcg-fig6, rcg-fig8
+#      scripts/gpu-check.sh build-rcg [DIR]  # backend/cuda, models/mog, models/nfa, algos/rcg,
+#                                            # internal/repro/rcgexp, vbbench, rcg-nssm, rcg-fig6, rcg-fig8
 #      DIR/gpu-check.sh rcg [OUTDIR]         # the CUDA conformance suite, the batch tests of the three packages on
 #                                            # cuda, BenchmarkMoGBatch30 (RCG, VB-EM) and BenchmarkNFABatch8 on cuda,
 #                                            # vbbench's algo.rcg, algo.rcg.batch (N = 1e3 … 1e6, and 30 runs),
@@ -82,7 +82,7 @@ build-rcg)
 	cd "$(dirname "$0")/.."
 	out=${2:-.gpu-rcg}
 	scripts/build-gpu-tests.sh "$out" ./backend/cuda ./backend/cuda/internal/cu ./models/mog ./models/nfa ./algos/rcg \
-		>/dev/null
+		./internal/repro/rcgexp >/dev/null
 	for ex in rcg-nssm rcg-fig6 rcg-fig8; do
 		CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/$ex" "./examples/$ex"
 	done
@@ -103,11 +103,11 @@ rcg)
 	# The backend's floors: one small call (queued launches), copy bandwidth, GEMM rate.
 	step cuda-floors timeout 60 "$here/backend_cuda.test" -test.run '^$' -test.bench 'Conformance/floors' \
 		-test.benchtime 1000x
-	for pkg in models_mog models_nfa algos_rcg; do
+	for pkg in models_mog models_nfa algos_rcg internal_repro_rcgexp; do
 		step "cuda-$pkg-batch" timeout 60 env GEOVB_BACKEND=cuda "$here/$pkg.test" -test.v -test.short \
 			-test.count=1 -test.run Batch
 	done
-	step cuda-bench-batch timeout 180 env GEOVB_BACKEND=cuda "$here/algos_rcg.test" -test.run '^$' \
+	step cuda-bench-batch timeout 180 env GEOVB_BACKEND=cuda "$here/internal_repro_rcgexp.test" -test.run '^$' \
 		-test.bench 'MoGBatch30|NFABatch8' -test.benchtime 1x
 	step vb-nssm-batch timeout 80 "$here/vbbench" -backend cpu,cuda -algos nssm,nssm.batch -sizes small,medium \
 		-json "$out/vb-nssm.json"

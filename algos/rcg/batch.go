@@ -3,11 +3,9 @@ package rcg
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
-	"github.com/geovb/geovb/internal/slots"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -57,165 +55,28 @@ type BatchControl struct {
 	CheckpointPath  string
 }
 
-// bstate is the host state of one run in MinimizeBatch: Minimize's scalars.
-type bstate struct {
-	id                         int // index of the run in x0 (the slot changes when runs are swapped)
-	gnPrev, alphaPrev, fPrev   float64
-	sinceReset, calm, iters    int
-	havePrev                   bool
-	res                        Result
-	beta, gn, d0, a0, f, alpha float64
-	restart, retry             bool
-	search                     lsState
-	mult, oldG                 []float64 // Old: the per-element multipliers, and g̃ of this iteration on the host
-	try                        int       // Old: the multipliers' shrinkings in this iteration
-}
-
-// lsState is the parabolic line search of optimizer.search as a state machine, so that the trial points of all
-// runs are evaluated in one batched Value call per round.
-type lsState struct {
-	stage                  int // lsIdle, lsFirst, lsParab, lsExpand, lsBack, lsDone
-	F0, d0, a0             float64
-	bestA, bestF, a, trial float64
-	k                      int
-	ok                     bool
-	unit, steepest         bool // Search Unit: α = 1, then backtracking only if steepest (optimizer.search)
-}
-
-const (
-	lsIdle = iota
-	lsFirst
-	lsParab
-	lsExpand
-	lsBack
-	lsDone
-)
-
-// searching reports whether the search wants F at its trial step.
-func (l *lsState) searching() bool { return l.stage != lsIdle && l.stage != lsDone }
-
-// start begins a search from F0 with slope d0: the parabolic search from α₀ = a0, or with unit the unit rule (α = 1,
-// a0 unused); steepest is optimizer.search's.
-func (l *lsState) start(F0, d0, a0 float64, unit, steepest bool) {
-	if unit {
-		a0 = 1
-	}
-	*l = lsState{stage: lsFirst, F0: F0, d0: d0, a0: a0, bestF: F0, trial: a0, unit: unit, steepest: steepest}
-}
-
-// feed takes F at the current trial step (+Inf for a rejected point) and moves to the next trial or to lsDone; the
-// transitions are those of optimizer.search for Parabolic with Refine = 0, and for Unit.
-func (l *lsState) feed(f float64, ls LineSearch) {
-	if l.unit && l.stage == lsFirst {
-		switch {
-		case f <= l.F0:
-			l.stage, l.ok, l.a, l.bestF = lsDone, true, 1, f
-		case !l.steepest:
-			l.stage, l.ok = lsDone, false
-		default:
-			l.a, l.k = 1, 0
-			l.backtrack(ls)
-		}
-		return
-	}
-	armijo := func(a, fa float64) bool { return fa <= l.F0+ls.C1*a*l.d0 }
-	decide := func() {
-		if l.bestA > 0 && armijo(l.bestA, l.bestF) {
-			l.stage, l.ok, l.a = lsDone, true, l.bestA
-			return
-		}
-		l.a = l.a0
-		if l.bestA > 0 {
-			l.a = math.Min(l.a, l.bestA)
-		}
-		l.k = 0
-		l.backtrack(ls)
-	}
-	switch l.stage {
-	case lsFirst:
-		if f < l.bestF {
-			l.bestA, l.bestF = l.a0, f
-		}
-		if !math.IsInf(f, 1) {
-			curv := f - l.F0 - l.d0*l.a0
-			if curv > 0 {
-				as := -l.d0 * l.a0 * l.a0 / (2 * curv)
-				l.trial = math.Min(math.Max(as, ls.Shrink*l.a0), ls.Grow*l.a0)
-				l.stage = lsParab
-				return
-			} else if f < l.F0 && ls.MaxExpand > 0 {
-				l.a, l.k = 2*l.a0, 0
-				l.trial, l.stage = l.a, lsExpand
-				return
-			}
-		}
-		decide()
-	case lsParab:
-		if f < l.bestF {
-			l.bestA, l.bestF = l.trial, f
-		}
-		decide()
-	case lsExpand:
-		if f >= l.bestF {
-			decide()
-			return
-		}
-		l.bestA, l.bestF = l.a, f
-		if l.k++; l.k < ls.MaxExpand {
-			l.a *= 2
-			l.trial = l.a
-			return
-		}
-		decide()
-	case lsBack:
-		if armijo(l.a, f) && (l.k <= ls.MaxBacktrack || f < l.F0) {
-			l.stage, l.ok, l.bestF = lsDone, true, f
-			return
-		}
-		l.backtrack(ls)
-	}
-}
-
-func (l *lsState) backtrack(ls LineSearch) {
-	limit := ls.MaxBacktrack
-	if l.steepest {
-		limit = ls.MaxBacktrackSteepest
-	}
-	if l.k >= limit {
-		l.stage, l.ok = lsDone, false
-		return
-	}
-	l.k++
-	l.a *= ls.Backtrack
-	l.trial, l.stage = l.a, lsBack
-}
-
-// MinimizeBatch runs RCG (or RG, CG, GD) on every run of obj from x0[i] (len Dim each) at once and returns one Result
-// per run, in the order of x0. Per run it is Minimize's algorithm — Polak–Ribière (or FR, PR+) β in the cheap form,
-// Powell–Beale (7) and every-k / ⌈√n⌉ restarts, the descent safeguard, the parabolic line search of notes §3.4 with its
-// α₀ rule, the retry along −g̃ and the |ΔF| < Tol convergence rule — with the vector work of all unfinished runs done
-// by batched backend calls: one Grad per iteration, then rounds of one Value each in which every run still in its line
-// search evaluates its next trial step (swapped to the front first; runs whose search has ended wait and are not
-// evaluated). A run that stops (converged, cap,
-// non-finite) is swapped behind the unfinished ones and no longer updated or evaluated; the slots of obj are back in
-// the order of x0 when MinimizeBatch returns (not after an error from the backend). A cancelled context stops every
-// unfinished run with reason Cancelled, and MinimizeBatch returns the results with the context's error, as Minimize
-// does. Methods RCG, RG and the Euclidean CG and GD (g̃ = g, Minimize's α₀ rule for them), Beta PR, FR, PR+ and Search
-// Parabolic (without Refine) and Unit are supported, and Old (optimizer.oldStep per run: its multipliers on the host,
-// its trials in rounds of one Value over the runs still trying). With ctl.CheckpointEvery the state of every run is
-// saved every so many rounds, and with s.Resume a call continues from ctl.CheckpointPath when the file exists (x0
-// is then not used), as Minimize; the objective must keep no state between calls besides x, as mog.Batch does.
+// MinimizeBatch runs the method of s on every run of obj from x0[i] (len Dim each) at once and returns one Result
+// per run, in the order of x0. Per run it is Minimize's algorithm — the same core, a batch of B runs instead of one:
+// every Method, Beta and Search with LineSearch.Refine, Powell–Beale (7) and every-k / ⌈√n⌉ restarts, the descent
+// safeguard, α₀, the retry along −g̃ and the convergence tests — with the vector work of all unfinished runs done by
+// batched backend calls: one Grad per iteration, then rounds of one Value each in which every run still in its line
+// search (or Old's backtracking) evaluates its next trial step (swapped to the front first; runs whose search has
+// ended wait and are not evaluated). A run that stops (converged, cap, non-finite) is swapped behind the unfinished
+// ones and no longer updated or evaluated; the slots of obj are back in the order of x0 when MinimizeBatch returns
+// (not after an error from the backend). A cancelled context stops every unfinished run with reason Cancelled, and
+// MinimizeBatch returns the results with the context's error, as Minimize does. Old keeps its multipliers on the
+// host. With ctl.CheckpointEvery the state of every run is saved every so many rounds, and with s.Resume a call
+// continues from ctl.CheckpointPath when the file exists (x0 is then not used), as Minimize; the objective must
+// keep no state between calls besides x, as mog.Batch does.
 func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
 	B, dim := obj.Batch(), obj.Dim()
 	switch {
 	case len(x0) != B:
 		return nil, fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), B)
 	case s.Method < RCG || s.Method > Old:
-		return nil, fmt.Errorf("%w: MinimizeBatch runs RCG, RG, CG, GD and Old, not %v", ErrBadInput, s.Method)
-	case s.Beta == HestenesStiefel || s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
+		return nil, fmt.Errorf("%w: method %d", ErrBadInput, s.Method)
+	case s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
 		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
-	case s.Search != Parabolic && s.Search != Unit || s.LS.Refine != 0:
-		return nil, fmt.Errorf("%w: MinimizeBatch has the parabolic and unit searches, without Refine", ErrBadInput)
 	case ctl.MaxIter < 0 || ctl.CheckpointEvery < 0 || ctl.CheckpointEvery > 0 && ctl.CheckpointPath == "":
 		return nil, fmt.Errorf("%w: iteration cap %d, checkpoint every %d rounds to %q", ErrBadInput, ctl.MaxIter,
 			ctl.CheckpointEvery, ctl.CheckpointPath)
@@ -234,577 +95,356 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 			return nil, fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), dim)
 		}
 	}
-	ls := s.LS.withDefaults(s.Search, s.Method)
-	every := s.RestartEvery
-	if every == SqrtN {
-		every = RestartPeriod(obj.NumFree())
-	}
-	patience := s.Patience
-	if patience == 0 {
-		patience = 2
-	}
-	maxIter := ctl.MaxIter
-	if maxIter == 0 {
-		maxIter = 10000
-	}
-	ctx := ctl.Ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	be := obj.Backend()
-	shape := tensor.Shape{Batch: B, Rows: 1, Cols: dim}
-	var owned []*tensor.Tensor
-	defer func() {
-		for _, t := range owned {
-			be.Free(t)
-		}
-	}()
-	alloc := func() (*tensor.Tensor, error) {
-		t, err := be.Alloc(shape)
-		if err == nil {
-			owned = append(owned, t)
-		}
-		return t, err
-	}
-	var x, xt, g, gt, gtPrev, p, pPrev, tmp, dots *tensor.Tensor
-	for _, t := range []**tensor.Tensor{&x, &xt, &g, &gt, &gtPrev, &p, &pPrev, &tmp} {
-		v, err := alloc()
-		if err != nil {
-			return nil, err
-		}
-		*t = v
-	}
-	dots, err := be.Alloc(tensor.Shape{Batch: B, Rows: 1, Cols: 1})
+	e, err := newBatchEngine(obj, s, upd)
+	defer e.free()
 	if err != nil {
 		return nil, err
 	}
-	owned = append(owned, dots)
-	if err := uploadRows(be, x, x0); err != nil {
+	if err := uploadRows(e.be, e.x, x0); err != nil {
 		return nil, err
 	}
-	hd := tensor.NewHost(B, 1, 1)
-	// rowDots returns aᵀb for the first n runs.
-	rowDots := func(dst []float64, a, b *tensor.Tensor, n int) error {
-		if err := be.RowDots(dots.Batches(0, n), a.Batches(0, n), b.Batches(0, n)); err != nil {
-			return err
-		}
-		if err := be.Download(hd.Batches(0, n), dots.Batches(0, n)); err != nil {
-			return err
-		}
-		for i := range n {
-			dst[i] = hd.At(i, 0, 0)
-		}
-		return nil
-	}
-	st := make([]*bstate, B)
+	st := make([]*runState, B)
 	for i := range st {
-		st[i] = &bstate{id: i}
-		if s.Method == Old {
-			st[i].mult = make([]float64, dim)
-			for k := range st[i].mult {
-				st[i].mult[k] = 1
-			}
-		}
+		st[i] = &runState{id: i}
 	}
-	fs, gg := make([]float64, B), make([]float64, B)
-	out := make([]Result, B)
-	n := B
-	// swapSlots exchanges the runs in slots i and j: the objective's data and state, the run's vectors and its host
-	// state. The slot arrays (fs, gg, d0, …) are filled afresh before each use, so they need no swap.
-	swapSlots := func(i, j int) error {
-		if err := obj.Swap(i, j); err != nil {
-			return err
-		}
-		for _, t := range []*tensor.Tensor{x, g, gt, gtPrev, p, pPrev} {
-			if err := swapItems(be, t, tmp, i, j); err != nil {
-				return err
-			}
-		}
-		st[i], st[j] = st[j], st[i]
-		return nil
+	c := newCore(s, obj.NumFree(), dim, st, e)
+	c.batched = true
+	bc := &batchControl{ctx: ctl.Ctx, maxIter: ctl.MaxIter, record: ctl.Record, every: ctl.CheckpointEvery,
+		path: ctl.CheckpointPath, s: s, e: e, st: st, stf: stf}
+	if bc.ctx == nil {
+		bc.ctx = context.Background()
 	}
-	// retire moves the run in slot i behind the unfinished ones; the caller walks slots downwards.
-	retire := func(i int, reason run.StopReason, by Convergence) error {
-		r := st[i]
-		r.res.Result = run.Result{Reason: reason, Iters: r.iters}
-		r.res.ConvergedBy = by
-		r.res.F = r.fPrev
-		n--
-		if i != n {
-			return swapSlots(i, n)
-		}
-		return nil
+	if bc.maxIter == 0 {
+		bc.maxIter = 10000
 	}
-	report := func(r *bstate, F, gn, alpha, beta float64) {
-		r.iters++
-		if ctl.Record != nil {
-			ctl.Record(r.id, run.Record{Iter: r.iters - 1, Objective: -F, Smoothed: math.NaN(),
-				GradNorm: math.Sqrt(math.Max(gn, 0)), Step: alpha, Extra: map[string]float64{"F": F, "beta": beta,
-					"f_evals": float64(r.res.FEvals), "g_evals": float64(r.res.GEvals),
-					"rejected": float64(r.res.Rejected), "restarts": float64(r.res.Restarts)}})
-		}
-	}
-	grad := func() error {
-		if upd != nil { // Algorithm 1: closed-form updates first, then the gradient at the new values
-			if err := upd.Update(x.Batches(0, n)); err != nil {
-				return err
-			}
-		}
-		if err := obj.Grad(fs, g.Batches(0, n), gt.Batches(0, n), x.Batches(0, n)); err != nil {
-			return err
-		}
-		if !s.Method.riemannian() { // Euclidean directions: g̃ = g
-			if err := be.Copy(gt.Batches(0, n), g.Batches(0, n)); err != nil {
-				return err
-			}
-		}
-		return rowDots(gg, g, g, n) // gᵀg is finite when g is (barring overflow)
-	}
-	var ck *batchCheckpoint
+	c.ctl = bc
+	resumed := false
 	if s.Resume && ctl.CheckpointPath != "" {
-		c, ok, err := loadBatch(ctl.CheckpointPath, s, B, dim)
-		if err != nil {
+		if resumed, err = resumeBatch(c, ctl.CheckpointPath, stf); err != nil {
 			return nil, err
 		}
-		if ok {
-			ck = c
+	}
+	if !resumed {
+		if err := c.start(); err != nil {
+			return nil, err
 		}
 	}
-	first := ck == nil
-	if ck != nil {
-		// Resume: the state of every run as saved (slot i = run i), then the finished runs behind the others.
-		for _, c := range []struct {
+	if err := c.run(); err != nil {
+		return nil, err
+	}
+	return e.results(st, bc.ctx)
+}
+
+// resumeBatch loads the checkpoint at path into the core's runs (slot i = run i) and retires the runs that had
+// finished; false when there is no file.
+func resumeBatch(c *core, path string, stf BatchStateful) (bool, error) {
+	e := c.e.(*batchEngine)
+	B := len(c.st)
+	ck, ok, err := loadBatch(path, c.s, B, e.x.Cols())
+	if err != nil || !ok {
+		return false, err
+	}
+	rows := []struct {
+		t    *tensor.Tensor
+		rows [][]float64
+	}{{e.x, ck.X}, {e.gtPrev, ck.GtPrev}, {e.pPrev, ck.PPrev}}
+	if e.gPrev != nil {
+		rows = append(rows, struct {
 			t    *tensor.Tensor
 			rows [][]float64
-		}{{x, ck.X}, {gtPrev, ck.GtPrev}, {pPrev, ck.PPrev}} {
-			if err := uploadRows(be, c.t, c.rows); err != nil {
-				return nil, err
-			}
-		}
-		if stf != nil && ck.ObjState == nil {
-			return nil, fmt.Errorf("%w: %s holds no objective state", ErrBadInput, ctl.CheckpointPath)
-		}
-		for i := 0; stf != nil && i < B; i++ {
-			if err := stf.SetState(i, ck.ObjState[i]); err != nil {
-				return nil, err
-			}
-		}
-		for i := B - 1; i >= 0; i-- {
-			c := ck.Runs[i]
-			st[i].load(c)
-			if s.Method == Old {
-				st[i].mult = ck.Mult[i]
-			}
-			if c.Done {
-				if err := retire(i, c.Reason, c.ConvergedBy); err != nil {
-					return nil, err
-				}
-			}
-		}
-	} else {
-		if err := grad(); err != nil {
-			return nil, err
-		}
-		for i := range n {
-			st[i].res.GEvals++
-			if !run.Finite(fs[i], gg[i]) {
-				return nil, fmt.Errorf("%w: run %d: F = %v", ErrNotFinite, i, fs[i])
-			}
-			st[i].fPrev = fs[i]
+		}{e.gPrev, ck.GPrev})
+	}
+	for _, r := range rows {
+		if err := uploadRows(e.be, r.t, r.rows); err != nil {
+			return false, err
 		}
 	}
-	rounds := 0
-	gn, cross, d0 := make([]float64, B), make([]float64, B), make([]float64, B)
-	beta, alpha := make([]float64, B), make([]float64, B)
-	// direction writes p = −g̃ + β pPrev (the β of each run) and returns gᵀp in d0.
-	direction := func() error {
-		for i := range n {
-			beta[i] = st[i].beta
+	if stf != nil && ck.ObjState == nil {
+		return false, fmt.Errorf("%w: %s holds no objective state", ErrBadInput, path)
+	}
+	for i := 0; stf != nil && i < B; i++ {
+		if err := stf.SetState(i, ck.ObjState[i]); err != nil {
+			return false, err
 		}
-		hb := hd.Batches(0, n)
-		for i := range n {
-			hb.Set(i, 0, 0, beta[i])
+	}
+	for i := B - 1; i >= 0; i-- {
+		r := ck.Runs[i]
+		c.st[i].load(r)
+		if c.s.Method == Old {
+			c.st[i].mult = ck.Mult[i]
 		}
-		if err := be.Upload(dots.Batches(0, n), hb); err != nil {
+		if r.Done {
+			if err := c.retire(i, r.Reason, r.ConvergedBy); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// batchControl is MinimizeBatch's control: the context and cap of every run, the per-run recorder, checkpoints
+// every so many rounds.
+type batchControl struct {
+	ctx     context.Context
+	maxIter int
+	record  func(i int, r run.Record)
+	every   int
+	path    string
+	rounds  int
+	s       Settings
+	e       *batchEngine
+	st      []*runState
+	stf     BatchStateful
+}
+
+func (b *batchControl) halt(r *runState) (run.StopReason, bool) {
+	switch {
+	case b.ctx.Err() != nil:
+		return run.Cancelled, true
+	case r.iters >= b.maxIter:
+		return run.MaxIter, true
+	}
+	return run.Running, false
+}
+
+func (b *batchControl) report(r *runState, rec run.Record) {
+	if b.record != nil {
+		b.record(r.id, rec)
+	}
+}
+
+func (b *batchControl) finish(*runState, run.StopReason) {}
+
+func (b *batchControl) failed(err error) error { return err }
+
+func (b *batchControl) roundDone() error {
+	if b.rounds++; b.every > 0 && b.rounds%b.every == 0 {
+		return saveBatch(b.path, b.e, b.s, b.st, b.stf)
+	}
+	return nil
+}
+
+// batchEngine is the engine of MinimizeBatch: the runs' vectors are the items of B×1×Dim tensors on the backend.
+type batchEngine struct {
+	obj                                        BatchObjective
+	be                                         backend.Backend
+	upd                                        BatchUpdater
+	s                                          Settings
+	x, xt, g, gt, gPrev, gtPrev, p, pPrev, tmp *tensor.Tensor // gPrev only for Hestenes–Stiefel
+	dotT                                       *tensor.Tensor // B×1×1
+	hd                                         *tensor.Tensor // B×1×1 on the host
+	gg                                         []float64      // gᵀg by slot, from grad
+	hg, hp                                     *tensor.Tensor // Old: g̃ and p_prev on the host
+	hrow                                       *tensor.Tensor // Old: one direction on the host
+	owned                                      []*tensor.Tensor
+}
+
+func newBatchEngine(obj BatchObjective, s Settings, upd BatchUpdater) (*batchEngine, error) {
+	B, dim := obj.Batch(), obj.Dim()
+	e := &batchEngine{obj: obj, be: obj.Backend(), upd: upd, s: s, hd: tensor.NewHost(B, 1, 1), gg: make([]float64, B)}
+	shape := tensor.Shape{Batch: B, Rows: 1, Cols: dim}
+	ts := []**tensor.Tensor{&e.x, &e.xt, &e.g, &e.gt, &e.gtPrev, &e.p, &e.pPrev, &e.tmp}
+	if s.Beta == HestenesStiefel {
+		ts = append(ts, &e.gPrev)
+	}
+	for _, t := range ts {
+		v, err := e.be.Alloc(shape)
+		if err != nil {
+			return e, err
+		}
+		e.owned = append(e.owned, v)
+		*t = v
+	}
+	d, err := e.be.Alloc(tensor.Shape{Batch: B, Rows: 1, Cols: 1})
+	if err != nil {
+		return e, err
+	}
+	e.owned = append(e.owned, d)
+	e.dotT = d
+	return e, nil
+}
+
+func (e *batchEngine) free() {
+	for _, t := range e.owned {
+		e.be.Free(t)
+	}
+}
+
+// rowDots returns aᵀb for the first n runs.
+func (e *batchEngine) rowDots(dst []float64, a, b *tensor.Tensor, n int) error {
+	if err := e.be.RowDots(e.dotT.Batches(0, n), a.Batches(0, n), b.Batches(0, n)); err != nil {
+		return err
+	}
+	if err := e.be.Download(e.hd.Batches(0, n), e.dotT.Batches(0, n)); err != nil {
+		return err
+	}
+	for i := range n {
+		dst[i] = e.hd.At(i, 0, 0)
+	}
+	return nil
+}
+
+func (e *batchEngine) update(n int) error {
+	if e.upd == nil {
+		return nil
+	}
+	return e.upd.Update(e.x.Batches(0, n))
+}
+
+func (e *batchEngine) grad(n int, f []float64) error {
+	if err := e.obj.Grad(f, e.g.Batches(0, n), e.gt.Batches(0, n), e.x.Batches(0, n)); err != nil {
+		return err
+	}
+	return e.rowDots(e.gg, e.g, e.g, n) // gᵀg is finite when g is (barring overflow)
+}
+
+func (e *batchEngine) finite(i int, f float64) bool { return run.Finite(f, e.gg[i]) }
+
+func (e *batchEngine) natural(n int) error {
+	if e.s.Method.riemannian() {
+		return nil // the objective's Grad wrote g̃
+	}
+	return e.be.Copy(e.gt.Batches(0, n), e.g.Batches(0, n)) // Euclidean directions: g̃ = g
+}
+
+func (e *batchEngine) vec(v vec) *tensor.Tensor {
+	return [...]*tensor.Tensor{vG: e.g, vGt: e.gt, vGPrev: e.gPrev, vGtPrev: e.gtPrev, vP: e.p, vPPrev: e.pPrev}[v]
+}
+
+func (e *batchEngine) dots(dst []float64, a, b vec, n int) error {
+	return e.rowDots(dst, e.vec(a), e.vec(b), n)
+}
+
+func (e *batchEngine) sqNormG(i int) float64 { return e.gg[i] }
+
+func (e *batchEngine) direction(n int, beta, d0 []float64) error {
+	hb := e.hd.Batches(0, n)
+	for i := range n {
+		hb.Set(i, 0, 0, beta[i])
+	}
+	if err := e.be.Upload(e.dotT.Batches(0, n), hb); err != nil {
+		return err
+	}
+	if err := e.be.ScaleRows(e.p.Batches(0, n), e.pPrev.Batches(0, n), e.dotT.Batches(0, n)); err != nil {
+		return err
+	}
+	if err := e.be.Axpby(e.p.Batches(0, n), -1, e.gt.Batches(0, n), 1, e.p.Batches(0, n)); err != nil {
+		return err
+	}
+	return e.rowDots(d0, e.g, e.p, n)
+}
+
+func (e *batchEngine) trial(m int, alpha, f []float64) error {
+	if err := e.obj.Step(e.xt.Batches(0, m), e.x.Batches(0, m), e.p.Batches(0, m), alpha[:m]); err != nil {
+		return err
+	}
+	return e.obj.Value(f, e.xt.Batches(0, m))
+}
+
+// unmoved: max |xt − x| of each run is 0.
+func (e *batchEngine) unmoved(m int, dst []bool) error {
+	d := e.tmp.Batches(0, m)
+	if err := e.be.Axpby(d, 1, e.xt.Batches(0, m), -1, e.x.Batches(0, m)); err != nil {
+		return err
+	}
+	if err := e.be.Map(d, backend.Abs, 1, d); err != nil {
+		return err
+	}
+	if err := e.be.Reduce(e.dotT.Batches(0, m), backend.ReduceMax, backend.AxisCols, d); err != nil {
+		return err
+	}
+	if err := e.be.Download(e.hd.Batches(0, m), e.dotT.Batches(0, m)); err != nil {
+		return err
+	}
+	for i := range m {
+		dst[i] = e.hd.At(i, 0, 0) == 0
+	}
+	return nil
+}
+
+func (e *batchEngine) accept(n int, alpha []float64) error {
+	if err := e.obj.Step(e.x.Batches(0, n), e.x.Batches(0, n), e.p.Batches(0, n), alpha[:n]); err != nil {
+		return err
+	}
+	pairs := [][2]*tensor.Tensor{{e.gtPrev, e.gt}, {e.pPrev, e.p}}
+	if e.gPrev != nil {
+		pairs = append(pairs, [2]*tensor.Tensor{e.gPrev, e.g})
+	}
+	for _, c := range pairs {
+		if err := e.be.Copy(c[0].Batches(0, n), c[1].Batches(0, n)); err != nil {
 			return err
 		}
-		if err := be.ScaleRows(p.Batches(0, n), pPrev.Batches(0, n), dots.Batches(0, n)); err != nil {
+	}
+	return nil
+}
+
+// swap exchanges the runs in slots i and j: the objective's data and state and the run's vectors. The slot arrays
+// of the core (F, dots, …) are filled afresh before each use, so they need no swap.
+func (e *batchEngine) swap(i, j int) error {
+	if err := e.obj.Swap(i, j); err != nil {
+		return err
+	}
+	for _, t := range []*tensor.Tensor{e.x, e.g, e.gt, e.gPrev, e.gtPrev, e.p, e.pPrev} {
+		if t == nil {
+			continue
+		}
+		if err := swapItems(e.be, t, e.tmp, i, j); err != nil {
 			return err
 		}
-		if err := be.Axpby(p.Batches(0, n), -1, gt.Batches(0, n), 1, p.Batches(0, n)); err != nil {
-			return err
-		}
-		return rowDots(d0, g, p, n)
 	}
-	// searchFront swaps the runs whose search wants F to the front (slots 0…m−1) and returns m.
-	searchFront := func() (int, error) {
-		return slots.Front(n, func(i int) bool { return st[i].search.searching() }, swapSlots)
+	return nil
+}
+
+// hostRows downloads g̃ and p_prev of the first n runs (Old's host arithmetic: down once per iteration, and a row of
+// p up once per shrinking).
+func (e *batchEngine) hostRows(n int) (gt, pPrev [][]float64, err error) {
+	B, dim := e.x.Batch(), e.x.Cols()
+	if e.hg == nil {
+		e.hg, e.hp, e.hrow = tensor.NewHost(B, 1, dim), tensor.NewHost(B, 1, dim), tensor.NewHost(1, 1, dim)
 	}
-	// evaluate steps the first m runs to their trial points (x + trial·p) and evaluates F there into fs; trialF(i)
-	// then counts run i's evaluation and returns its F, +Inf where F is not finite (a rejected point).
-	evaluate := func(m int) error {
-		for i := range m {
-			alpha[i] = st[i].search.trial
-		}
-		if err := obj.Step(xt.Batches(0, m), x.Batches(0, m), p.Batches(0, m), alpha[:m]); err != nil {
-			return err
-		}
-		return obj.Value(fs, xt.Batches(0, m))
+	if err := e.be.Download(e.hg.Batches(0, n), e.gt.Batches(0, n)); err != nil {
+		return nil, nil, err
 	}
-	trialF := func(i int) float64 {
-		r := st[i]
-		r.res.FEvals++
-		if math.IsNaN(fs[i]) || math.IsInf(fs[i], 0) {
-			r.res.Rejected++
-			return math.Inf(1)
-		}
-		return fs[i]
+	if err := e.be.Download(e.hp.Batches(0, n), e.pPrev.Batches(0, n)); err != nil {
+		return nil, nil, err
 	}
-	// lineSearch runs the searches of the runs whose search stage is lsFirst to their end, one Value per round. Each
-	// round first swaps the runs still searching to the front (slots 0…m−1), so that it steps and evaluates only
-	// them: the runs' searches end after different numbers of rounds.
-	lineSearch := func() error {
-		for {
-			m, err := searchFront()
-			if err != nil || m == 0 {
-				return err
-			}
-			if err := evaluate(m); err != nil {
-				return err
-			}
-			for i := range m {
-				st[i].search.feed(trialF(i), ls)
-			}
-		}
+	gt, pPrev = make([][]float64, n), make([][]float64, n)
+	for i := range n {
+		gt[i], _, _, _ = e.hg.Matrix(i)
+		pPrev[i], _, _, _ = e.hp.Matrix(i)
 	}
-	// oldStep is Old's step (optimizer.oldStep) for each unfinished run, its gn set: a run with g̃ = 0 stops
-	// (Stationary); the others scale their multipliers by the signs of g̃ and the previous step, then try
-	// p = −mult ⊙ g̃ in rounds of one Value over the runs still trying (swapped to the front), each shrinking its
-	// multipliers after an increase of F, until F does not rise (search.ok, a = 1) or the step no longer moves x (not
-	// ok). The vectors of this host arithmetic go down and up once per iteration, and a row of p once per shrinking.
-	var hg, hp, hrow *tensor.Tensor
-	setP := func(i int) error { // p of slot i = −mult ⊙ g̃
-		r := st[i]
-		row, _, _, _ := hrow.Matrix(0)
-		for k, gk := range r.oldG {
-			row[k] = -r.mult[k] * gk
-		}
-		return be.Upload(p.Item(i), hrow)
-	}
-	oldStep := func() error {
-		for i := n - 1; i >= 0; i-- {
-			if r := st[i]; r.gn == 0 {
-				report(r, r.f, r.gn, 0, 0)
-				if err := retire(i, run.Converged, Stationary); err != nil {
-					return err
-				}
-			}
-		}
-		if n == 0 {
-			return nil
-		}
-		if hg == nil {
-			hg, hp, hrow = tensor.NewHost(B, 1, dim), tensor.NewHost(B, 1, dim), tensor.NewHost(1, 1, dim)
-		}
-		if err := be.Download(hg.Batches(0, n), gt.Batches(0, n)); err != nil {
-			return err
-		}
-		if err := be.Download(hp.Batches(0, n), pPrev.Batches(0, n)); err != nil {
-			return err
-		}
-		for i := range n {
-			r := st[i]
-			gi, _, _, _ := hg.Matrix(i)
-			r.oldG = append(r.oldG[:0], gi...)
-			if r.havePrev {
-				pp, _, _, _ := hp.Matrix(i)
-				for k, gk := range gi {
-					m := r.mult[k]
-					switch c := gk * pp[k]; {
-					case c < 0: // the step −g̃_k repeats the previous step's sign
-						m *= ls.OldUp
-					case c > 0:
-						m *= ls.OldDown
-					}
-					r.mult[k] = math.Min(math.Max(m, ls.MinAlpha), ls.MaxAlpha)
-				}
-			}
-			r.try = 0
-			r.search = lsState{stage: lsFirst, F0: r.f, bestF: r.f, trial: 1}
-			if err := setP(i); err != nil {
-				return err
-			}
-		}
-		for {
-			m, err := searchFront()
-			if err != nil || m == 0 {
-				return err
-			}
-			if err := evaluate(m); err != nil {
-				return err
-			}
-			// max |xt − x| of each run: 0 when the step no longer moves x (moved).
-			d := tmp.Batches(0, m)
-			if err := be.Axpby(d, 1, xt.Batches(0, m), -1, x.Batches(0, m)); err != nil {
-				return err
-			}
-			if err := be.Map(d, backend.Abs, 1, d); err != nil {
-				return err
-			}
-			if err := be.Reduce(dots.Batches(0, m), backend.ReduceMax, backend.AxisCols, d); err != nil {
-				return err
-			}
-			if err := be.Download(hd.Batches(0, m), dots.Batches(0, m)); err != nil {
-				return err
-			}
-			for i := range m {
-				r := st[i]
-				f := trialF(i)
-				switch {
-				case hd.At(i, 0, 0) == 0: // x not moved: the end, whatever F(x) (optimizer.oldStep)
-					r.search.stage, r.search.ok = lsDone, false
-				case f <= r.search.F0:
-					r.search.stage, r.search.ok, r.search.a, r.search.bestF = lsDone, true, 1, f
-				case r.try == oldMaxHalvings:
-					r.search.stage, r.search.ok = lsDone, false
-				default:
-					for k := range r.mult {
-						r.mult[k] *= ls.Backtrack
-					}
-					r.try++
-					if err := setP(i); err != nil {
-						return err
-					}
-				}
-			}
-		}
-	}
-	for n > 0 {
-		if ctx.Err() != nil {
-			for i := n - 1; i >= 0; i-- {
-				if err := retire(i, run.Cancelled, NotConverged); err != nil {
-					return nil, err
-				}
-			}
-			break
-		}
-		for i := n - 1; i >= 0; i-- {
-			if st[i].iters >= maxIter {
-				if err := retire(i, run.MaxIter, NotConverged); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if n == 0 {
-			break
-		}
-		if !first {
-			if err := grad(); err != nil {
-				return nil, err
-			}
-			for i := range n {
-				st[i].res.GEvals++
-				st[i].f = fs[i]
-			}
-			for i := n - 1; i >= 0; i-- {
-				if !run.Finite(fs[i], gg[i]) {
-					if err := retire(i, run.NotFinite, NotConverged); err != nil {
-						return nil, err
-					}
-				}
-			}
-			if n == 0 {
-				break
-			}
-		} else {
-			for i := range n {
-				st[i].f = st[i].fPrev
-			}
-		}
-		first = false
-		if err := rowDots(gn, g, gt, n); err != nil {
-			return nil, err
-		}
-		if err := rowDots(cross, g, gtPrev, n); err != nil {
-			return nil, err
-		}
-		if s.Method == Old {
-			for i := range n {
-				st[i].gn, st[i].beta = gn[i], 0
-			}
-			if err := oldStep(); err != nil {
-				return nil, err
-			}
-		} else {
-			for i := range n {
-				r := st[i]
-				r.gn = gn[i]
-				r.restart = !r.havePrev || !s.Method.conjugate() || (every > 0 && r.sinceReset >= every)
-				r.beta = 0
-				if !r.restart {
-					c := cross[i]
-					switch s.Beta {
-					case PolakRibiere:
-						r.beta = (r.gn - c) / r.gnPrev
-					case PolakRibierePlus:
-						r.beta = math.Max((r.gn-c)/r.gnPrev, 0)
-					case FletcherReeves:
-						r.beta = r.gn / r.gnPrev
-					}
-					if s.PowellBeale > 0 && PowellBealeFires(c, r.gn, s.PowellBeale) {
-						r.restart = true
-					}
-					if math.IsNaN(r.beta) || math.IsInf(r.beta, 0) {
-						r.restart = true
-					}
-				}
-				if r.restart {
-					r.beta = 0
-				}
-			}
-			if err := direction(); err != nil {
-				return nil, err
-			}
-			safeguard := false
-			for i := range n {
-				if r := st[i]; r.beta != 0 && !(d0[i] < 0) { // descent safeguard (notes §7.8)
-					r.beta, r.restart, safeguard = 0, true, true
-				}
-			}
-			if safeguard {
-				if err := direction(); err != nil {
-					return nil, err
-				}
-			}
-			for i := n - 1; i >= 0; i-- {
-				r := st[i]
-				r.d0 = d0[i]
-				if r.restart && s.Method.conjugate() {
-					r.res.Restarts++
-					r.sinceReset = 0
-				}
-				if !(r.d0 < 0) || r.gn == 0 { // stationary to working precision
-					report(r, r.f, r.gn, 0, r.beta)
-					if err := retire(i, run.Converged, Stationary); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				switch { // Minimize's α₀ rule
-				case s.Method.riemannian() && (r.restart && s.Method == RCG || r.alphaPrev == 0):
-					r.a0 = 1
-				case s.Method.riemannian():
-					r.a0 = math.Min(math.Max(r.alphaPrev, ls.MinAlpha), ls.MaxAlpha)
-				case r.alphaPrev == 0:
-					r.a0 = 1 / math.Sqrt(gg[i])
-				default:
-					r.a0 = r.alphaPrev
-				}
-				r.search.start(r.f, r.d0, r.a0, s.Search == Unit, r.beta == 0)
-			}
-			if err := lineSearch(); err != nil {
-				return nil, err
-			}
-			// Revert and reset where the conjugate direction failed: search along −g̃ (from α₀ = 1 if Riemannian).
-			retry := false
-			for i := range n {
-				r := st[i]
-				r.retry = !r.search.ok && r.beta != 0
-				if r.retry {
-					r.beta, retry = 0, true
-				}
-			}
-			if retry {
-				if err := direction(); err != nil {
-					return nil, err
-				}
-				for i := range n {
-					if r := st[i]; r.retry {
-						r.d0 = d0[i]
-						r.res.Restarts++
-						r.sinceReset = 0
-						if s.Method.riemannian() {
-							r.a0 = 1
-						}
-						r.search.start(r.f, r.d0, r.a0, s.Search == Unit, true)
-					}
-				}
-				if err := lineSearch(); err != nil {
-					return nil, err
-				}
-			}
-		}
-		for i := n - 1; i >= 0; i-- {
-			if r := st[i]; !r.search.ok {
-				// No decrease along the natural gradient: converged to working precision.
-				report(r, r.f, r.gn, 0, r.beta)
-				if err := retire(i, run.Converged, NoDecrease); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if n == 0 {
-			break
-		}
-		for i := range n {
-			alpha[i] = st[i].search.a
-		}
-		if err := obj.Step(x.Batches(0, n), x.Batches(0, n), p.Batches(0, n), alpha[:n]); err != nil {
-			return nil, err
-		}
-		if err := be.Copy(gtPrev.Batches(0, n), gt.Batches(0, n)); err != nil {
-			return nil, err
-		}
-		if err := be.Copy(pPrev.Batches(0, n), p.Batches(0, n)); err != nil {
-			return nil, err
-		}
-		for i := n - 1; i >= 0; i-- {
-			r := st[i]
-			fNew := r.search.bestF
-			r.sinceReset++
-			r.gnPrev, r.alphaPrev, r.havePrev = r.gn, r.search.a, true
-			if math.Abs(r.fPrev-fNew) < s.Tol {
-				r.calm++
-			} else {
-				r.calm = 0
-			}
-			r.fPrev = fNew
-			report(r, fNew, r.gn, r.search.a, r.beta)
-			if s.UseTarget && fNew <= s.Target {
-				if err := retire(i, run.Converged, TargetReached); err != nil {
-					return nil, err
-				}
-			} else if r.calm >= patience {
-				if err := retire(i, run.Converged, Tolerance); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if rounds++; ctl.CheckpointEvery > 0 && rounds%ctl.CheckpointEvery == 0 {
-			if err := saveBatch(ctl.CheckpointPath, be, s, st, stf, x, gtPrev, pPrev); err != nil {
-				return nil, err
-			}
-		}
-	}
-	// Undo the swaps, so that slot i of obj (its models, posteriors and data) is run i again on return and the
-	// batch can be minimised again.
+	return gt, pPrev, nil
+}
+
+func (e *batchEngine) setP(i int, p []float64) error {
+	row, _, _, _ := e.hrow.Matrix(0)
+	copy(row, p)
+	return e.be.Upload(e.p.Item(i), e.hrow)
+}
+
+// results undoes the swaps, so that slot i of obj (its models, posteriors and data) is run i again and the batch
+// can be minimised again, and returns the runs' results in the order of x0, with the context's error for the
+// cancelled runs.
+func (e *batchEngine) results(st []*runState, ctx context.Context) ([]Result, error) {
+	B := len(st)
 	for i := range B {
 		for st[i].id != i {
 			j := st[i].id
-			if err := obj.Swap(i, j); err != nil {
+			if err := e.obj.Swap(i, j); err != nil {
 				return nil, err
 			}
-			if err := swapItems(be, x, tmp, i, j); err != nil {
+			if err := swapItems(e.be, e.x, e.tmp, i, j); err != nil {
 				return nil, err
 			}
 			st[i], st[j] = st[j], st[i]
 		}
 	}
-	hx := tensor.NewHost(B, 1, dim)
-	if err := be.Download(hx, x); err != nil {
+	hx := tensor.NewHost(B, 1, e.x.Cols())
+	if err := e.be.Download(hx, e.x); err != nil {
 		return nil, err
 	}
 	var cancelled error
+	out := make([]Result, B)
 	xs := hx.ItemRows()
 	for i, r := range st {
 		r.res.X = xs[i]

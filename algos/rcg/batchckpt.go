@@ -31,23 +31,24 @@ type batchCheckpoint struct {
 	X, GtPrev, PPrev [][]float64
 	ObjState         [][]float64 // BatchStateful's state by run; nil for an objective without one
 	Mult             [][]float64 // Old's multipliers by run; nil for the other methods
+	GPrev            [][]float64 // the previous gradients by run for Hestenes–Stiefel; nil for the other β
 }
 
-func (r *bstate) save() batchRunState {
+func (r *runState) save() batchRunState {
 	return batchRunState{GnPrev: r.gnPrev, AlphaPrev: r.alphaPrev, FPrev: r.fPrev, SinceReset: r.sinceReset,
 		Calm: r.calm, Iters: r.iters, HavePrev: r.havePrev, Done: r.res.Reason != run.Running, Reason: r.res.Reason,
 		ConvergedBy: r.res.ConvergedBy, FEvals: r.res.FEvals, GEvals: r.res.GEvals, Rejected: r.res.Rejected,
 		Restarts: r.res.Restarts}
 }
 
-func (r *bstate) load(c batchRunState) {
-	r.gnPrev, r.alphaPrev, r.fPrev = c.GnPrev, c.AlphaPrev, c.FPrev
+func (r *runState) load(c batchRunState) {
+	r.gnPrev, r.alphaPrev, r.fPrev, r.fLast = c.GnPrev, c.AlphaPrev, c.FPrev, c.FPrev
 	r.sinceReset, r.calm, r.iters, r.havePrev = c.SinceReset, c.Calm, c.Iters, c.HavePrev
 	r.res.FEvals, r.res.GEvals, r.res.Rejected, r.res.Restarts = c.FEvals, c.GEvals, c.Rejected, c.Restarts
 }
 
 // rowsByRun downloads t (B×1×dim) and returns its rows by run: slot i holds run st[i].id.
-func rowsByRun(be backend.Backend, t *tensor.Tensor, st []*bstate) ([][]float64, error) {
+func rowsByRun(be backend.Backend, t *tensor.Tensor, st []*runState) ([][]float64, error) {
 	h := tensor.NewHost(t.Batch(), 1, t.Cols())
 	if err := be.Download(h, t); err != nil {
 		return nil, err
@@ -61,9 +62,9 @@ func rowsByRun(be backend.Backend, t *tensor.Tensor, st []*bstate) ([][]float64,
 }
 
 // saveBatch writes the checkpoint of MinimizeBatch's state to path (atomically, run.SaveCheckpoint).
-func saveBatch(path string, be backend.Backend, s Settings, st []*bstate, stf BatchStateful, x, gtPrev,
-	pPrev *tensor.Tensor) error {
-	c := batchCheckpoint{Method: int(s.Method), Dim: x.Cols(), Runs: make([]batchRunState, len(st))}
+func saveBatch(path string, e *batchEngine, s Settings, st []*runState, stf BatchStateful) error {
+	be := e.be
+	c := batchCheckpoint{Method: int(s.Method), Dim: e.x.Cols(), Runs: make([]batchRunState, len(st))}
 	if stf != nil {
 		c.ObjState = make([][]float64, len(st))
 	}
@@ -80,14 +81,19 @@ func saveBatch(path string, be backend.Backend, s Settings, st []*bstate, stf Ba
 		}
 	}
 	var err error
-	if c.X, err = rowsByRun(be, x, st); err != nil {
+	if c.X, err = rowsByRun(be, e.x, st); err != nil {
 		return err
 	}
-	if c.GtPrev, err = rowsByRun(be, gtPrev, st); err != nil {
+	if c.GtPrev, err = rowsByRun(be, e.gtPrev, st); err != nil {
 		return err
 	}
-	if c.PPrev, err = rowsByRun(be, pPrev, st); err != nil {
+	if c.PPrev, err = rowsByRun(be, e.pPrev, st); err != nil {
 		return err
+	}
+	if e.gPrev != nil {
+		if c.GPrev, err = rowsByRun(be, e.gPrev, st); err != nil {
+			return err
+		}
 	}
 	return run.SaveCheckpoint(path, batchCheckpointMethod, batchCheckpointVersion, c)
 }
@@ -105,10 +111,12 @@ func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, err
 	}
 	ok := c.Method == int(s.Method) && c.Dim == dim && len(c.Runs) == B && len(c.X) == B && len(c.GtPrev) == B &&
 		len(c.PPrev) == B && (c.ObjState == nil || len(c.ObjState) == B) &&
-		(s.Method == Old) == (c.Mult != nil) && (c.Mult == nil || len(c.Mult) == B)
+		(s.Method == Old) == (c.Mult != nil) && (c.Mult == nil || len(c.Mult) == B) &&
+		(s.Beta == HestenesStiefel) == (c.GPrev != nil) && (c.GPrev == nil || len(c.GPrev) == B)
 	for i := 0; ok && i < B; i++ {
 		r := c.Runs[i]
 		ok = len(c.X[i]) == dim && len(c.GtPrev[i]) == dim && len(c.PPrev[i]) == dim &&
+			(c.GPrev == nil || len(c.GPrev[i]) == dim) &&
 			(c.Mult == nil || len(c.Mult[i]) == dim && finiteVec(c.Mult[i])) &&
 			r.Done == (r.Reason != run.Running) && r.Iters >= 0 &&
 			// A checkpoint written before ConvergedBy existed holds NotConverged for its converged runs.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
-	"github.com/geovb/geovb/models/fisher"
 )
 
 // banana is a model of one's own: a diagonal Gaussian q(x, y) fitted to p(x, y) ∝ exp[−9(xy − 1)² − x² − y²]
@@ -30,7 +29,7 @@ func (b *banana) Grad(g, m []float64) float64 {
 }
 
 // NatGrad: for the means of a diagonal Gaussian the Fisher metric is diag(1/ṽ), so the Riemannian gradient is ṽ ⊙ g.
-func (b *banana) NatGrad(dst, g, m []float64) { fisher.DiagNatGrad(dst, []float64{b.vx, b.vy}, g) }
+func (b *banana) NatGrad(dst, g, m []float64) { dst[0], dst[1] = b.vx*g[0], b.vy*g[1] }
 
 // Update sets each variance where ∂F/∂ṽ = 0 given the rest (eq. 13).
 func (b *banana) Update(m []float64) error {

@@ -15,7 +15,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
-	"github.com/geovb/geovb/models/fisher"
 	"github.com/geovb/geovb/rng"
 )
 
@@ -34,7 +33,7 @@ func (o *toy) Grad(g, x []float64) float64 {
 	g[1] = 18*b*(a*a+o.vx) - 18*a + 2*b
 	return o.Value(x)
 }
-func (o *toy) NatGrad(dst, g, x []float64) { fisher.DiagNatGrad(dst, []float64{o.vx, o.vy}, g) }
+func (o *toy) NatGrad(dst, g, x []float64) { diagNatGrad(dst, []float64{o.vx, o.vy}, g) }
 func (o *toy) Update(x []float64) error {
 	// (13): x̃ = 1/(2∂C_p/∂x̃) = 1/(18(ȳ² + ỹ) + 2), then ỹ likewise (Gauss–Seidel).
 	o.vx = 1 / (18*(x[1]*x[1]+o.vy) + 2)
@@ -113,7 +112,7 @@ func (o *gaussTarget) Grad(g, x []float64) float64 {
 	}
 	return o.Value(x)
 }
-func (o *gaussTarget) NatGrad(dst, g, x []float64) { fisher.DiagNatGrad(dst, o.v, g) }
+func (o *gaussTarget) NatGrad(dst, g, x []float64) { diagNatGrad(dst, o.v, g) }
 func (o *gaussTarget) Update(x []float64) error {
 	o.nUpd++
 	if o.fixedG {
@@ -452,7 +451,7 @@ func TestLineSearchParabola(t *testing.T) {
 	}
 	for _, c := range []struct{ amin, a0, want float64 }{{0.7, 1, 0.7}, {3, 1, 3}, {10, 1, 4}, {0.08, 1, 0.1}} {
 		f := q(c.amin)
-		o := &optimizer{s: Settings{}, ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}}
+		o := &searcher{s: Settings{}, ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}}
 		o.obj = lineObj{f}
 		a, fa, ok := o.search([]float64{0}, []float64{1}, f(0), -2*c.amin, c.a0, true)
 		if !ok || math.Abs(a-c.want) > 1e-12 || math.Abs(fa-f(c.want)) > 1e-12 {
@@ -464,13 +463,13 @@ func TestLineSearchParabola(t *testing.T) {
 	}
 	// Linear decrease: expansion doubles α₀ three times.
 	lin := func(a float64) float64 { return -a }
-	o := &optimizer{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{lin}}
+	o := &searcher{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{lin}}
 	if a, _, ok := o.search([]float64{0}, []float64{1}, 0, -1, 1, true); !ok || a != 8 {
 		t.Errorf("linear: α = %v, want 8", a)
 	}
 	// Armijo failure then backtracking: F rises everywhere beyond 1e-3 except close to 0.
 	bump := func(a float64) float64 { return -a + 1e4*a*a }
-	o = &optimizer{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{bump}}
+	o = &searcher{ls: LineSearch{}.withDefaults(Parabolic, RCG), xt: make([]float64, 1), res: &Result{}, obj: lineObj{bump}}
 	a, fa, ok := o.search([]float64{0}, []float64{1}, 0, -1, 1, true)
 	if !ok || !(fa <= 1e-4*a*-1) {
 		t.Errorf("bump: α = %v, F = %v, ok %v: Armijo not met", a, fa, ok)
@@ -491,7 +490,7 @@ func TestSteepestSearchBacktracksFar(t *testing.T) {
 		evals int
 	}
 	host := func(f func(float64) float64, d0 float64, search Search, steepest bool) outcome {
-		o := &optimizer{s: Settings{Search: search}, ls: LineSearch{}.withDefaults(search, RCG), xt: make([]float64, 1),
+		o := &searcher{s: Settings{Search: search}, ls: LineSearch{}.withDefaults(search, RCG), xt: make([]float64, 1),
 			res: &Result{}, obj: lineObj{f}}
 		a, fa, ok := o.search([]float64{0}, []float64{1}, f(0), d0, 1, steepest)
 		return outcome{a, fa, ok, o.res.FEvals}
@@ -640,6 +639,46 @@ func TestPowellBealeFires(t *testing.T) {
 	}
 }
 
+// diagNatGrad writes the natural gradient v ⊙ g of the means of a diagonal Gaussian with variances v.
+func diagNatGrad(dst, v, g []float64) {
+	for i := range dst {
+		dst[i] = v[i] * g[i]
+	}
+}
+
+// searcher runs the step rule of s along p from x on obj one evaluation at a time, as the core does for a run, and
+// counts the evaluations in res.
+type searcher struct {
+	obj Objective
+	s   Settings
+	ls  LineSearch
+	xt  []float64
+	res *Result
+}
+
+// search returns the accepted α and F(x + αp), or ok = false when no acceptable point was found. F0 = F(x), d0 =
+// ∇Fᵀp < 0, a0 the trial step; steepest says p is −g̃ (or −g).
+func (o *searcher) search(x, p []float64, F0, d0, a0 float64, steepest bool) (alpha, f float64, ok bool) {
+	var l lsState
+	l.start(F0, d0, a0, o.s.Search == Unit, steepest)
+	for l.searching() {
+		for i := range x {
+			o.xt[i] = x[i] + l.trial*p[i]
+		}
+		f := o.obj.Value(o.xt)
+		o.res.FEvals++
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			o.res.Rejected++
+			f = math.Inf(1)
+		}
+		l.feed(f, o.ls)
+	}
+	if !l.ok {
+		return 0, 0, false
+	}
+	return l.a, l.bestF, true
+}
+
 func newRand(seed uint64) *rand.Rand { return rand.New(rng.NewSource(seed, 4)) }
 
 func dotF(a, b []float64) float64 { return dot(a, b) }
@@ -652,35 +691,4 @@ func randSPD(r *rand.Rand, n int, jitter float64) *mat.SymDense {
 	s.SymOuterK(1, a)
 	s.AddSym(s, mat.NewDiagDense(n, slices.Repeat([]float64{jitter}, n)))
 	return s
-}
-
-// TimeOrBound: the first time F ≤ target, else the budget or, without one, the whole run (a lower bound), checked
-// on a hand-made trace.
-func TestTimeOrBound(t *testing.T) {
-	tr := &Trace{T: []float64{1, 2, 3}, F: []float64{5, 3, 1}, Evals: []int{2, 4, 6}, Time: 3.5}
-	if a, e, ok := tr.TimeOrBound(3); a != 2 || e != 4 || !ok {
-		t.Errorf("target 3: %v, %v, %v; want 2, 4, true", a, e, ok)
-	}
-	if a, e, ok := tr.TimeOrBound(0); a != 3.5 || e != 6 || ok {
-		t.Errorf("target 0: %v, %v, %v; want 3.5, 6, false", a, e, ok)
-	}
-	// A run with a budget of 10 s that stopped on its own after 3.5 s short of the target never reaches it.
-	tr.Limit = 10
-	if a, e, ok := tr.TimeOrBound(0); a != 10 || e != 6 || ok {
-		t.Errorf("target 0 with a 10 s budget: %v, %v, %v; want 10, 6, false", a, e, ok)
-	}
-	if a, _, ok := tr.TimeOrBound(3); a != 2 || !ok {
-		t.Errorf("target 3 with a budget: %v, %v; want 2, true", a, ok)
-	}
-	// A run the cap stopped after its budget (the cap acts between iterations) counts at the budget, so that it ties
-	// with the other misses under the same budget.
-	tr.Limit, tr.Time = 3.2, 3.5
-	if a, _, ok := tr.TimeOrBound(0); a != 3.2 || ok {
-		t.Errorf("target 0, stopped at 3.5 s by a 3.2 s cap: %v, %v; want 3.2, false", a, ok)
-	}
-	// Reached only in the iteration that went past the budget (at 3 s, budget 2.5 s): a miss at the budget too.
-	tr.Limit = 2.5
-	if a, e, ok := tr.TimeOrBound(1); a != 2.5 || e != 6 || ok {
-		t.Errorf("target 1 reached at 3 s past a 2.5 s budget: %v, %v, %v; want 2.5, 6, false", a, e, ok)
-	}
 }

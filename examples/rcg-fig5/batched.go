@@ -13,6 +13,7 @@ import (
 	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/models/mog"
 )
 
@@ -54,7 +55,7 @@ func (r *batchRun) evalsTo(target float64) (int, bool) {
 }
 
 // runBatched runs every method of methods (RCG first) with all initialisations of m as one mog.Batch on the
-// backend called beName, with rcg.RunMoG's settings (rcg.RunMoGBatch). RCG's runs set the target (their median
+// backend called beName, with rcgexp.RunMoG's settings (rcgexp.RunMoGBatch). RCG's runs set the target (their median
 // final F + tol) and the iteration cap of CG and GD (capF × RCG's median iterations; the host sweep caps them in
 // time). It writes one JSON line per method to w.
 func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []string, tol, capF float64) error {
@@ -62,8 +63,8 @@ func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []s
 		return fmt.Errorf("-batched: methods %v: RCG must come first", methods)
 	}
 	for _, name := range methods {
-		if !slices.Contains(rcg.MoGMethods, name) {
-			return fmt.Errorf("-batched runs %v, not %q", rcg.MoGMethods, name)
+		if !slices.Contains(rcgexp.MoGMethods, name) {
+			return fmt.Errorf("-batched runs %v, not %q", rcgexp.MoGMethods, name)
 		}
 	}
 	be, err := rcgplot.OpenBackend(beName, os.Stderr)
@@ -97,7 +98,7 @@ func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []s
 			runs[i].Evals = append(runs[i].Evals, evals)
 		}
 		c0, t0 := run.CPUTime(), time.Now()
-		res, err := rcg.RunMoGBatch(context.Background(), bt, xs, name, tol, limit, rec)
+		res, err := rcgexp.RunMoGBatch(context.Background(), bt, xs, name, tol, limit, rec)
 		l := batchLine{Method: name, Backend: info.Name, Runs: seeds, MaxIter: limit,
 			WallTime: time.Since(t0).Seconds(), CPUTime: (run.CPUTime() - c0).Seconds()}
 		bt.Close()
@@ -110,8 +111,8 @@ func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []s
 			fin, it = append(fin, r.F), append(it, float64(r.Iters))
 		}
 		if name == "RCG" {
-			target = rcg.Median(fin) + tol
-			maxIter = max(1, int(capF*rcg.Median(it)))
+			target = rcgexp.Median(fin) + tol
+			maxIter = max(1, int(capF*rcgexp.Median(it)))
 		}
 		var ev []float64
 		for i := range runs {
@@ -121,7 +122,7 @@ func runBatched(w io.Writer, beName string, m *mog.Model, seeds int, methods []s
 				l.Reached++
 			}
 		}
-		l.Target, l.MedianFinalF, l.MedianIters, l.MedianEvalsTT = target, rcg.Median(fin), rcg.Median(it), rcg.Median(ev)
+		l.Target, l.MedianFinalF, l.MedianIters, l.MedianEvalsTT = target, rcgexp.Median(fin), rcgexp.Median(it), rcgexp.Median(ev)
 		l.LowerBound = 2*l.Reached <= seeds
 		if err := enc.Encode(l); err != nil {
 			return err

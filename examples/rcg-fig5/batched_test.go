@@ -6,13 +6,13 @@ import (
 	"math"
 	"testing"
 
-	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/models/mog"
 )
 
 // TestBatchedLines checks -batched against the host sweep on a small mixture (N = 200, R = 0.3, K = 5, four
 // initialisations): the lines of RCG and VB-EM have the median final F and the median evaluations to RCG's target
-// of four host rcg.RunMoG runs (final F within 1e-9 relative; evaluation counts equal, since the batched drivers
+// of four host rcgexp.RunMoG runs (final F within 1e-9 relative; evaluation counts equal, since the batched drivers
 // repeat the host's decisions), and CG's line counts its runs against RCG's target with CG's iteration cap. Unknown
 // methods, and RCG not first, are errors before anything runs.
 func TestBatchedLines(t *testing.T) {
@@ -42,20 +42,20 @@ func TestBatchedLines(t *testing.T) {
 	// final F + tol).
 	host := func(meth string, target float64) (float64, float64) {
 		var fin []float64
-		var runs []*rcg.Trace
+		var runs []*rcgexp.Trace
 		for seed := range seeds {
 			x0, err := mog.Init(m, uint64(seed))
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := rcg.RunMoG(m, x0, meth, tol, 0)
+			tr, err := rcgexp.RunMoG(m, x0, meth, tol, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			runs, fin = append(runs, tr), append(fin, tr.Final)
 		}
 		if math.IsNaN(target) {
-			target = rcg.Median(fin) + tol
+			target = rcgexp.Median(fin) + tol
 		}
 		var ev []float64
 		for _, tr := range runs {
@@ -65,7 +65,7 @@ func TestBatchedLines(t *testing.T) {
 			}
 			ev = append(ev, float64(e))
 		}
-		return rcg.Median(fin), rcg.Median(ev)
+		return rcgexp.Median(fin), rcgexp.Median(ev)
 	}
 	r := lines[0]
 	for _, l := range []batchLine{r, lines[2]} {

@@ -4,7 +4,7 @@
 // writes F(t) of every run as an SVG. Each method's end is logged on stderr as it comes.
 //
 // With -batched, each method of -methods runs all initialisations as one batched computation on a backend (mog.Batch,
-// rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto). A batch has no per-run times, so each line gives the
+// rcgexp.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto). A batch has no per-run times, so each line gives the
 // median evaluations to RCG's median final F + ε, with the batch's wall and CPU time; CG's and GD's runs are capped at
 // -cap × RCG's median iterations. No SVG is written.
 package main
@@ -18,10 +18,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/backend/cpu"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/models/mog"
 )
 
@@ -61,7 +61,7 @@ func main() {
 		}
 		return
 	}
-	runs := map[string][]*rcg.Trace{}
+	runs := map[string][]*rcgexp.Trace{}
 	var order []string
 	var rcgTimes []float64
 	for _, meth := range meths {
@@ -73,9 +73,9 @@ func main() {
 			}
 			limit := time.Duration(0)
 			if (meth == "GD" || meth == "CG") && len(rcgTimes) > 0 {
-				limit = time.Duration(*gdCap * rcg.Median(rcgTimes) * float64(time.Second))
+				limit = time.Duration(*gdCap * rcgexp.Median(rcgTimes) * float64(time.Second))
 			}
-			tr, err := rcg.RunMoG(m, x0, meth, tol, limit)
+			tr, err := rcgexp.RunMoG(m, x0, meth, tol, limit)
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func main() {
 		for _, tr := range runs[meth] {
 			t = append(t, tr.Time)
 		}
-		log.Printf("%s: %d runs, median %.3g s of CPU time", meth, len(t), rcg.Median(t)) // progress, on stderr
+		log.Printf("%s: %d runs, median %.3g s of CPU time", meth, len(t), rcgexp.Median(t)) // progress, on stderr
 	}
 	target := math.NaN()
 	if rs := runs["RCG"]; len(rs) > 0 {
@@ -97,7 +97,7 @@ func main() {
 		for _, tr := range rs {
 			f = append(f, tr.Final)
 		}
-		target = rcg.Median(f) + tol
+		target = rcgexp.Median(f) + tol
 	}
 	p := svgplot.Chart{Title: fmt.Sprintf("MoG N=%d R=%g K=%d: F vs time (%d seeds)", *n, *R, *k, *seeds),
 		XLabel: "CPU time (s)", YLabel: "F − F_target + 1", LogX: true, LogY: true}

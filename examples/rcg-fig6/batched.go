@@ -49,7 +49,7 @@ func gridPoints(grid []float64, N, K, seeds int) ([]gridPoint, error) {
 	return out, nil
 }
 
-// runBatched runs methods (rcg.RunMoGBatch) on the named backend: with whole, every seed of every R of grid as one
+// runBatched runs methods (rcgexp.RunMoGBatch) on the named backend: with whole, every seed of every R of grid as one
 // mog.Batch per method (the runs' data sets differ, their N, K and D agree), else one batch per R.
 func runBatched(name string, grid []float64, methods []string, N, K, seeds int, epsN float64, svg string, whole bool) error {
 	be, err := rcgplot.OpenBackend(name, os.Stderr)

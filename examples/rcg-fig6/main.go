@@ -3,7 +3,7 @@
 // time-to-target, and writes median run time against R as an SVG.
 //
 // With -batched, each method runs all seeds of an R value as one batched computation on a backend (mog.Batch;
-// rcg.RunMoGBatch: MinimizeBatch for RCG and RG, mog.VBEMBatch for VB-EM; -backend, default $GEOVB_BACKEND or
+// rcgexp.RunMoGBatch: MinimizeBatch for RCG and RG, mog.VBEMBatch for VB-EM; -backend, default $GEOVB_BACKEND or
 // auto): one JSON line per (R, method) with the batch's wall and process CPU time and the per-run medians of final
 // F and iterations (a batch has no per-run times), and the batch wall time against R as the SVG. With -batched
 // -whole, the whole grid (every seed of every R) is one batch per method: the per-R lines then carry the runs'

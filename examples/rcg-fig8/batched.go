@@ -29,7 +29,7 @@ type slopeLine struct {
 	IterSlope float64 `json:"loglog_slope_median_iters"`
 }
 
-// runBatched runs methods (rcg.RunMoGBatch) on the mixture of rcgplot.Sweep (R, K, ε = epsN·N, the same data and
+// runBatched runs methods (rcgexp.RunMoGBatch) on the mixture of rcgplot.Sweep (R, K, ε = epsN·N, the same data and
 // initialisations) for each N of ns, all seeds as one mog.Batch per method on the backend called beName. It writes
 // a line per (N, method) and, for more than one N, per method the log–log slopes of the batch's wall time and of the
 // median iterations against N, and draws the batch wall times against N into svg.

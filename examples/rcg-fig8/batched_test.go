@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/models/mog"
 )
 
 // TestBatchedMatchesHost checks -batched against the host runs of the same sweep: for N = 100 and 200, three seeds,
 // the line of each (N, method) has the medians of final F (within 1e-8 relative) and iterations (within 2), and the
-// count of converged runs, of rcg.RunMoG's runs of the method on the data and initialisations rcgplot.Sweep uses
+// count of converged runs, of rcgexp.RunMoG's runs of the method on the data and initialisations rcgplot.Sweep uses
 // (the reference: independent per-run host code; the tolerances are those of TestRunMoGBatch in algos/rcg). The
 // closing lines' slopes are the least-squares slopes of the lines' own figures.
 func TestBatchedMatchesHost(t *testing.T) {
@@ -45,7 +45,7 @@ func TestBatchedMatchesHost(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tr, err := rcg.RunMoG(m, x0, meth, epsN*float64(N), 0)
+				tr, err := rcgexp.RunMoG(m, x0, meth, epsN*float64(N), 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -54,7 +54,7 @@ func TestBatchedMatchesHost(t *testing.T) {
 					conv++
 				}
 			}
-			f, n := rcg.Median(fin), rcg.Median(it)
+			f, n := rcgexp.Median(fin), rcgexp.Median(it)
 			if l.N != N || l.Runs != seeds || l.Method != meth || l.Converged != conv ||
 				!(math.Abs(l.MedianFinalF-f) <= 1e-8*math.Abs(f)) || math.Abs(l.MedianIters-n) > 2 {
 				t.Errorf("N = %d, %s: batched %+v; host median final F %.10g, iterations %v, %d converged", N, meth, l,

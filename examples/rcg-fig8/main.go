@@ -3,7 +3,7 @@
 // of more than one N, the log–log slopes of median run time against N, and writes the curves as an SVG.
 //
 // With -batched, each method runs all seeds of an N as one batched computation on a backend (mog.Batch,
-// rcg.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto): one JSON line per (N, method) with the batch's wall
+// rcgexp.RunMoGBatch; -backend, default $GEOVB_BACKEND or auto): one JSON line per (N, method) with the batch's wall
 // and process CPU time and the per-run medians of final F and iterations, then (for more than one N) per method the
 // log–log slopes of the batch wall time and of the median iterations against N; the SVG shows the batch wall times
 // against N.

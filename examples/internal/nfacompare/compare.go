@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/backend"
 	rcgplot "github.com/geovb/geovb/examples/internal/rcgplot"
 	"github.com/geovb/geovb/examples/internal/svgplot"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/models/nfa"
 )
 
@@ -23,8 +23,8 @@ type Options struct {
 	Dynamic       bool   // NSSM instead of NFA
 	Grid, Methods string // comma-separated data sizes and methods (RCG first)
 	Seeds         int    // initialisations per size and method
-	FirstSeed     int    // the first initialisation's seed (rcg.Sweep.FirstSeed)
-	// Target, when set, is the level all methods are timed to, fixed in advance (rcg.Sweep.FixedTarget), instead of
+	FirstSeed     int    // the first initialisation's seed (rcgexp.Sweep.FirstSeed)
+	// Target, when set, is the level all methods are timed to, fixed in advance (rcgexp.Sweep.FixedTarget), instead of
 	// RCG's median final F + ε: sweeps over parts of the seeds then share it and can be pooled.
 	Target       *float64
 	RCGCap       time.Duration // CPU-time cap of each RCG run
@@ -33,13 +33,13 @@ type Options struct {
 	GH           bool          // Gauss–Hermite moments instead of Taylor
 	D, H         int           // state dimension and hidden units (0: 5 and 20)
 	Eps          float64       // convergence threshold (0: 1e-5·T/80)
-	Follow       bool          // rerun RCG's capped misses with the others' budget (rcg.Sweep.FollowRCG)
+	Follow       bool          // rerun RCG's capped misses with the others' budget (rcgexp.Sweep.FollowRCG)
 	ARD          bool          // ARD priors of the weight-matrix columns (nfa.Config.ARD)
 	Hierarchical bool          // hierarchical priors (nfa.Config.Hierarchical)
 	HyperDelay   int           // iterations before the ARD and hierarchical priors adapt (nfa.Config.HyperDelay)
 	Runs         bool          // also a JSON line per run (runLines): seed, final F, iterations, stop, time-to-target
 	SVG          string        // figure path
-	// Batched runs each method's initialisations as one batch on the backend called Backend (rcg.SweepNFABatched;
+	// Batched runs each method's initialisations as one batch on the backend called Backend (rcgexp.SweepNFABatched;
 	// "" takes $GEOVB_BACKEND, else auto): times are then the batch's wall clock, and the others' caps iterations.
 	Batched bool
 	Backend string
@@ -47,11 +47,11 @@ type Options struct {
 	// TickEvery adds a progress line to Log each time a running run's clock passes another multiple of it (0: none).
 	TickEvery time.Duration
 	// CheckpointDir keeps a checkpoint of each run there, from which the same sweep started again resumes
-	// (rcg.Sweep.CheckpointDir; "": none).
+	// (rcgexp.Sweep.CheckpointDir; "": none).
 	CheckpointDir string
 }
 
-// Main runs rcg.SweepNFA with o.Methods (RCG first: it sets the target and the others' caps) over the sizes of
+// Main runs rcgexp.SweepNFA with o.Methods (RCG first: it sets the target and the others' caps) over the sizes of
 // o.Grid and writes JSON lines (one per size and method, see line) to stdout and an SVG to o.SVG.
 func Main(o Options) error {
 	methods := strings.Split(o.Methods, ",")
@@ -87,12 +87,12 @@ func Main(o Options) error {
 		if err != nil {
 			return fmt.Errorf("data size %q: %w", f, err)
 		}
-		sw := rcg.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, FirstSeed: o.FirstSeed, FixedTarget: o.Target,
+		sw := rcgexp.Sweep{Dynamic: o.Dynamic, T: T, Seeds: o.Seeds, FirstSeed: o.FirstSeed, FixedTarget: o.Target,
 			D: o.D, H: o.H, Moments: mo, Eps: o.Eps, Methods: methods, RCGCap: o.RCGCap, RCGMaxIter: o.RCGMaxIter,
 			CapFactor: o.Cap, FollowRCG: o.Follow, ARD: o.ARD, Hierarchical: o.Hierarchical, HyperDelay: o.HyperDelay,
 			CheckpointDir: o.CheckpointDir}
 		if o.Log != nil {
-			sw.Progress = func(m string, tr *rcg.Trace) {
+			sw.Progress = func(m string, tr *rcgexp.Trace) {
 				why := tr.Reason
 				if tr.ConvergedBy != "" {
 					why += ": " + tr.ConvergedBy
@@ -101,17 +101,17 @@ func Main(o Options) error {
 					tr.Final, tr.Iters, tr.Time, why)
 			}
 			sw.TickEvery = o.TickEvery
-			sw.Tick = func(m string, tr *rcg.Trace) {
+			sw.Tick = func(m string, tr *rcgexp.Trace) {
 				k := len(tr.F) - 1
 				fmt.Fprintf(o.Log, "T=%d %s seed %d: F %.6g after %d iterations, %.1f s (running)\n", T, m, tr.Seed,
 					tr.F[k], k+1, tr.T[k])
 			}
 		}
-		var runs map[string][]*rcg.Trace
+		var runs map[string][]*rcgexp.Trace
 		if be != nil {
-			runs, err = rcg.SweepNFABatched(sw, be)
+			runs, err = rcgexp.SweepNFABatched(sw, be)
 		} else {
-			runs, err = rcg.SweepNFA(sw)
+			runs, err = rcgexp.SweepNFA(sw)
 		}
 		if err != nil {
 			return err
@@ -125,7 +125,7 @@ func Main(o Options) error {
 			if err := enc.Encode(l); err != nil {
 				return err
 			}
-			if l.Method == rcg.FollowedRCG {
+			if l.Method == rcgexp.FollowedRCG {
 				continue
 			}
 			series[l.Method].X = append(series[l.Method].X, float64(T))
@@ -177,7 +177,7 @@ type line struct {
 	PFasterWorst    float64 `json:"ranksum_p_rcg_faster_worst,omitempty"`
 	PFasterFollowed float64 `json:"ranksum_p_rcg_followed_faster,omitempty"`
 	// GehanFaster and GehanFollowed are the same one-sided tests with every miss a lower bound at its budget, each
-	// pair of runs counting only when the data fix which reached the target first (rcg.GehanLess). They need no
+	// pair of runs counting only when the data fix which reached the target first (rcgexp.GehanLess). They need no
 	// common budget, so they hold for pooled split sweeps (Pool), whose parts' budgets differ; within one sweep,
 	// where every miss of the followed runs and the method's counts at the one budget, above every time that reached
 	// the target, GehanFollowed is PFasterFollowed.
@@ -195,12 +195,12 @@ type line struct {
 // fixed by Options.Target), then RCG's followed runs when there are any, and adds the ratios to RCG and the rank-sum
 // tests against RCG to the lines of the other methods. The rank sum of RCG's followed runs is left out when the
 // budgets of their misses and the method's differ (oneBudget), as in pooled split sweeps (Pool).
-func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []line {
-	followed := runs[rcg.FollowedRCG]
+func lines(methods []string, runs map[string][]*rcgexp.Trace, target float64) []line {
+	followed := runs[rcgexp.FollowedRCG]
 	base := rcgplot.Summarise("RCG", runs["RCG"], target)
 	var fol rcgplot.Summary
 	if followed != nil {
-		fol = rcgplot.Summarise(rcg.FollowedRCG, followed, target)
+		fol = rcgplot.Summarise(rcgexp.FollowedRCG, followed, target)
 	}
 	var out []line
 	for _, m := range methods {
@@ -208,14 +208,14 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 		if m != "RCG" {
 			l.Ratio = ratio(l.MedianTTT, base.MedianTTT)
 			l.PFaster, l.PFasterWorst = rankSums(runs["RCG"], runs[m], target)
-			l.GehanFaster = rcg.GehanLess(timeObs(runs["RCG"], target), timeObs(runs[m], target))
-			l.PFinalF = rcg.RankSum(finals(runs["RCG"]), finals(runs[m]))
+			l.GehanFaster = rcgexp.GehanLess(timeObs(runs["RCG"], target), timeObs(runs[m], target))
+			l.PFinalF = rcgexp.RankSum(finals(runs["RCG"]), finals(runs[m]))
 			if followed != nil {
 				l.RatioFollowed = ratio(l.MedianTTT, fol.MedianTTT)
 				if oneBudget(target, followed, runs[m]) {
 					l.PFasterFollowed, _ = rankSums(followed, runs[m], target)
 				}
-				l.GehanFollowed = rcg.GehanLess(timeObs(followed, target), timeObs(runs[m], target))
+				l.GehanFollowed = rcgexp.GehanLess(timeObs(followed, target), timeObs(runs[m], target))
 			}
 		}
 		out = append(out, l)
@@ -230,11 +230,11 @@ func lines(methods []string, runs map[string][]*rcg.Trace, target float64) []lin
 // runs of sweeps over parts of the seeds (Options.FirstSeed, a fixed Options.Target) pooled: Reached says whether
 // the run reached Target, at TimeToTarget seconds after EvalsToTarget evaluations; a miss has its budget there
 // instead, or its whole run time when it had none (an iteration-capped run), and its whole evaluation count
-// (rcg.Trace.TimeOrBound).
+// (rcgexp.Trace.TimeOrBound).
 type runLine struct {
-	N   int        `json:"n"`
-	Run *rcg.Trace `json:"run"`
-	// Group is the summary line the run belongs to: its method, or rcg.FollowedRCG for RCG's followed runs.
+	N   int           `json:"n"`
+	Run *rcgexp.Trace `json:"run"`
+	// Group is the summary line the run belongs to: its method, or rcgexp.FollowedRCG for RCG's followed runs.
 	Group         string  `json:"group"`
 	Target        float64 `json:"target_f"`
 	Reached       bool    `json:"reached"`
@@ -244,9 +244,9 @@ type runLine struct {
 
 // runLines lists the runs of each method in the order of methods, each method's by seed, then RCG's followed runs
 // when there are any, each timed to target.
-func runLines(methods []string, runs map[string][]*rcg.Trace, target float64) []runLine {
+func runLines(methods []string, runs map[string][]*rcgexp.Trace, target float64) []runLine {
 	var out []runLine
-	for _, m := range append(methods[:len(methods):len(methods)], rcg.FollowedRCG) { // a copy: methods stays as it is
+	for _, m := range append(methods[:len(methods):len(methods)], rcgexp.FollowedRCG) { // a copy: methods stays as it is
 		for _, tr := range runs[m] {
 			t, e, ok := tr.TimeOrBound(target)
 			out = append(out, runLine{Run: tr, Group: m, Target: target, Reached: ok, TimeToTarget: t,
@@ -269,7 +269,7 @@ func ratio(a, b float64) float64 {
 // sweep gives RCG's followed runs and the other methods one budget (-cap × RCG's median run time), so that their
 // misses tie; the parts of a split sweep each have their own, and then misses would be ordered by their budgets,
 // which says nothing about their times.
-func oneBudget(target float64, groups ...[]*rcg.Trace) bool {
+func oneBudget(target float64, groups ...[]*rcgexp.Trace) bool {
 	budget := 0.0
 	for _, trs := range groups {
 		for _, tr := range trs {
@@ -284,18 +284,18 @@ func oneBudget(target float64, groups ...[]*rcg.Trace) bool {
 	return true
 }
 
-// timeObs returns each run's time-to-target, or for a miss the bound it counts at (rcg.Trace.TimeOrBound).
-func timeObs(runs []*rcg.Trace, target float64) []rcg.TimeObs {
-	out := make([]rcg.TimeObs, len(runs))
+// timeObs returns each run's time-to-target, or for a miss the bound it counts at (rcgexp.Trace.TimeOrBound).
+func timeObs(runs []*rcgexp.Trace, target float64) []rcgexp.TimeObs {
+	out := make([]rcgexp.TimeObs, len(runs))
 	for i, tr := range runs {
 		t, _, ok := tr.TimeOrBound(target)
-		out[i] = rcg.TimeObs{T: t, Reached: ok}
+		out[i] = rcgexp.TimeObs{T: t, Reached: ok}
 	}
 	return out
 }
 
 // finals returns the final F of each run.
-func finals(runs []*rcg.Trace) []float64 {
+func finals(runs []*rcgexp.Trace) []float64 {
 	out := make([]float64, len(runs))
 	for i, tr := range runs {
 		out[i] = tr.Final
@@ -303,9 +303,9 @@ func finals(runs []*rcg.Trace) []float64 {
 	return out
 }
 
-// rankSums returns the exact one-sided Wilcoxon rank-sum p-value (rcg.RankSumLess) of RCG's times-to-target
+// rankSums returns the exact one-sided Wilcoxon rank-sum p-value (rcgexp.RankSumLess) of RCG's times-to-target
 // against other's for the alternative "RCG reaches the target sooner" (notes §6.6): p with every run that missed the
-// target counted at its budget (rcg.Trace.TimeOrBound), worst with RCG's missed runs ranked after every run of
+// target counted at its budget (rcgexp.Trace.TimeOrBound), worst with RCG's missed runs ranked after every run of
 // other instead (NaN when either has no runs).
 //
 // A missed run's time-to-target is unknown but at least its budget: the cap stopped it first, or it stopped on its
@@ -328,7 +328,7 @@ func finals(runs []*rcg.Trace) []float64 {
 // values of other). Misses under the same budget tie (mid-ranks): TimeOrBound gives the budget itself, not a cap's
 // overshoot, since their order is unknown — as with RCG's followed runs, whose budget is the others'. The target
 // being RCG's median final F, about half of RCG's runs can miss it by construction.
-func rankSums(rcgRuns, other []*rcg.Trace, target float64) (p, worst float64) {
+func rankSums(rcgRuns, other []*rcgexp.Trace, target float64) (p, worst float64) {
 	var a, aw, b []float64
 	for _, o := range timeObs(rcgRuns, target) {
 		a = append(a, o.T)
@@ -340,7 +340,7 @@ func rankSums(rcgRuns, other []*rcg.Trace, target float64) (p, worst float64) {
 	for _, o := range timeObs(other, target) {
 		b = append(b, o.T)
 	}
-	return rcg.RankSumLess(a, b), rcg.RankSumLess(aw, b)
+	return rcgexp.RankSumLess(a, b), rcgexp.RankSumLess(aw, b)
 }
 
 // comparatorPairs are the orders among RCG's comparators that the paper states, each pair with the method it finds
@@ -362,7 +362,7 @@ type pairLine struct {
 }
 
 // pairLines returns the pairLine of each of comparatorPairs whose two methods both ran.
-func pairLines(runs map[string][]*rcg.Trace, sw rcg.Sweep) []pairLine {
+func pairLines(runs map[string][]*rcgexp.Trace, sw rcgexp.Sweep) []pairLine {
 	var out []pairLine
 	for _, pr := range comparatorPairs {
 		if runs[pr[0]] != nil && runs[pr[1]] != nil {
@@ -373,7 +373,7 @@ func pairLines(runs map[string][]*rcg.Trace, sw rcg.Sweep) []pairLine {
 }
 
 // comparePair builds the pairLine of methods a and b.
-func comparePair(a, b string, runs map[string][]*rcg.Trace, sw rcg.Sweep) pairLine {
+func comparePair(a, b string, runs map[string][]*rcgexp.Trace, sw rcgexp.Sweep) pairLine {
 	target := max(sw.Target(runs[a]), sw.Target(runs[b]))
 	p, _ := rankSums(runs[a], runs[b], target) // misses at their budget
 	return pairLine{Pair: a + "-" + b, Target: target, First: rcgplot.Summarise(a, runs[a], target),

@@ -15,15 +15,16 @@ import (
 	"time"
 
 	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 )
 
 // traceTo returns a run that reached F = 1 at time t (t < 0: never; it then ends at F = 5 after time end) within
 // the budget limit.
-func traceTo(t, end, limit float64) *rcg.Trace {
+func traceTo(t, end, limit float64) *rcgexp.Trace {
 	if t < 0 {
-		return &rcg.Trace{T: []float64{end / 2, end}, F: []float64{9, 5}, Evals: []int{2, 4}, Final: 5, Time: end, Limit: limit}
+		return &rcgexp.Trace{T: []float64{end / 2, end}, F: []float64{9, 5}, Evals: []int{2, 4}, Final: 5, Time: end, Limit: limit}
 	}
-	return &rcg.Trace{T: []float64{t / 2, t}, F: []float64{9, 1}, Evals: []int{2, 4}, Final: 1, Time: t, Limit: limit}
+	return &rcgexp.Trace{T: []float64{t / 2, t}, F: []float64{9, 1}, Evals: []int{2, 4}, Final: 1, Time: t, Limit: limit}
 }
 
 // TestLines checks the rank-sum tests of the JSON lines on hand-made runs (target F = 2): RCG reached the target at
@@ -33,7 +34,7 @@ func traceTo(t, end, limit float64) *rcg.Trace {
 // the 70 splits reach or undercut ({1, 2, 3, 5.5} four times, {1, 2, 3, 8}, {1, 2, 5.5, 5.5} six times). RCG's own
 // line carries no test, and the field names say the direction.
 func TestLines(t *testing.T) {
-	runs := map[string][]*rcg.Trace{
+	runs := map[string][]*rcgexp.Trace{
 		"RCG": {traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)},
 		"CG":  {traceTo(-1, 40, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
 	}
@@ -91,14 +92,14 @@ func TestLines(t *testing.T) {
 // which 2 of the 70 splits reach or undercut ({1, 2, 3, 4}, {1, 2, 3, 5}). The followed runs get a line of their
 // own, without a test.
 func TestLinesFollowed(t *testing.T) {
-	capped := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
-	runs := map[string][]*rcg.Trace{
-		"RCG":           capped,
-		rcg.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(10, 10, 40)},
-		"CG":            {traceTo(5, 5, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
+	capped := []*rcgexp.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
+	runs := map[string][]*rcgexp.Trace{
+		"RCG":              capped,
+		rcgexp.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(10, 10, 40)},
+		"CG":               {traceTo(5, 5, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
 	}
 	ls := lines([]string{"RCG", "CG"}, runs, 2)
-	if len(ls) != 3 || ls[2].Method != rcg.FollowedRCG || ls[2].Reached != 4 || ls[2].PFasterFollowed != 0 {
+	if len(ls) != 3 || ls[2].Method != rcgexp.FollowedRCG || ls[2].Reached != 4 || ls[2].PFasterFollowed != 0 {
 		t.Fatalf("lines %+v", ls)
 	}
 	if got := ls[1].PFasterFollowed; math.Abs(got-2.0/70) > 1e-12 {
@@ -118,12 +119,12 @@ func TestLinesFollowed(t *testing.T) {
 // 40 s budget. Mid-ranks of 1, 2, 3 (RCG), 5 (CG), 40 ×4 (one RCG, three CG): RCG's sum is 1 + 2 + 3 + 6.5 = 12.5,
 // which 5 of the 70 splits reach or undercut ({1, 2, 3, 4} and {1, 2, 3, 6.5} four times).
 func TestLinesFollowedTies(t *testing.T) {
-	capped := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
+	capped := []*rcgexp.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
 	over := traceTo(-1, 40.02, 40)
-	runs := map[string][]*rcg.Trace{
-		"RCG":           capped,
-		rcg.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(-1, 30, 40)},
-		"CG":            {traceTo(5, 5, 40), over, traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
+	runs := map[string][]*rcgexp.Trace{
+		"RCG":              capped,
+		rcgexp.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(-1, 30, 40)},
+		"CG":               {traceTo(5, 5, 40), over, traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
 	}
 	ls := lines([]string{"RCG", "CG"}, runs, 2)
 	if got := ls[1].PFasterFollowed; math.Abs(got-5.0/70) > 1e-12 {
@@ -137,11 +138,11 @@ func TestLinesFollowedTies(t *testing.T) {
 // time 1, 2, 3, 5, so it is the rank sum with the four misses tied, RCG's sum 1 + 2 + 3 + 6.5 = 12.5, p = 5/70 as in
 // TestLinesFollowedTies.
 func TestLinesFollowedOtherBudget(t *testing.T) {
-	capped := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
-	runs := map[string][]*rcg.Trace{
-		"RCG":           capped,
-		rcg.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(-1, 44, 44)},
-		"CG":            {traceTo(5, 5, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
+	capped := []*rcgexp.Trace{traceTo(1, 1, 4), traceTo(2, 2, 4), traceTo(3, 3, 4), traceTo(-1, 4, 4)}
+	runs := map[string][]*rcgexp.Trace{
+		"RCG":              capped,
+		rcgexp.FollowedRCG: {capped[0], capped[1], capped[2], traceTo(-1, 44, 44)},
+		"CG":               {traceTo(5, 5, 40), traceTo(-1, 30, 40), traceTo(-1, 40, 40), traceTo(-1, 40, 40)},
 	}
 	ls := lines([]string{"RCG", "CG"}, runs, 2)
 	if got := ls[1]; got.PFasterFollowed != 0 || math.Abs(got.PFaster-1.0/70) > 1e-12 ||
@@ -149,7 +150,7 @@ func TestLinesFollowedOtherBudget(t *testing.T) {
 		t.Errorf("CG: followed rank sum %v (want left out), rank sum %v (want 1/70), Gehan followed %v (want 5/70)",
 			got.PFasterFollowed, got.PFaster, got.GehanFollowed)
 	}
-	runs[rcg.FollowedRCG][3] = traceTo(-1, 40, 40)
+	runs[rcgexp.FollowedRCG][3] = traceTo(-1, 40, 40)
 	if got := lines([]string{"RCG", "CG"}, runs, 2)[1].PFasterFollowed; math.Abs(got-5.0/70) > 1e-12 {
 		t.Errorf("CG: followed rank sum %v at one budget, want 5/70", got)
 	}
@@ -157,8 +158,8 @@ func TestLinesFollowedOtherBudget(t *testing.T) {
 
 // TestRankSumsAllReached: when RCG reached the target in every run, the worst case is the budget case.
 func TestRankSumsAllReached(t *testing.T) {
-	rcgRuns := []*rcg.Trace{traceTo(1, 1, 4), traceTo(2.5, 2.5, 4), traceTo(6, 6, 0)}
-	other := []*rcg.Trace{traceTo(2, 2, 20), traceTo(-1, 20, 20), traceTo(5, 5, 20)}
+	rcgRuns := []*rcgexp.Trace{traceTo(1, 1, 4), traceTo(2.5, 2.5, 4), traceTo(6, 6, 0)}
+	other := []*rcgexp.Trace{traceTo(2, 2, 20), traceTo(-1, 20, 20), traceTo(5, 5, 20)}
 	p, w := rankSums(rcgRuns, other, 2)
 	// RCG {1, 2.5, 6} against {2, 20, 5}: ranks 1, 3, 5 of 6, rank sum 9, which 7 of the 20 splits reach or undercut.
 	if math.Abs(p-7.0/20) > 1e-12 || p != w {
@@ -170,20 +171,20 @@ func TestRankSumsAllReached(t *testing.T) {
 // 6 s (each run at F = 9 halfway). With ε = 0.5 the pair's target is the worse of the two, 3 + 0.5, which every run
 // reaches at its end; CG's times all precede RG's, so p = 1/C(6, 3) = 1/20.
 func TestComparePair(t *testing.T) {
-	end := func(t, f float64) *rcg.Trace {
-		return &rcg.Trace{T: []float64{t / 2, t}, F: []float64{9, f}, Evals: []int{2, 4}, Final: f, Time: t, Limit: 10}
+	end := func(t, f float64) *rcgexp.Trace {
+		return &rcgexp.Trace{T: []float64{t / 2, t}, F: []float64{9, f}, Evals: []int{2, 4}, Final: f, Time: t, Limit: 10}
 	}
-	runs := map[string][]*rcg.Trace{
+	runs := map[string][]*rcgexp.Trace{
 		"CG": {end(1, 1), end(2, 1), end(3, 1)},
 		"RG": {end(4, 3), end(5, 3), end(6, 3)},
 	}
-	pl := comparePair("CG", "RG", runs, rcg.Sweep{T: 100, Eps: 0.5})
+	pl := comparePair("CG", "RG", runs, rcgexp.Sweep{T: 100, Eps: 0.5})
 	if pl.Pair != "CG-RG" || pl.Target != 3.5 || pl.First.Reached != 3 || pl.Second.Reached != 3 ||
 		pl.First.MedianTTT != 2 || pl.Second.MedianTTT != 5 || math.Abs(pl.PFaster-1.0/20) > 1e-12 {
 		t.Errorf("pair line %+v", pl)
 	}
 	// Swapped, the first method is the slower: p = 1.
-	if pl := comparePair("RG", "CG", runs, rcg.Sweep{T: 100, Eps: 0.5}); math.Abs(pl.PFaster-1) > 1e-12 {
+	if pl := comparePair("RG", "CG", runs, rcgexp.Sweep{T: 100, Eps: 0.5}); math.Abs(pl.PFaster-1) > 1e-12 {
 		t.Errorf("swapped: p %v, want 1", pl.PFaster)
 	}
 }
@@ -191,8 +192,8 @@ func TestComparePair(t *testing.T) {
 // TestPairLines: the pairs among the comparators come in the order of comparatorPairs, and only those whose two
 // methods both ran: CG–RG alone without Old, Old–RG alone without CG.
 func TestPairLines(t *testing.T) {
-	tr := []*rcg.Trace{traceTo(1, 1, 4)}
-	sw := rcg.Sweep{T: 100, Eps: 0.5}
+	tr := []*rcgexp.Trace{traceTo(1, 1, 4)}
+	sw := rcgexp.Sweep{T: 100, Eps: 0.5}
 	for _, c := range []struct {
 		methods []string
 		want    []string
@@ -202,7 +203,7 @@ func TestPairLines(t *testing.T) {
 		{[]string{"RCG", "RG", "Old"}, []string{"Old-RG"}},
 		{[]string{"RCG", "Old"}, nil},
 	} {
-		runs := map[string][]*rcg.Trace{}
+		runs := map[string][]*rcgexp.Trace{}
 		for _, m := range c.methods {
 			runs[m] = tr
 		}
@@ -221,12 +222,12 @@ func TestPairLines(t *testing.T) {
 // 2 s after 4 evaluations, RCG seed 1 missed it within its 4 s budget, CG's run reached it only past its 3 s budget
 // (a miss at the budget), the followed run reached it at 6 s.
 func TestRunLines(t *testing.T) {
-	runs := map[string][]*rcg.Trace{
+	runs := map[string][]*rcgexp.Trace{
 		"RCG": {{Method: "RCG", Seed: 0, Final: -3, T: []float64{1, 2}, F: []float64{1, -3}, Evals: []int{2, 4}, Limit: 4},
 			{Method: "RCG", Seed: 1, Final: 1, T: []float64{2, 4}, F: []float64{5, 1}, Evals: []int{3, 6}, Limit: 4}},
 		"CG": {{Method: "CG", Seed: 0, Final: -1, T: []float64{2, 3.5}, F: []float64{2, -1}, Evals: []int{3, 7},
 			Limit: 3}},
-		rcg.FollowedRCG: {{Method: rcg.FollowedRCG, Seed: 1, Final: -2, T: []float64{2, 4, 6}, F: []float64{5, 1, -2},
+		rcgexp.FollowedRCG: {{Method: rcgexp.FollowedRCG, Seed: 1, Final: -2, T: []float64{2, 4, 6}, F: []float64{5, 1, -2},
 			Evals: []int{3, 6, 9}, Limit: 30}},
 	}
 	rl := runLines([]string{"RCG", "CG"}, runs, 0)
@@ -236,7 +237,7 @@ func TestRunLines(t *testing.T) {
 			l.TimeToTarget, l.EvalsToTarget))
 	}
 	want := []string{"RCG/0/-3/true/2/4", "RCG/1/1/false/4/6", "CG/0/-1/false/3/7",
-		rcg.FollowedRCG + "/1/-2/true/6/9"}
+		rcgexp.FollowedRCG + "/1/-2/true/6/9"}
 	if !slices.Equal(got, want) {
 		t.Errorf("run lines %v, want %v (method/seed/final F/reached/time/evaluations)", got, want)
 	}
@@ -249,7 +250,7 @@ func TestRunLines(t *testing.T) {
 		!bytes.Contains(b, []byte(`"target_f":0,"reached":true,"time_to_target_s":2,"evals_to_target":4`)) {
 		t.Errorf("run line %s", b)
 	}
-	if rl := runLines([]string{"RCG"}, map[string][]*rcg.Trace{"RCG": runs["RCG"]}, 0); len(rl) != 2 {
+	if rl := runLines([]string{"RCG"}, map[string][]*rcgexp.Trace{"RCG": runs["RCG"]}, 0); len(rl) != 2 {
 		t.Errorf("without followed runs: %d lines, want 2", len(rl))
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 )
 
 // Pool reads the per-run lines (Options.Runs) of the JSON-lines files paths, written by sweeps over parts of the
@@ -50,7 +50,7 @@ func Pool(paths []string, w io.Writer) error {
 
 // pooledRun is one run line with where it was read.
 type pooledRun struct {
-	tr    *rcg.Trace
+	tr    *rcgexp.Trace
 	where string // file:line
 }
 
@@ -60,7 +60,7 @@ type poolSize struct {
 	target  float64
 	where   string                  // the line that set target
 	methods []string                // in the order first seen
-	runs    map[string][]*pooledRun // by group: method, or rcg.FollowedRCG
+	runs    map[string][]*pooledRun // by group: method, or rcgexp.FollowedRCG
 }
 
 // pool gathers the runs of every size.
@@ -106,7 +106,7 @@ func (p *pool) read(name string, r io.Reader) error {
 			group = rl.Run.Method
 			key := sizeSeed{rl.N, rl.Run.Seed}
 			if group == "RCG" && seen[key] {
-				group = rcg.FollowedRCG
+				group = rcgexp.FollowedRCG
 			}
 			if group == "RCG" {
 				seen[key] = true
@@ -152,7 +152,7 @@ func decodeRunLine(b []byte) (*runLine, error) {
 		return nil, fmt.Errorf("size n %d, want ≥ 1", rl.N)
 	case tr.Method == "":
 		return nil, errors.New("run has no method")
-	case rl.Group != "" && rl.Group != tr.Method && !(rl.Group == rcg.FollowedRCG && tr.Method == "RCG"):
+	case rl.Group != "" && rl.Group != tr.Method && !(rl.Group == rcgexp.FollowedRCG && tr.Method == "RCG"):
 		return nil, fmt.Errorf("group %q for a run of %s", rl.Group, tr.Method)
 	case tr.Seed < 0:
 		return nil, fmt.Errorf("seed %d, want ≥ 0", tr.Seed)
@@ -165,7 +165,7 @@ func decodeRunLine(b []byte) (*runLine, error) {
 	case math.IsNaN(tr.Final) || math.IsInf(tr.Final, 0) || math.IsNaN(rl.Target) || math.IsInf(rl.Target, 0):
 		return nil, errors.New("final or target F not finite")
 	}
-	// The fields of rcg.Trace.TimeOrBound must agree: a reach within the budget at or below the target, a miss
+	// The fields of rcgexp.Trace.TimeOrBound must agree: a reach within the budget at or below the target, a miss
 	// counted at its budget or, without one, at its whole run time.
 	if rl.Reached {
 		if tr.Limit > 0 && rl.TimeToTarget > tr.Limit {
@@ -190,7 +190,7 @@ func decodeRunLine(b []byte) (*runLine, error) {
 }
 
 // seedList returns the runs' seeds in their order.
-func seedList(runs []*rcg.Trace) []int {
+func seedList(runs []*rcgexp.Trace) []int {
 	out := make([]int, len(runs))
 	for i, tr := range runs {
 		out[i] = tr.Seed
@@ -221,7 +221,7 @@ func (p *pool) add(rl *runLine, group, where string) error {
 			return fmt.Errorf("%s seed %d at n = %d again (first at %s)", group, rl.Run.Seed, rl.N, o.where)
 		}
 	}
-	if s.runs[group] == nil && group != rcg.FollowedRCG {
+	if s.runs[group] == nil && group != rcgexp.FollowedRCG {
 		s.methods = append(s.methods, group)
 	}
 	s.runs[group] = append(s.runs[group], &pooledRun{tr: rl.Run, where: where})
@@ -244,7 +244,7 @@ func (p *pool) write(w io.Writer) error {
 				methods = append(methods, m)
 			}
 		}
-		runs := map[string][]*rcg.Trace{}
+		runs := map[string][]*rcgexp.Trace{}
 		for g, prs := range s.runs {
 			sort.Slice(prs, func(i, j int) bool { return prs[i].tr.Seed < prs[j].tr.Seed })
 			for _, pr := range prs {
@@ -253,7 +253,7 @@ func (p *pool) write(w io.Writer) error {
 		}
 		// The lines compare the methods over the same initialisations, as one sweep does.
 		want := seedList(runs["RCG"])
-		for _, g := range append(slices.Clip(methods), rcg.FollowedRCG) {
+		for _, g := range append(slices.Clip(methods), rcgexp.FollowedRCG) {
 			if got := seedList(runs[g]); runs[g] != nil && !slices.Equal(got, want) {
 				return fmt.Errorf("pool: at n = %d %s ran seeds %v, RCG %v: pool files that ran the same methods "+
 					"(and -follow) over parts of one seed range", s.n, g, got, want)

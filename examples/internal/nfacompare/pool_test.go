@@ -11,29 +11,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/datasets"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 )
 
 // splitSweep returns the runs of a sweep over seeds 0–5 at n = 300 (target F = 2): RCG capped at 4 s with misses
 // at seeds 1 and 4, followed with the others' budget (seed 4 still misses, at its budget); the budgets 40 s (seeds
 // 0–2) and budget2 (seeds 3–5, another process when not 40 s); CG with two reaches and misses by the cap and on its
 // own; RG with no budget.
-func splitSweep(budget2 float64) map[string][]*rcg.Trace {
-	seeded := func(m string, seed int, tr *rcg.Trace, reason string) *rcg.Trace {
+func splitSweep(budget2 float64) map[string][]*rcgexp.Trace {
+	seeded := func(m string, seed int, tr *rcgexp.Trace, reason string) *rcgexp.Trace {
 		tr.Method, tr.Seed, tr.Reason, tr.Iters = m, seed, reason, 10*seed+3
 		return tr
 	}
-	runs := map[string][]*rcg.Trace{}
+	runs := map[string][]*rcgexp.Trace{}
 	for s, tt := range []float64{1, -1, 3, 2.5, -1, 1.5} {
 		runs["RCG"] = append(runs["RCG"], seeded("RCG", s, traceTo(tt, 4, 0), "max-iter"))
 		if tt < 0 {
 			limit := []float64{40, budget2}[s/3]
 			tt = []float64{6, -1}[s/4]
-			runs[rcg.FollowedRCG] = append(runs[rcg.FollowedRCG],
+			runs[rcgexp.FollowedRCG] = append(runs[rcgexp.FollowedRCG],
 				seeded("RCG", s, traceTo(tt, limit, limit), "converged"))
 		} else {
-			runs[rcg.FollowedRCG] = append(runs[rcg.FollowedRCG], runs["RCG"][s])
+			runs[rcgexp.FollowedRCG] = append(runs[rcgexp.FollowedRCG], runs["RCG"][s])
 		}
 	}
 	for s, tt := range []float64{-1, 12, -1, -1, 30, -1} {
@@ -53,8 +53,8 @@ func splitSweep(budget2 float64) map[string][]*rcg.Trace {
 
 // writeRunLines writes the run lines of the seeds in [lo, hi) of runs, after a summary line, as a sweep over them
 // with -runs prints, and returns the path; legacy drops the group field, as in files written before it.
-func writeRunLines(t *testing.T, runs map[string][]*rcg.Trace, lo, hi int, legacy bool) string {
-	part := map[string][]*rcg.Trace{}
+func writeRunLines(t *testing.T, runs map[string][]*rcgexp.Trace, lo, hi int, legacy bool) string {
+	part := map[string][]*rcgexp.Trace{}
 	for g, trs := range runs {
 		part[g] = trs[lo:hi]
 	}

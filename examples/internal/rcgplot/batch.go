@@ -7,6 +7,7 @@ import (
 	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/models/mog"
 )
 
@@ -31,11 +32,11 @@ func StatsOf(res []rcg.Result) BatchStats {
 		}
 	}
 	s.Runs = len(res)
-	s.MedianFinalF, s.MedianIters = rcg.Median(fin), rcg.Median(it)
+	s.MedianFinalF, s.MedianIters = rcgexp.Median(fin), rcgexp.Median(it)
 	return s
 }
 
-// RunBatch runs one method of rcg.RunMoGBatch ("RCG", "RG", "CG", "GD" or "VBEM", with rcg.RunMoG's settings) on
+// RunBatch runs one method of rcgexp.RunMoGBatch ("RCG", "RG", "CG", "GD" or "VBEM", with rcgexp.RunMoG's settings) on
 // the given runs (models and starting points) as one mog.Batch on be, and returns the results with the batch's wall
 // and process CPU seconds.
 func RunBatch(be backend.Backend, method string, ms []*mog.Model, xs [][]float64, tol float64) ([]rcg.Result, float64, float64, error) {
@@ -45,6 +46,6 @@ func RunBatch(be backend.Backend, method string, ms []*mog.Model, xs [][]float64
 	}
 	defer bt.Close()
 	c0, t0 := run.CPUTime(), time.Now()
-	res, err := rcg.RunMoGBatch(context.Background(), bt, xs, method, tol, 0, nil)
+	res, err := rcgexp.RunMoGBatch(context.Background(), bt, xs, method, tol, 0, nil)
 	return res, time.Since(t0).Seconds(), (run.CPUTime() - c0).Seconds(), err
 }

@@ -5,7 +5,7 @@
 package rcgplot
 
 import (
-	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 )
 
 // Summary is the JSON line an example prints per method (and setting).
@@ -18,7 +18,7 @@ type Summary struct {
 	// Target is the free energy the time-to-target refers to.
 	Target float64 `json:"target_f"`
 	// Reached counts the runs that reached Target; the medians count the others with their budget, or their whole
-	// run when they had none (rcg.Trace.TimeOrBound: a lower bound).
+	// run when they had none (rcgexp.Trace.TimeOrBound: a lower bound).
 	Reached         int     `json:"reached"`
 	MedianTTT       float64 `json:"median_time_to_target_s"`
 	MedianEvalsTTT  float64 `json:"median_evals_to_target"`
@@ -32,7 +32,7 @@ type Summary struct {
 }
 
 // Summarise computes the medians over runs.
-func Summarise(method string, runs []*rcg.Trace, target float64) Summary {
+func Summarise(method string, runs []*rcgexp.Trace, target float64) Summary {
 	s := Summary{Method: method, Runs: len(runs), Target: target, Reasons: map[string]int{}}
 	var ttt, ev, tm, fin, it []float64
 	for _, tr := range runs {
@@ -47,8 +47,8 @@ func Summarise(method string, runs []*rcg.Trace, target float64) Summary {
 		it = append(it, float64(tr.Iters))
 		s.Reasons[tr.Reason]++
 	}
-	s.MedianTTT, s.MedianEvalsTTT = rcg.Median(ttt), rcg.Median(ev)
-	s.MedianTime, s.MedianFinalF, s.MedianIters = rcg.Median(tm), rcg.Median(fin), rcg.Median(it)
+	s.MedianTTT, s.MedianEvalsTTT = rcgexp.Median(ttt), rcgexp.Median(ev)
+	s.MedianTime, s.MedianFinalF, s.MedianIters = rcgexp.Median(tm), rcgexp.Median(fin), rcgexp.Median(it)
 	s.TimeToTargetInf = 2*s.Reached <= len(runs)
 	return s
 }

@@ -3,13 +3,13 @@ package rcgplot
 import (
 	"testing"
 
-	"github.com/geovb/geovb/algos/rcg"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 )
 
 // TestSummarise checks the medians, the count of runs that reached the target, the lower-bound flag and the
 // stop-reason counts on three hand-made traces.
 func TestSummarise(t *testing.T) {
-	runs := []*rcg.Trace{
+	runs := []*rcgexp.Trace{
 		{T: []float64{1, 2, 3}, F: []float64{10, 5, 4}, Evals: []int{2, 4, 6}, Final: 4, Iters: 3, Reason: "converged", Time: 3},
 		{T: []float64{1, 2}, F: []float64{9, 4.5}, Evals: []int{3, 6}, Final: 4.5, Iters: 2, Reason: "converged", Time: 2},
 		{T: []float64{4, 8}, F: []float64{20, 7}, Evals: []int{5, 9}, Final: 7, Iters: 2, Reason: "cancelled", Time: 8},

@@ -1,4 +1,4 @@
-package rcg_test
+package rcgexp_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/mog"
 	"github.com/geovb/geovb/models/nfa"
@@ -101,8 +102,8 @@ func BenchmarkOverhead(b *testing.B) {
 }
 
 // BenchmarkMoGBatch30 runs 30 initialisations of one mixture (R = 0.3, K = 8, ε = 1e-8·N: the Fig. 8 settings) to
-// convergence twice per op, by RCG (⌈√n⌉ restarts) and by VB-EM — as a loop of host runs (rcg.RunMoG) and as one
-// batch on the test backend (rcg.RunMoGBatch; GEOVB_BACKEND, else cpu) — and reports the wall-time ratio
+// convergence twice per op, by RCG (⌈√n⌉ restarts) and by VB-EM — as a loop of host runs (rcgexp.RunMoG) and as one
+// batch on the test backend (rcgexp.RunMoGBatch; GEOVB_BACKEND, else cpu) — and reports the wall-time ratio
 // loop/batched measured in the same op.
 func BenchmarkMoGBatch30(b *testing.B) {
 	be := testbackend.Open(b)
@@ -127,7 +128,7 @@ func BenchmarkMoGBatch30(b *testing.B) {
 				for b.Loop() {
 					t0 := time.Now()
 					for i := range B {
-						tr, err := rcg.RunMoG(m, xs[i], meth, tol, 0)
+						tr, err := rcgexp.RunMoG(m, xs[i], meth, tol, 0)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -138,7 +139,7 @@ func BenchmarkMoGBatch30(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := rcg.RunMoGBatch(context.Background(), bt, xs, meth, tol, 0, nil); err != nil {
+					if _, err := rcgexp.RunMoGBatch(context.Background(), bt, xs, meth, tol, 0, nil); err != nil {
 						b.Fatal(err)
 					}
 					bt.Close()

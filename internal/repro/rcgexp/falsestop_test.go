@@ -1,4 +1,4 @@
-package rcg
+package rcgexp
 
 import (
 	"encoding/binary"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/models/nfa"
@@ -23,7 +24,7 @@ const falseStopFile = "testdata/nssm400-seed7-stop.bin"
 
 func falseStopModel(t *testing.T) *nfa.Model { return gateNSSM(t, 400, nfa.GaussHermite) }
 
-var falseStopSettings = Settings{Tol: Sweep{T: 400}.Tol(), Patience: 5, PowellBeale: 0.2}
+var falseStopSettings = rcg.Settings{Tol: Sweep{T: 400}.Tol(), Patience: 5, PowellBeale: 0.2}
 
 func TestFalseStopRegenerate(t *testing.T) {
 	if os.Getenv("GEOVB_REGEN_FALSESTOP") == "" {
@@ -46,13 +47,13 @@ func TestFalseStopRegenerate(t *testing.T) {
 	defer bt.Close()
 	s := falseStopSettings
 	s.LS.MaxBacktrackSteepest = 8
-	res, err := MinimizeBatch(bt, [][]float64{x0}, s, BatchControl{MaxIter: 60})
+	res, err := rcg.MinimizeBatch(bt, [][]float64{x0}, s, rcg.BatchControl{MaxIter: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := res[0]
 	t.Logf("%v (%v) after %d iterations at F %.6f", r.Reason, r.ConvergedBy, r.Iters, r.F)
-	if r.Reason != run.Converged || r.ConvergedBy != NoDecrease || r.Iters >= 60 {
+	if r.Reason != run.Converged || r.ConvergedBy != rcg.NoDecrease || r.Iters >= 60 {
 		t.Fatalf("no false stop on this backend's arithmetic: %v (%v) after %d iterations, want converged "+
 			"(no-decrease) within 60", r.Reason, r.ConvergedBy, r.Iters)
 	}
@@ -241,14 +242,21 @@ func TestFalseStop(t *testing.T) {
 		t.Errorf("the stop's explanation no longer holds")
 	}
 	for _, limit := range []int{8, 0} {
-		o := &optimizer{obj: m, ls: LineSearch{MaxBacktrackSteepest: limit}.withDefaults(Parabolic, RCG),
-			xt: make([]float64, n), res: &Result{}}
-		a, f, ok := o.search(x, p, F1, -all, 1, true)
+		// One RG iteration from x with the state as it is: the search along −g̃ from α₀ = 1 with slope −gᵀg̃.
+		var a float64
+		res, err := rcg.Minimize(noUpdate{m}, x, rcg.Settings{Method: rcg.RG,
+			LS: rcg.LineSearch{MaxBacktrackSteepest: limit}}, run.Control{MaxIter: 1,
+			Recorder: run.Func(func(r run.Record) { a = r.Step })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := res.ConvergedBy != rcg.NoDecrease
+		f := res.F
 		if !ok {
 			f = math.NaN()
 		}
 		t.Logf("MaxBacktrackSteepest %d: search along −g̃ ok %v, α %.3g, F change %.3g, %d evaluations", limit, ok, a,
-			f-F1, o.res.FEvals)
+			f-F1, res.FEvals)
 		if ok != (limit == 0) || ok && !(f < F1) {
 			t.Errorf("MaxBacktrackSteepest %d: search ok = %v (F change %v)", limit, ok, f-F1)
 		}
@@ -262,7 +270,7 @@ func TestFalseStop(t *testing.T) {
 	for _, limit := range []int{8, 0} {
 		s := falseStopSettings
 		s.LS.MaxBacktrackSteepest = limit
-		host, err := Minimize(load(), x, s, run.Control{MaxIter: 60})
+		host, err := rcg.Minimize(load(), x, s, run.Control{MaxIter: 60})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,18 +279,18 @@ func TestFalseStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := MinimizeBatch(bt, [][]float64{x}, s, BatchControl{MaxIter: 60})
+		res, err := rcg.MinimizeBatch(bt, [][]float64{x}, s, rcg.BatchControl{MaxIter: 60})
 		bt.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range []struct {
 			name string
-			res  Result
+			res  rcg.Result
 		}{{"host", *host}, {"batch", res[0]}} {
 			t.Logf("MaxBacktrackSteepest %d, %s: %v after %d iterations at F %.6f", limit, r.name, r.res.Reason,
 				r.res.Iters, r.res.F)
-			stopped := r.res.Reason == run.Converged && r.res.ConvergedBy == NoDecrease && r.res.Iters <= 2 &&
+			stopped := r.res.Reason == run.Converged && r.res.ConvergedBy == rcg.NoDecrease && r.res.Iters <= 2 &&
 				math.Abs(r.res.F-F0) < 1e-3
 			goesOn := r.res.Iters == 60 && r.res.F < F0-1000
 			if limit == 8 && !stopped || limit == 0 && !goesOn {
@@ -291,4 +299,13 @@ func TestFalseStop(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dot is aᵀb, summed in order.
+func dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
 }

@@ -1,23 +1,23 @@
-package rcg_test
+package rcgexp_test
 
 import (
 	"math"
 	"testing"
 	"time"
 
-	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/internal/repro"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/models/mog"
 )
 
 // fig5 runs the Fig. 5 setting (§6.2): N = 500, R = 0.3, K = 5, ε = 1e-7·N, seeds initialisations on one data set.
-func fig5(t *testing.T, seeds int, methods []string, limit func(method string, rcgMedian float64) time.Duration) map[string][]*rcg.Trace {
+func fig5(t *testing.T, seeds int, methods []string, limit func(method string, rcgMedian float64) time.Duration) map[string][]*rcgexp.Trace {
 	const N = 500
 	m, err := mog.New(mog.Synthetic(0.3, N, 0.03, 2024), N, 2, 5, mog.DefaultPrior(2), mog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]*rcg.Trace{}
+	out := map[string][]*rcgexp.Trace{}
 	var rcgTimes []float64
 	for _, meth := range methods {
 		for seed := range seeds {
@@ -25,7 +25,7 @@ func fig5(t *testing.T, seeds int, methods []string, limit func(method string, r
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := rcg.RunMoG(m, x0, meth, 1e-7*N, limit(meth, rcg.Median(rcgTimes)))
+			tr, err := rcgexp.RunMoG(m, x0, meth, 1e-7*N, limit(meth, rcgexp.Median(rcgTimes)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestReproMoGFig5(t *testing.T) {
 	for _, tr := range res["RCG"] {
 		finals = append(finals, tr.Final)
 	}
-	target := rcg.Median(finals) + 1e-7*500 // within the stopping tolerance of RCG's median final F
+	target := rcgexp.Median(finals) + 1e-7*500 // within the stopping tolerance of RCG's median final F
 	ttt := func(meth string) (tm, ev float64, reached int) {
 		var ts, es []float64
 		for _, tr := range res[meth] {
@@ -65,7 +65,7 @@ func TestReproMoGFig5(t *testing.T) {
 			ts = append(ts, a)
 			es = append(es, float64(e))
 		}
-		return rcg.Median(ts), rcg.Median(es), reached
+		return rcgexp.Median(ts), rcgexp.Median(es), reached
 	}
 	rt, re, rn := ttt("RCG")
 	ct, ce, cn := ttt("CG")
@@ -85,19 +85,19 @@ func TestReproMoGFig5(t *testing.T) {
 
 // sweepMoG runs methods over seeds on the synthetic mixture (R, N, K = 8) with ε = epsN·N and a CPU-time cap per
 // run (Fig. 6–8 settings, notes §6.3–6.5) and returns the traces per method.
-func sweepMoG(t *testing.T, R float64, N, seeds int, epsN float64, methods []string, limit time.Duration) map[string][]*rcg.Trace {
+func sweepMoG(t *testing.T, R float64, N, seeds int, epsN float64, methods []string, limit time.Duration) map[string][]*rcgexp.Trace {
 	m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, 8, mog.DefaultPrior(2), mog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]*rcg.Trace{}
+	out := map[string][]*rcgexp.Trace{}
 	for _, meth := range methods {
 		for seed := range seeds {
 			x0, err := mog.Init(m, uint64(seed))
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := rcg.RunMoG(m, x0, meth, epsN*float64(N), limit)
+			tr, err := rcgexp.RunMoG(m, x0, meth, epsN*float64(N), limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,16 +107,16 @@ func sweepMoG(t *testing.T, R float64, N, seeds int, epsN float64, methods []str
 	return out
 }
 
-func medianOf(runs []*rcg.Trace, f func(*rcg.Trace) float64) float64 {
+func medianOf(runs []*rcgexp.Trace, f func(*rcgexp.Trace) float64) float64 {
 	var v []float64
 	for _, tr := range runs {
 		v = append(v, f(tr))
 	}
-	return rcg.Median(v)
+	return rcgexp.Median(v)
 }
 
-func runTime(tr *rcg.Trace) float64 { return tr.Time }
-func finalF(tr *rcg.Trace) float64  { return tr.Final }
+func runTime(tr *rcgexp.Trace) float64 { return tr.Time }
+func finalF(tr *rcgexp.Trace) float64  { return tr.Final }
 func spread(v map[float64]float64) float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, x := range v {
@@ -154,12 +154,12 @@ func TestReproMoGFig6(t *testing.T) {
 			fr = append(fr, round(runs["RCG"][i].Final))
 			fv = append(fv, round(runs["VBEM"][i].Final))
 		}
-		p := rcg.RankSum(fr, fv)
+		p := rcgexp.RankSum(fr, fv)
 		if p > 0.05 {
 			same++
 		}
 		t.Logf("R=%.3g: median time RCG %.3gs, RG %.3gs, VB-EM %.3gs; median final F RCG %.4f, VB-EM %.4f, rank-sum p %.3g",
-			R, med["RCG"][R], med["RG"][R], med["VBEM"][R], rcg.Median(fr), rcg.Median(fv), p)
+			R, med["RCG"][R], med["RG"][R], med["VBEM"][R], rcgexp.Median(fr), rcgexp.Median(fv), p)
 	}
 	sr, sg, sv := spread(med["RCG"]), spread(med["RG"]), spread(med["VBEM"])
 	t.Logf("spread max/min of median time over R: RCG %.3g, RG %.3g, VB-EM %.3g", sr, sg, sv)

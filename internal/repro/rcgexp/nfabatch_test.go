@@ -1,4 +1,4 @@
-package rcg
+package rcgexp
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/numtest"
 	"github.com/geovb/geovb/internal/testbackend"
@@ -50,25 +51,25 @@ func nfaBatchRuns(t *testing.T, dyn bool, seedOffset uint64) ([]*nfa.Model, [][]
 // host's (TestBatchFollowsHostPath measures both). The same for Old, whose multipliers and trials the batch keeps per
 // run.
 func TestMinimizeBatchNFA(t *testing.T) {
-	for _, m := range []Method{RCG, Old} {
+	for _, m := range []rcg.Method{rcg.RCG, rcg.Old} {
 		for _, dyn := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v/dynamic=%v", m, dyn), func(t *testing.T) { testMinimizeBatchNFA(t, m, dyn) })
 		}
 	}
 }
 
-func testMinimizeBatchNFA(t *testing.T, m Method, dyn bool) {
+func testMinimizeBatchNFA(t *testing.T, m rcg.Method, dyn bool) {
 	be := testbackend.Open(t)
-	s := Settings{Method: m, Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
+	s := rcg.Settings{Method: m, Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
 	iters := 40
 	if dyn {
 		iters = 5
 	}
 	hostMs, xs := nfaBatchRuns(t, dyn, 0)
 	hostF := make([][]float64, len(hostMs))
-	var host []*Result
+	var host []*rcg.Result
 	for i, m := range hostMs {
-		res, err := Minimize(m, xs[i], s, run.Control{MaxIter: iters,
+		res, err := rcg.Minimize(m, xs[i], s, run.Control{MaxIter: iters,
 			Recorder: run.Func(func(r run.Record) { hostF[i] = append(hostF[i], r.Extra["F"]) })})
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +83,7 @@ func testMinimizeBatchNFA(t *testing.T, m Method, dyn bool) {
 	}
 	defer bt.Close()
 	batchF := make([][]float64, len(ms))
-	got, err := MinimizeBatch(bt, xs, s, BatchControl{MaxIter: iters,
+	got, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: iters,
 		Record: func(i int, r run.Record) { batchF[i] = append(batchF[i], r.Extra["F"]) }})
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +117,9 @@ func testMinimizeBatchNFA(t *testing.T, m Method, dyn bool) {
 // NSSM, whose state includes the chains), with RCG and with Old (whose multipliers the checkpoint holds).
 func TestMinimizeBatchNFACheckpointResume(t *testing.T) {
 	be := testbackend.Open(t)
-	for _, m := range []Method{RCG, Old} {
-		s := Settings{Method: m, Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
-		minimize := func(seedOffset uint64, s Settings, ctl BatchControl) []Result {
+	for _, m := range []rcg.Method{rcg.RCG, rcg.Old} {
+		s := rcg.Settings{Method: m, Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
+		minimize := func(seedOffset uint64, s rcg.Settings, ctl rcg.BatchControl) []rcg.Result {
 			t.Helper()
 			ms, xs := nfaBatchRuns(t, true, seedOffset)
 			bt, err := nfa.NewBatch(be, ms)
@@ -126,18 +127,18 @@ func TestMinimizeBatchNFACheckpointResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer bt.Close()
-			res, err := MinimizeBatch(bt, xs, s, ctl)
+			res, err := rcg.MinimizeBatch(bt, xs, s, ctl)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return res
 		}
-		full := minimize(0, s, BatchControl{MaxIter: 30})
+		full := minimize(0, s, rcg.BatchControl{MaxIter: 30})
 		path := filepath.Join(t.TempDir(), "nfa.ck")
-		minimize(0, s, BatchControl{MaxIter: 12, CheckpointEvery: 4, CheckpointPath: path})
+		minimize(0, s, rcg.BatchControl{MaxIter: 12, CheckpointEvery: 4, CheckpointPath: path})
 		rs := s
 		rs.Resume = true
-		got := minimize(7, rs, BatchControl{MaxIter: 30, CheckpointPath: path})
+		got := minimize(7, rs, rcg.BatchControl{MaxIter: 30, CheckpointPath: path})
 		for i, g := range got {
 			w := full[i]
 			if g.Iters != w.Iters || g.Reason != w.Reason || g.ConvergedBy != w.ConvergedBy || g.F != w.F ||
@@ -213,7 +214,7 @@ func TestSweepNFABatched(t *testing.T) {
 			CapFactor: 2, FollowRCG: true},
 		"Taylor": {T: 60, Seeds: 2, Moments: nfa.Taylor, Methods: []string{"RCG"}},
 	} {
-		if _, err := SweepNFABatched(bad, be); !errors.Is(err, ErrBadInput) && !errors.Is(err, nfa.ErrBadInput) {
+		if _, err := SweepNFABatched(bad, be); !errors.Is(err, rcg.ErrBadInput) && !errors.Is(err, nfa.ErrBadInput) {
 			t.Errorf("%s: error %v, want a bad-input error", name, err)
 		}
 	}
@@ -344,15 +345,15 @@ func TestSweepNFABatchedCheckpointResume(t *testing.T) {
 	}
 	bad := s
 	bad.CheckpointEvery = -1
-	if _, err := SweepNFABatched(bad, be); !errors.Is(err, ErrBadInput) {
+	if _, err := SweepNFABatched(bad, be); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("checkpoints every −1 rounds: %v, want ErrBadInput", err)
 	}
 }
 
 // updaterOnly hides a batch's BatchStateful methods: a BatchUpdater whose state checkpoints cannot hold.
 type updaterOnly struct {
-	BatchObjective
-	up BatchUpdater
+	rcg.BatchObjective
+	up rcg.BatchUpdater
 }
 
 func (u updaterOnly) Update(x *tensor.Tensor) error { return u.up.Update(x) }
@@ -368,13 +369,13 @@ func TestMinimizeBatchUpdaterNeedsState(t *testing.T) {
 	}
 	defer bt.Close()
 	obj := updaterOnly{bt, bt}
-	s := Settings{Tol: 1e-6, Patience: 5}
+	s := rcg.Settings{Tol: 1e-6, Patience: 5}
 	path := filepath.Join(t.TempDir(), "x.ck")
-	ctl := BatchControl{MaxIter: 3, CheckpointEvery: 1, CheckpointPath: path}
-	if _, err := MinimizeBatch(obj, xs, s, ctl); !errors.Is(err, ErrBadInput) {
+	ctl := rcg.BatchControl{MaxIter: 3, CheckpointEvery: 1, CheckpointPath: path}
+	if _, err := rcg.MinimizeBatch(obj, xs, s, ctl); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("checkpoints without the state: error %v, want ErrBadInput", err)
 	}
-	if _, err := MinimizeBatch(obj, xs, s, BatchControl{MaxIter: 3}); err != nil {
+	if _, err := rcg.MinimizeBatch(obj, xs, s, rcg.BatchControl{MaxIter: 3}); err != nil {
 		t.Errorf("without checkpoints: %v", err)
 	}
 }
@@ -386,12 +387,12 @@ func TestMinimizeBatchUpdaterNeedsState(t *testing.T) {
 // their paths amplify round-off (TestMinimizeBatchNFA compares the NSSM over 5 iterations for this reason).
 func TestBatchFollowsHostPath(t *testing.T) {
 	be := testbackend.Open(t)
-	s := Settings{Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
+	s := rcg.Settings{Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
 	worst := 0.0
 	for k := 1; k <= 6; k++ {
 		ms, xs := nfaBatchRuns(t, true, 0)
 		m := ms[2]
-		res, err := Minimize(m, xs[2], s, run.Control{MaxIter: k})
+		res, err := rcg.Minimize(m, xs[2], s, run.Control{MaxIter: k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,7 +432,7 @@ func TestBatchFollowsHostPath(t *testing.T) {
 	}
 	hostMs, xs := nfaBatchRuns(t, true, 0)
 	var hostF, batchF []float64
-	if _, err := Minimize(hostMs[2], xs[2], s, run.Control{MaxIter: 40,
+	if _, err := rcg.Minimize(hostMs[2], xs[2], s, run.Control{MaxIter: 40,
 		Recorder: run.Func(func(r run.Record) { hostF = append(hostF, r.Extra["F"]) })}); err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +442,7 @@ func TestBatchFollowsHostPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bt.Close()
-	if _, err := MinimizeBatch(bt, xs[2:], s, BatchControl{MaxIter: 40,
+	if _, err := rcg.MinimizeBatch(bt, xs[2:], s, rcg.BatchControl{MaxIter: 40,
 		Record: func(_ int, r run.Record) { batchF = append(batchF, r.Extra["F"]) }}); err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +483,7 @@ func (c *countNFA) Value(f []float64, x *tensor.Tensor) error {
 // steps), where runs' searches end after different numbers of rounds.
 func TestMinimizeBatchEvaluatesSearchingRuns(t *testing.T) {
 	be := testbackend.Open(t)
-	check := func(name string, got []Result, runs int) {
+	check := func(name string, got []rcg.Result, runs int) {
 		t.Helper()
 		fevals := 0
 		for _, r := range got {
@@ -492,14 +493,14 @@ func TestMinimizeBatchEvaluatesSearchingRuns(t *testing.T) {
 			t.Errorf("%s: Value evaluated %d runs, the searches asked for %d", name, runs, fevals)
 		}
 	}
-	for _, s := range []Settings{{Tol: 1e-9 * 200, RestartEvery: SqrtN}, {Tol: 1e-9 * 200, Search: Unit}} {
+	for _, s := range []rcg.Settings{{Tol: 1e-9 * 200, RestartEvery: rcg.SqrtN}, {Tol: 1e-9 * 200, Search: rcg.Unit}} {
 		ms, xs := batchRuns(t, 200, 4)
 		bt, err := mog.NewBatch(be, ms)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := &countMoG{mogBatch: bt}
-		got, err := MinimizeBatch(c, xs, s, BatchControl{MaxIter: 60})
+		got, err := rcg.MinimizeBatch(c, xs, s, rcg.BatchControl{MaxIter: 60})
 		bt.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -513,7 +514,7 @@ func TestMinimizeBatchEvaluatesSearchingRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &countNFA{nfaBatch: bt}
-		got, err := MinimizeBatch(c, xs, Settings{Tol: 1e-6, PowellBeale: 0.2}, BatchControl{MaxIter: 15})
+		got, err := rcg.MinimizeBatch(c, xs, rcg.Settings{Tol: 1e-6, PowellBeale: 0.2}, rcg.BatchControl{MaxIter: 15})
 		bt.Close()
 		if err != nil {
 			t.Fatal(err)

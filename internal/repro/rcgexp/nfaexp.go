@@ -1,4 +1,4 @@
-package rcg
+package rcgexp
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/models/nfa"
@@ -22,13 +23,13 @@ import (
 var NFAMethods = []string{"RCG", "RG", "CG", "GD", "Old"}
 
 // methodByName returns the Method called name (Method.String).
-func methodByName(name string) (Method, error) {
-	for i, n := range methodNames {
-		if n == name {
-			return Method(i), nil
+func methodByName(name string) (rcg.Method, error) {
+	for m := rcg.RCG; m <= rcg.Old; m++ {
+		if m.String() == name {
+			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: method %q", ErrBadInput, name)
+	return 0, fmt.Errorf("%w: method %q", rcg.ErrBadInput, name)
 }
 
 // RunNFA fits the NFA or NSSM model m from m.Init(seed) with one method: the joint step on all means (Powell–Beale
@@ -53,7 +54,7 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	if err != nil {
 		return nil, err
 	}
-	s := Settings{Method: meth, Tol: tol, Patience: patience, PowellBeale: 0.2, Resume: ckpt != ""}
+	s := rcg.Settings{Method: meth, Tol: tol, Patience: patience, PowellBeale: 0.2, Resume: ckpt != ""}
 	tr := &Trace{Method: method, Seed: int(seed), Limit: limit.Seconds()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -76,7 +77,7 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	if ckpt != "" {
 		ctl.CheckpointEvery, ctl.CheckpointPath = ckptEvery, ckpt
 	}
-	res, err := Minimize(obj, x0, s, ctl)
+	res, err := rcg.Minimize(obj, x0, s, ctl)
 	if res == nil || err != nil && !errors.Is(err, context.Canceled) { // Canceled: the CPU-time cap
 		return nil, err
 	}
@@ -169,18 +170,28 @@ func appendTrace(s []float64, tr *Trace) []float64 {
 // checkTrace returns an error unless s is k values of state followed by a trace as appendTrace writes it.
 func checkTrace(s []float64, k int) error {
 	if len(s) <= k {
-		return fmt.Errorf("%w: run state of %d values, want the model's %d and a trace", ErrBadInput, len(s), k)
+		return fmt.Errorf("%w: run state of %d values, want the model's %d and a trace", rcg.ErrBadInput, len(s), k)
 	}
 	c := s[len(s)-1]
 	n := int(c)
 	if !(c >= 0 && c == math.Trunc(c) && c <= math.MaxInt32) || len(s) != k+3*n+1 {
 		return fmt.Errorf("%w: run state of %d values with a trace of %v points, want %d values and the model's %d",
-			ErrBadInput, len(s), c, k+3*n+1, k)
+			rcg.ErrBadInput, len(s), c, k+3*n+1, k)
 	}
-	if !finiteVec(s[k : len(s)-1]) {
-		return fmt.Errorf("%w: a trace with values that are not finite", ErrBadInput)
+	if !finite(s[k : len(s)-1]) {
+		return fmt.Errorf("%w: a trace with values that are not finite", rcg.ErrBadInput)
 	}
 	return nil
+}
+
+// finite reports whether every value of v is finite.
+func finite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // setTrace restores into tr the trace that appendTrace wrote as tail (checked by checkTrace) and returns its last
@@ -333,28 +344,28 @@ func (s Sweep) check(batched bool) error {
 	if s.Seeds < 1 || s.FirstSeed < 0 || !usable(s.Eps) || !usable(s.CapFactor) || s.RCGCap < 0 ||
 		s.RCGMaxIter < 0 || len(s.Methods) == 0 || s.Methods[0] != "RCG" {
 		return fmt.Errorf("%w: sweep with %d seeds from %d, ε = %v, cap factor %v, RCG cap %v and %d iterations, "+
-			"methods %v (want seeds ≥ 1 from ≥ 0, finite ε ≥ 0, caps ≥ 0, RCG first)", ErrBadInput, s.Seeds,
+			"methods %v (want seeds ≥ 1 from ≥ 0, finite ε ≥ 0, caps ≥ 0, RCG first)", rcg.ErrBadInput, s.Seeds,
 			s.FirstSeed, s.Eps, s.CapFactor, s.RCGCap, s.RCGMaxIter, s.Methods)
 	}
 	if s.D < 0 || s.H < 0 {
-		return fmt.Errorf("%w: %d sources and %d hidden units (want ≥ 0; 0 takes 5 and 20)", ErrBadInput, s.D, s.H)
+		return fmt.Errorf("%w: %d sources and %d hidden units (want ≥ 0; 0 takes 5 and 20)", rcg.ErrBadInput, s.D, s.H)
 	}
 	if s.CheckpointEvery < 0 {
-		return fmt.Errorf("%w: checkpoints every %d iterations in %q (want ≥ 0)", ErrBadInput, s.CheckpointEvery,
+		return fmt.Errorf("%w: checkpoints every %d iterations in %q (want ≥ 0)", rcg.ErrBadInput, s.CheckpointEvery,
 			s.CheckpointDir)
 	}
 	if s.TickEvery < 0 {
-		return fmt.Errorf("%w: progress every %v (want ≥ 0; 0: none)", ErrBadInput, s.TickEvery)
+		return fmt.Errorf("%w: progress every %v (want ≥ 0; 0: none)", rcg.ErrBadInput, s.TickEvery)
 	}
 	if s.FixedTarget != nil && (math.IsNaN(*s.FixedTarget) || math.IsInf(*s.FixedTarget, 0)) {
-		return fmt.Errorf("%w: fixed target %v (want a finite F)", ErrBadInput, *s.FixedTarget)
+		return fmt.Errorf("%w: fixed target %v (want a finite F)", rcg.ErrBadInput, *s.FixedTarget)
 	}
 	if batched && s.FollowRCG {
-		return fmt.Errorf("%w: the batched sweep does not follow RCG's misses", ErrBadInput)
+		return fmt.Errorf("%w: the batched sweep does not follow RCG's misses", rcg.ErrBadInput)
 	}
 	if s.FollowRCG && (s.CapFactor == 0 || s.RCGCap == 0 && s.RCGMaxIter == 0) {
 		return fmt.Errorf("%w: following RCG's misses needs an RCG cap and the others' (cap factor %v, RCG cap %v "+
-			"and %d iterations)", ErrBadInput, s.CapFactor, s.RCGCap, s.RCGMaxIter)
+			"and %d iterations)", rcg.ErrBadInput, s.CapFactor, s.RCGCap, s.RCGMaxIter)
 	}
 	return nil
 }
@@ -490,7 +501,7 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 			ticks[i] = s.ticker(name)
 		}
 		obj := &tracedBatch{nfaBatch: bt, trs: slices.Clone(trs), start: time.Now()}
-		ctl := BatchControl{MaxIter: maxIter, Record: func(i int, r run.Record) {
+		ctl := rcg.BatchControl{MaxIter: maxIter, Record: func(i int, r run.Record) {
 			tr := trs[i]
 			tr.T = append(tr.T, time.Since(obj.start).Seconds())
 			tr.F = append(tr.F, r.Extra["F"])
@@ -500,7 +511,7 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 			}
 		}}
 		ctl.CheckpointPath, ctl.CheckpointEvery = s.batchCheckpoint(name)
-		res, err := MinimizeBatch(obj, xs, Settings{Method: meth, Tol: s.Tol(), Patience: 5, PowellBeale: 0.2,
+		res, err := rcg.MinimizeBatch(obj, xs, rcg.Settings{Method: meth, Tol: s.Tol(), Patience: 5, PowellBeale: 0.2,
 			Resume: ctl.CheckpointPath != ""}, ctl)
 		bt.Close()
 		if err != nil {

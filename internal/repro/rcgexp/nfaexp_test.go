@@ -1,4 +1,4 @@
-package rcg
+package rcgexp
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/nfa"
 )
@@ -53,7 +54,7 @@ func TestSweepFollowRCG(t *testing.T) {
 		t.Skip("no RCG run was capped short of the target on this machine; nothing followed")
 	}
 	s.CapFactor = 0
-	if _, err := SweepNFA(s); !errors.Is(err, ErrBadInput) {
+	if _, err := SweepNFA(s); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("following without the others' cap: %v, want ErrBadInput", err)
 	}
 }
@@ -132,7 +133,7 @@ func TestSweepRCGMaxIter(t *testing.T) {
 		t.Errorf("no RCG run followed past the iteration cap, though one of two misses the median target")
 	}
 	s.RCGMaxIter = -1
-	if _, err := SweepNFA(s); !errors.Is(err, ErrBadInput) {
+	if _, err := SweepNFA(s); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("RCGMaxIter -1: %v, want ErrBadInput", err)
 	}
 }
@@ -161,10 +162,10 @@ func TestSweepTicker(t *testing.T) {
 		t.Errorf("a ticker without Tick or without TickEvery")
 	}
 	bad := Sweep{T: 30, Seeds: 1, Methods: []string{"RCG"}, TickEvery: -time.Second}
-	if _, err := SweepNFA(bad); !errors.Is(err, ErrBadInput) {
+	if _, err := SweepNFA(bad); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("progress every −1 s: %v, want ErrBadInput", err)
 	}
-	if _, err := SweepNFABatched(bad, testbackend.Open(t)); !errors.Is(err, ErrBadInput) {
+	if _, err := SweepNFABatched(bad, testbackend.Open(t)); !errors.Is(err, rcg.ErrBadInput) {
 		t.Errorf("batched, progress every −1 s: %v, want ErrBadInput", err)
 	}
 }
@@ -226,10 +227,10 @@ func TestSweepFirstSeedFixedTarget(t *testing.T) {
 		"d -1":          {Dynamic: true, T: 30, Seeds: 2, D: -1, Methods: []string{"RCG"}},
 		"H -1":          {Dynamic: true, T: 30, Seeds: 2, H: -1, Methods: []string{"RCG"}},
 	} {
-		if _, err := SweepNFA(bad); !errors.Is(err, ErrBadInput) {
+		if _, err := SweepNFA(bad); !errors.Is(err, rcg.ErrBadInput) {
 			t.Errorf("%s: %v, want ErrBadInput", name, err)
 		}
-		if _, err := SweepNFABatched(bad, nil); !errors.Is(err, ErrBadInput) {
+		if _, err := SweepNFABatched(bad, nil); !errors.Is(err, rcg.ErrBadInput) {
 			t.Errorf("batched, %s: %v, want ErrBadInput", name, err)
 		}
 	}
@@ -338,7 +339,7 @@ func TestSweepCheckpointResume(t *testing.T) {
 	for name, bad := range map[string]Sweep{
 		"every −1": {T: 30, Seeds: 1, Methods: []string{"RCG"}, CheckpointDir: "ck", CheckpointEvery: -1},
 	} {
-		if _, err := SweepNFA(bad); !errors.Is(err, ErrBadInput) {
+		if _, err := SweepNFA(bad); !errors.Is(err, rcg.ErrBadInput) {
 			t.Errorf("%s: %v, want ErrBadInput", name, err)
 		}
 	}
@@ -361,7 +362,7 @@ func TestSweepCheckpointResume(t *testing.T) {
 		"NaN":        append(m.State(), math.NaN(), -3, 7, 1),
 		"model only": m.State(),
 	} {
-		if err := w.SetState(bad); !errors.Is(err, ErrBadInput) {
+		if err := w.SetState(bad); !errors.Is(err, rcg.ErrBadInput) {
 			t.Errorf("state with a bad %s: %v, want ErrBadInput", name, err)
 		}
 	}

@@ -1,4 +1,8 @@
-package rcg
+// Package rcgexp holds the experiments of paper 004 (Honkela et al. 2010) around algos/rcg: the drivers of the
+// mixture (RunMoG, RunMoGBatch) and NFA/NSSM runs (RunNFA, SweepNFA, SweepNFABatched), their traces, the rank tests
+// of the time-to-target summaries, and the reproductions and tests of the optimisers on models/mog and models/nfa.
+// See docs/rcg.md.
+package rcgexp
 
 import (
 	"context"
@@ -6,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/models/mog"
 )
@@ -97,7 +102,7 @@ func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.D
 			return nil, err
 		}
 		ctl.Recorder = run.Func(func(r run.Record) { rec(r.Extra["F"], r.Extra["f_evals"]+r.Extra["g_evals"]) })
-		out, err := Minimize(mog.NewCollapsed(m), x0, s, ctl)
+		out, err := rcg.Minimize(mog.NewCollapsed(m), x0, s, ctl)
 		if out == nil {
 			return nil, err
 		}
@@ -108,19 +113,19 @@ func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.D
 }
 
 // mogSettings are RunMoG's settings of the gradient method called name: tolerance tol, the √n restart of §6.2.
-func mogSettings(name string, tol float64) (Settings, error) {
-	s := Settings{Tol: tol, RestartEvery: SqrtN}
+func mogSettings(name string, tol float64) (rcg.Settings, error) {
+	s := rcg.Settings{Tol: tol, RestartEvery: rcg.SqrtN}
 	switch name {
 	case "RCG":
-		s.Method = RCG
+		s.Method = rcg.RCG
 	case "RG":
-		s.Method = RG
+		s.Method = rcg.RG
 	case "CG":
-		s.Method = CG
+		s.Method = rcg.CG
 	case "GD":
-		s.Method = GD
+		s.Method = rcg.GD
 	default:
-		return s, fmt.Errorf("%w: method %q (want one of %v)", ErrBadInput, name, MoGMethods)
+		return s, fmt.Errorf("%w: method %q (want one of %v)", rcg.ErrBadInput, name, MoGMethods)
 	}
 	return s, nil
 }
@@ -150,7 +155,7 @@ func Median(xs []float64) float64 {
 // of its iterations. A batch has no per-run times. VB-EM's results carry F, the final point (log r, m) and the stop
 // reason; their evaluation counts are 0.
 func RunMoGBatch(ctx context.Context, bt *mog.Batch, xs [][]float64, method string, tol float64, maxIter int,
-	record func(i int, F float64, evals int)) ([]Result, error) {
+	record func(i int, F float64, evals int)) ([]rcg.Result, error) {
 	if method == "VBEM" {
 		var rec func(int, float64)
 		if record != nil {
@@ -164,9 +169,9 @@ func RunMoGBatch(ctx context.Context, bt *mog.Batch, xs [][]float64, method stri
 		if vs == nil {
 			return nil, err
 		}
-		out := make([]Result, len(vs))
+		out := make([]rcg.Result, len(vs))
 		for i, v := range vs {
-			out[i] = Result{X: append(append([]float64(nil), v.LogR...), v.Mu...), F: v.F, Result: v.Result}
+			out[i] = rcg.Result{X: append(append([]float64(nil), v.LogR...), v.Mu...), F: v.F, Result: v.Result}
 		}
 		return out, err
 	}
@@ -174,9 +179,9 @@ func RunMoGBatch(ctx context.Context, bt *mog.Batch, xs [][]float64, method stri
 	if err != nil {
 		return nil, err
 	}
-	ctl := BatchControl{Ctx: ctx, MaxIter: maxIter}
+	ctl := rcg.BatchControl{Ctx: ctx, MaxIter: maxIter}
 	if record != nil {
 		ctl.Record = func(i int, r run.Record) { record(i, r.Extra["F"], int(r.Extra["f_evals"]+r.Extra["g_evals"])) }
 	}
-	return MinimizeBatch(bt, xs, s, ctl)
+	return rcg.MinimizeBatch(bt, xs, s, ctl)
 }

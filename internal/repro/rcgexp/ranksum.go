@@ -1,4 +1,4 @@
-package rcg
+package rcgexp
 
 import (
 	"math"

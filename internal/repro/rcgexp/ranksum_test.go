@@ -1,9 +1,11 @@
-package rcg
+package rcgexp
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/geovb/geovb/rng"
 )
 
 // rankSumBrute enumerates every split of the pooled values into a sample of len(a) and the rest and returns the
@@ -255,3 +257,5 @@ func TestGehanLess(t *testing.T) {
 		t.Error("empty sample: want NaN")
 	}
 }
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rng.NewSource(seed, 4)) }

@@ -1,4 +1,4 @@
-package rcg
+package rcgexp
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/models/nfa"
@@ -33,7 +34,7 @@ func warmNSSM(t *testing.T, T int, mo nfa.Moments, iters int) (*nfa.Model, []flo
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Minimize(m, x0, Settings{Method: RCG, PowellBeale: 0.2}, run.Control{MaxIter: iters})
+	res, err := rcg.Minimize(m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2}, run.Control{MaxIter: iters})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func curvatureRatios(t *testing.T, what string, m *nfa.Model, x []float64, from 
 func TestReproNFAMetricIsCurvature(t *testing.T) {
 	repro.Require(t)
 	const T = 300
-	run400 := func(mo nfa.Moments) (*nfa.Model, *Result) {
+	run400 := func(mo nfa.Moments) (*nfa.Model, *rcg.Result) {
 		m, err := nfa.New(nfa.SyntheticNFA(T, 1), T, 21, nfa.Config{D: 5, H: 20, Moments: mo})
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +139,7 @@ func TestReproNFAMetricIsCurvature(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Minimize(m, x0, Settings{Method: RCG, PowellBeale: 0.2}, run.Control{MaxIter: 400})
+		res, err := rcg.Minimize(m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2}, run.Control{MaxIter: 400})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +334,7 @@ func TestReproNSSMHyperDelay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Minimize(m, x0, Settings{Method: RCG, PowellBeale: 0.2}, run.Control{MaxIter: iters})
+			res, err := rcg.Minimize(m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2}, run.Control{MaxIter: iters})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,13 +1,13 @@
-package rcg_test
+package rcgexp_test
 
 import (
 	"context"
 	"fmt"
 	"log"
 
-	"github.com/geovb/geovb/algos/rcg"
 	"github.com/geovb/geovb/backend"
 	_ "github.com/geovb/geovb/backend/all"
+	"github.com/geovb/geovb/internal/repro/rcgexp"
 	"github.com/geovb/geovb/models/mog"
 )
 
@@ -37,7 +37,7 @@ func ExampleRunMoGBatch() {
 	}
 	defer bt.Close()
 	for _, method := range []string{"RCG", "VBEM"} {
-		res, err := rcg.RunMoGBatch(context.Background(), bt, xs, method, 1e-7*N, 0, nil)
+		res, err := rcgexp.RunMoGBatch(context.Background(), bt, xs, method, 1e-7*N, 0, nil)
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -110,7 +110,7 @@ func (p *Posterior) obs(y, eta float64) (float64, float64) {
 		// down to sη ≈ −37, below which Φ underflows and the log density is −Inf (a method stops, not finite).
 		s := 2*y - 1
 		z := s * eta
-		logPhi := math.Log(0.5*math.Erfc(-z/math.Sqrt2))
+		logPhi := math.Log(0.5 * math.Erfc(-z/math.Sqrt2))
 		mills := math.Exp(-z*z/2-logPhi) / math.Sqrt(2*math.Pi)
 		return logPhi, s * mills
 	default:

@@ -120,8 +120,11 @@ func TestPosteriorProbitValues(t *testing.T) {
 func TestNewPosteriorErrors(t *testing.T) {
 	x := []float64{1, 2, 3, 4}
 	for name, f := range map[string]func() error{
-		"label 2":      func() error { _, err := NewPosterior(x, []float64{0, 2}, 2, 2, LogitLink, 1, 0); return err },
-		"NaN x":        func() error { _, err := NewPosterior([]float64{1, math.NaN(), 3, 4}, []float64{0, 1}, 2, 2, ProbitLink, 1, 0); return err },
+		"label 2": func() error { _, err := NewPosterior(x, []float64{0, 2}, 2, 2, LogitLink, 1, 0); return err },
+		"NaN x": func() error {
+			_, err := NewPosterior([]float64{1, math.NaN(), 3, 4}, []float64{0, 1}, 2, 2, ProbitLink, 1, 0)
+			return err
+		},
 		"sizes":        func() error { _, err := NewPosterior(x, []float64{0, 1}, 2, 3, LogitLink, 1, 0); return err },
 		"prior var":    func() error { _, err := NewPosterior(x, []float64{0, 1}, 2, 2, LogitLink, 0, 0); return err },
 		"noise var":    func() error { _, err := NewPosterior(x, []float64{0.5, 1}, 2, 2, LinearLink, 1, -1); return err },

@@ -1,6 +1,7 @@
 package sggmc
 
 import (
+	"context"
 	"math"
 
 	"github.com/geovb/geovb/algos/run"
@@ -331,21 +332,35 @@ const (
 	checkpointVersion = 1
 )
 
-// Resume loads a checkpoint written by Run into s.
-func (s *Sampler) Resume(path string) error {
-	var st State
-	if err := run.LoadCheckpoint(path, checkpointMethod, checkpointVersion, &st); err != nil {
-		return err
+// DefaultSamples is the number of samples Run draws when Control.MaxIter is 0.
+const DefaultSamples = 1000
+
+// Run draws samples under ctx and ctl: the iteration cap (one iteration is one sample; the count includes the
+// samples before a resume; 0: DefaultSamples), the recorder, checkpoints every CheckpointEvery samples, and
+// Control.Resume, which first restores the state saved at CheckpointPath (same method and shapes, or an error
+// wrapping run.ErrCheckpoint or backend.ErrShape). onSample is called after each sample (nil to skip; an error
+// stops the run). Records carry Extra "kinetic" (‖v‖²/m), "xi" and "max_angle"; Objective is what onSample
+// leaves in *obj (NaN if not set).
+func (s *Sampler) Run(ctx context.Context, ctl run.Control, onSample func(s *Sampler, obj *float64) error) (run.Result, error) {
+	ctl = ctl.WithContext(ctx)
+	if err := ctl.Validate(); err != nil {
+		return run.Result{}, err
 	}
-	return s.Restore(st)
+	if ctl.Resume {
+		var st State
+		if err := run.LoadCheckpoint(ctl.CheckpointPath, checkpointMethod, checkpointVersion, &st); err != nil {
+			return run.Result{}, err
+		}
+		if err := s.Restore(st); err != nil {
+			return run.Result{}, err
+		}
+	}
+	res := s.loop(ctl, onSample)
+	return res, res.Err
 }
 
-// Run draws samples under ctl (context, iteration cap — one iteration is one sample —, recorder, checkpoints),
-// calling onSample after each sample (nil to skip; an error stops the run). Records carry Extra "kinetic" (‖v‖²/m),
-// "xi" and "max_angle" (notes P18); Objective is what onSample leaves in *obj (NaN if not set). A sampler restored
-// from a checkpoint continues its count. defaultMax is the cap when ctl.MaxIter is 0.
-func (s *Sampler) Run(ctl run.Control, defaultMax int, onSample func(s *Sampler, obj *float64) error) run.Result {
-	loop := ctl.Start(defaultMax, s.samples)
+func (s *Sampler) loop(ctl run.Control, onSample func(s *Sampler, obj *float64) error) run.Result {
+	loop := ctl.Start(DefaultSamples, s.samples)
 	for loop.Next() {
 		if err := s.Sample(); err != nil {
 			loop.Fail(err)

@@ -1,6 +1,7 @@
 package sggmc
 
 import (
+	"context"
 	"errors"
 	"math"
 	"path/filepath"
@@ -126,7 +127,7 @@ func TestCheckpointResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mem run.Memory
-	res := full.Run(run.Control{MaxIter: 20, CheckpointEvery: 10, CheckpointPath: path, Recorder: &mem}, 0, nil)
+	res, _ := full.Run(context.Background(), run.Control{MaxIter: 20, CheckpointEvery: 10, CheckpointPath: path, Recorder: &mem}, nil)
 	if res.Err != nil || res.Reason != run.MaxIter || res.Iters != 20 {
 		t.Fatalf("run: %+v", res)
 	}
@@ -143,17 +144,17 @@ func TestCheckpointResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := half.Run(run.Control{MaxIter: 10, CheckpointEvery: 10, CheckpointPath: path}, 0, nil); r.Err != nil {
-		t.Fatal(r.Err)
+	if _, err := half.Run(context.Background(), run.Control{MaxIter: 10, CheckpointEvery: 10, CheckpointPath: path}, nil); err != nil {
+		t.Fatal(err)
 	}
 	res2, err := New(b, tgt, randomPoints(t, b, 5, 1, 4, 77), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res2.Resume(path); err != nil {
+	r, err := res2.Run(context.Background(), run.Control{MaxIter: 20, CheckpointPath: path, Resume: true}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := res2.Run(run.Control{MaxIter: 20}, 0, nil)
 	if r.Iters != 20 {
 		t.Fatalf("resumed run did %d iterations", r.Iters)
 	}
@@ -174,7 +175,7 @@ func TestCheckpointResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Resume(path); !errors.Is(err, backend.ErrShape) {
+	if _, err := other.Run(context.Background(), run.Control{MaxIter: 20, CheckpointPath: path, Resume: true}, nil); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("resume into another shape: %v", err)
 	}
 }

@@ -14,6 +14,7 @@
 //
 //	vbbench [flags]
 //	vbbench -compare OLD.json NEW.json   compare two earlier runs without running anything
+//	vbbench -markdown RUN.json           print an earlier run as the Markdown tables of docs/benchmarks.md
 //
 // Examples:
 //
@@ -73,6 +74,7 @@ type config struct {
 	jsonPath   string
 	csvPath    string
 	compare    string
+	markdown   string // -markdown FILE: print an earlier -json FILE as Markdown (no run)
 	compareNew string // second file of -compare OLD NEW (no run)
 	list       bool
 	command    string
@@ -124,6 +126,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.csvPath, "csv", "", "write one CSV row per workload to `FILE`")
 	fs.StringVar(&cfg.compare, "compare", "", "print the change against an earlier -json `FILE` (with a second file argument: compare the two, no run)")
 	fs.BoolVar(&cfg.list, "list", false, "list the workloads and their sizes, then exit")
+	fs.StringVar(&cfg.markdown, "markdown", "", "print an earlier -json `FILE` as the Markdown tables of docs/benchmarks.md, then exit (no run)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: vbbench [flags]\n       vbbench -compare OLD.json NEW.json\n\n"+
 			"Throughput of geovb's hot operations on each backend, against memory-bandwidth and GEMM floors\n"+
@@ -406,6 +409,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.list {
 		printList(stdout)
+		return 0
+	}
+	if cfg.markdown != "" {
+		rep, err := readReport(cfg.markdown)
+		if err != nil {
+			fmt.Fprintf(stderr, "vbbench: %v\n", err)
+			return 2
+		}
+		printMarkdown(stdout, rep, cfg.markdown)
 		return 0
 	}
 	if cfg.compareNew != "" {

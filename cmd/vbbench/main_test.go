@@ -499,3 +499,31 @@ func FuzzParseReport(f *testing.F) {
 		printCompare(io.Discard, rep, rep, "a", "b")
 	})
 }
+
+// TestMarkdown: -markdown prints an earlier run as a Markdown table per backend with the command, one row per
+// record (a '|' in a cell escaped), and refuses a missing file with exit status 2.
+func TestMarkdown(t *testing.T) {
+	path, rep := quickRun(t)
+	code, out, errs := runMain(t, "-markdown", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| workload") {
+			rows++
+			if n := strings.Count(strings.ReplaceAll(line, `\|`, ""), "|"); n != 10 {
+				t.Errorf("row with %d cell separators, want 10: %s", n, line)
+			}
+		}
+	}
+	if rows != len(rep.Records) {
+		t.Errorf("%d table rows for %d records:\n%s", rows, len(rep.Records), out)
+	}
+	if !strings.Contains(out, "`"+rep.Command+"`") || !strings.Contains(out, "| workload | size |") {
+		t.Errorf("markdown lacks the command or the header:\n%s", out)
+	}
+	if code, _, _ := runMain(t, "-markdown", filepath.Join(t.TempDir(), "missing.json")); code != 2 {
+		t.Errorf("missing file: exit %d, want 2", code)
+	}
+}

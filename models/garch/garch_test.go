@@ -67,7 +67,7 @@ func TestValue(t *testing.T) {
 	}
 }
 
-// TestBatched checks LogPostGrad on the backend against the host evaluation column by column.
+// TestBatched checks LogDensityBatch on the backend against the host evaluation column by column.
 func TestBatched(t *testing.T) {
 	b := testbackend.Open(t)
 	m := synth(t, 100)

@@ -749,6 +749,8 @@ func TestEmuConstants(t *testing.T) {
 		{"qr", "QR_CGS_REORTH"}:    "0.5",
 		{"lowrank", "LR_THREADS"}:  fmt.Sprint(hotThreads),
 		{"spd", "SPD_THREADS"}:     fmt.Sprint(spdMaxThreads),
+		{"spd", "SPD_SWEEPS"}:      fmt.Sprint(spdEmuSweeps),
+		{"spd", "SPD_JACOBI_TOL"}:  fmt.Sprint(spdEmuJacobiTol),
 		{"philox", "PHILOX_M0"}:    "0xD2511F53u",
 		{"philox", "PHILOX_M1"}:    "0xCD9E8D57u",
 		{"philox", "PHILOX_W0"}:    "0x9E3779B9u",

@@ -8,15 +8,18 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// The SPD retraction R_Σ(ξ) = sym(Σ + ξ + ½ ξ Σ⁻¹ ξ) (backend/spd.go, paper 000 section 5.1) in one launch for the
-// whole batch (kernels/spd.cu spd_retract): one block per matrix, Σ factored in shared memory, L⁻¹ξ and ½ YᵀY in the
-// same block, the result in scratch; spd_commit copies it to dst unless a Σ was not SPD, so that dst is untouched on
-// that error, as with the reference. One status word comes back. Orders whose two matrices do not fit in
-// spdMaxBytes of shared memory (n > 61) run the reference (batched cuSOLVER and cuBLAS calls).
+// The SPD retraction R_Σ(ξ) = sym(Σ + ξ + ½ ξ Σ⁻¹ ξ) and transport E ξ Eᵀ (backend/spd.go, paper 000 section 5.1)
+// in one launch each for the whole batch (kernels/spd.cu spd_retract, spd_transport): one block per matrix, the
+// Cholesky factor (and for the transport the Jacobi eigen-decomposition of L₁⁻¹S₂L₁⁻ᵀ) in shared memory, the result
+// in scratch; spd_commit copies it to dst unless an operand was not SPD, so that dst is untouched on that error, as
+// with the reference. Two status words come back. Orders whose matrices do not fit in spdMaxBytes of shared memory
+// (the retraction's two: n > 62; the transport's three: n > 51) run the reference (batched cuSOLVER and cuBLAS
+// calls; for the transport above order 32 cuSOLVER's eigen-solver one matrix at a time).
 
 const (
-	// spdMaxBytes is the shared memory of one block: 60 KiB, as for the small QR kernel.
-	spdMaxBytes = 60 << 10
+	// spdMaxBytes is the dynamic shared memory of one block: 62 KiB, under the 64 KiB that every GPU from compute
+	// capability 7.5 grants a block with the function's limit raised, leaving room for the static reduction array.
+	spdMaxBytes = 62 << 10
 	// spdMaxThreads is SPD_THREADS of kernels/spd.cu.
 	spdMaxThreads = 128
 )
@@ -30,7 +33,19 @@ func init() {
 		},
 		Fn: spdRetractCUDA,
 	})
+	backend.SPDTransportOp.Register(backend.Kernel[backend.SPDTransportFunc]{
+		Name: "cuda.spd.transport.block", Backend: Name, Priority: 10,
+		Applies: func(b backend.Backend, s tensor.Shape) bool {
+			_, ok := b.(*Backend)
+			return ok && s.Rows >= 1 && spdTransportBytes(s.Rows) <= spdMaxBytes
+		},
+		Fn: spdTransportCUDA,
+	})
 }
+
+// spdTransportBytes is the shared memory of spd_transport for order n: three matrices with leading dimension n | 1
+// and the rotations of one Jacobi step.
+func spdTransportBytes(n int) int { return 8 * (3*n*(n|1) + n + n&1) }
 
 // spdRetractBytes is the shared memory of spd_retract for order n: L and Y with leading dimension n | 1.
 func spdRetractBytes(n int) int { return 2 * 8 * n * (n | 1) }
@@ -64,37 +79,82 @@ func spdRetractCUDA(be backend.Backend, dst, sigma, xi *tensor.Tensor) error {
 		return err
 	}
 	dv, sv, xv := hotViewOf(b, dst), spdView(b, sigma), spdView(b, xi)
-	var bad int
+	var st spdStatus
 	if err := b.do(func() error {
 		var err error
-		bad, err = spdRetractRun(b.hot(), dv, sv, xv)
+		st, err = spdRetractRun(b.hot(), dv, sv, xv)
 		return err
 	}); err != nil {
 		return err
 	}
-	if bad >= 0 {
-		return backend.BatchErrorf(op, "sigma", bad, backend.ErrNotPositiveDefinite, "Cholesky factorisation failed")
+	if st[0] >= 0 {
+		return backend.BatchErrorf(op, "sigma", st[0], backend.ErrNotPositiveDefinite, "Cholesky factorisation failed")
 	}
 	return nil
 }
 
-// spdRetractRun launches spd_retract and spd_commit for dst's batch and reads the status back: the first batch
-// item whose Σ is not SPD, or −1.
-func spdRetractRun(d hotDev, dst, sigma, xi hotView) (bad int, err error) {
+// spdTransportCUDA is the one-launch transport; SPDTransport has checked the operands.
+func spdTransportCUDA(be backend.Backend, dst, s1, s2, xi *tensor.Tensor) error {
+	b := be.(*Backend)
+	const op = "spd.transport"
+	if err := b.ownsNamed(op, []string{"dst", "s1", "s2", "xi"}, dst, s1, s2, xi); err != nil {
+		return err
+	}
+	dv, av, bv, xv := hotViewOf(b, dst), spdView(b, s1), spdView(b, s2), spdView(b, xi)
+	var st spdStatus
+	if err := b.do(func() error {
+		var err error
+		st, err = spdTransportRun(b.hot(), dv, av, bv, xv)
+		return err
+	}); err != nil {
+		return err
+	}
+	switch {
+	case st[0] >= 0:
+		return backend.BatchErrorf(op, "s1", st[0], backend.ErrNotPositiveDefinite, "Cholesky factorisation failed")
+	case st[1] >= 0:
+		return backend.BatchErrorf(op, "s2", st[1], backend.ErrNotPositiveDefinite,
+			"an eigenvalue of L₁⁻¹S₂L₁⁻ᵀ is not positive")
+	}
+	return nil
+}
+
+// spdStatus is what the SPD kernels report: per status word, the first batch item that failed, or −1.
+type spdStatus [2]int
+
+// spdRetractRun launches spd_retract and spd_commit for dst's batch and reads the status back (word 0: Σ not SPD).
+func spdRetractRun(d hotDev, dst, sigma, xi hotView) (spdStatus, error) {
 	batch, n := dst.batch, dst.rows
 	out, flag, err := spdScratch(d, batch, n)
 	if err != nil {
-		return 0, err
+		return spdStatus{}, err
 	}
 	if err := d.launch("spd", "spd_retract", hotGrid(batch, 1), hotBlock(spdThreads(n)),
 		uint32(spdRetractBytes(n)), out, sigma.p, sigma.bs, sigma.rs, xi.p, xi.bs, xi.rs, flag, batch,
 		n); err != nil {
-		return 0, err
+		return spdStatus{}, err
 	}
 	return spdCommit(d, dst, out, flag)
 }
 
-// spdScratch returns the contiguous batch × n × n result buffer of the SPD kernels and their zeroed status word.
+// spdTransportRun launches spd_transport and spd_commit for dst's batch and reads the status back (word 0: S₁ not
+// SPD, word 1: S₂).
+func spdTransportRun(d hotDev, dst, s1, s2, xi hotView) (spdStatus, error) {
+	batch, n := dst.batch, dst.rows
+	out, flag, err := spdScratch(d, batch, n)
+	if err != nil {
+		return spdStatus{}, err
+	}
+	if err := d.launch("spd", "spd_transport", hotGrid(batch, 1), hotBlock(spdThreads(n)),
+		uint32(spdTransportBytes(n)), out, s1.p, s1.bs, s1.rs, s2.p, s2.bs, s2.rs, xi.p, xi.bs, xi.rs, flag,
+		batch, n); err != nil {
+		return spdStatus{}, err
+	}
+	return spdCommit(d, dst, out, flag)
+}
+
+// spdScratch returns the contiguous batch × n × n result buffer of the SPD kernels and their two zeroed status
+// words.
 func spdScratch(d hotDev, batch, n int) (out, flag cu.DevPtr, err error) {
 	words := batch * n * n
 	out, err = d.Scratch(hotSlotA, int64(8*words+8))
@@ -102,22 +162,25 @@ func spdScratch(d hotDev, batch, n int) (out, flag cu.DevPtr, err error) {
 		return 0, 0, err
 	}
 	flag = out + cu.DevPtr(8*words)
-	return out, flag, d.Memset0(flag, 4)
+	return out, flag, d.Memset0(flag, 8)
 }
 
-// spdCommit copies out into dst unless the status word flag says a matrix failed, and returns that matrix (or −1).
-func spdCommit(d hotDev, dst hotView, out, flag cu.DevPtr) (int, error) {
+// spdCommit copies out into dst unless a status word says a matrix failed, and returns the status.
+func spdCommit(d hotDev, dst hotView, out, flag cu.DevPtr) (spdStatus, error) {
 	batch, n := dst.batch, dst.rows
 	if err := d.launch("spd", "spd_commit", hotGrid(batch*n*n, hotThreads), hotBlock(hotThreads), 0, dst.p, dst.bs,
 		dst.rs, out, flag, batch, n); err != nil {
-		return 0, err
+		return spdStatus{}, err
 	}
-	var fl int32
-	if err := d.DtoH(unsafe.Pointer(&fl), flag, 4); err != nil {
-		return 0, err
+	var fl [2]int32
+	if err := d.DtoH(unsafe.Pointer(&fl[0]), flag, 8); err != nil {
+		return spdStatus{}, err
 	}
-	if fl == 0 {
-		return -1, nil
+	st := spdStatus{-1, -1}
+	for i, f := range fl {
+		if f != 0 {
+			st[i] = batch - int(f)
+		}
 	}
-	return batch - int(fl), nil
+	return st, nil
 }

@@ -25,13 +25,16 @@
 #define SPD_SWEEPS 20
 #define SPD_JACOBI_TOL 1e-30
 
-// spd_load writes matrix m of src (batch stride bs, row stride rs) into D (row-major, leading dimension ld).
+// spd_load writes matrix m of src (rows × cols, batch stride bs, row stride rs) into D (row-major, leading
+// dimension ld), with shift added to the diagonal.
 __device__ __forceinline__ void spd_load(double* D, long long ld, const double* src, long long bs, long long rs,
-                                         long long m, long long n, int tid, int nt) {
+                                         long long m, long long rows, long long cols, double shift, int tid,
+                                         int nt) {
     const double* sm = src + m * bs;
-    for (long long e = tid; e < n * n; e += nt) {
-        const long long i = e / n;
-        D[i * ld + (e - i * n)] = sm[i * rs + (e - i * n)];
+    for (long long e = tid; e < rows * cols; e += nt) {
+        const long long i = e / cols;
+        const long long j = e - i * cols;
+        D[i * ld + j] = i == j ? sm[i * rs + j] + shift : sm[i * rs + j];
     }
 }
 
@@ -64,30 +67,46 @@ __device__ bool spd_chol(double* L, long long ld, long long n, int tid, int nt) 
     return true;
 }
 
-// spd_solve_cols overwrites X with L⁻¹X, one thread per column (forward substitution down the column).
-__device__ __forceinline__ void spd_solve_cols(const double* L, double* X, long long ld, long long n, int tid,
-                                               int nt) {
-    for (long long j = tid; j < n; j += nt) {
-        for (long long i = 0; i < n; i++) {
-            double y = X[i * ld + j];
-            for (long long k = 0; k < i; k++) {
-                y -= L[i * ld + k] * X[k * ld + j];
+// spd_solve_cols overwrites the n × cols matrix X (leading dimension ldx) with L⁻¹X, or L⁻ᵀX when tr, for the n×n
+// lower triangular L (leading dimension ldl): one thread per column, substitution down (up) the column.
+__device__ __forceinline__ void spd_solve_cols(const double* L, long long ldl, double* X, long long ldx, long long n,
+                                               long long cols, bool tr, int tid, int nt) {
+    for (long long j = tid; j < cols; j += nt) {
+        for (long long s = 0; s < n; s++) {
+            const long long i = tr ? n - 1 - s : s;
+            double y = X[i * ldx + j];
+            if (tr) {
+                for (long long k = i + 1; k < n; k++) {
+                    y -= L[k * ldl + i] * X[k * ldx + j];
+                }
+            } else {
+                for (long long k = 0; k < i; k++) {
+                    y -= L[i * ldl + k] * X[k * ldx + j];
+                }
             }
-            X[i * ld + j] = y / L[i * ld + i];
+            X[i * ldx + j] = y / L[i * ldl + i];
         }
     }
 }
 
-// spd_solve_rows overwrites X with X L⁻ᵀ, one thread per row (row i solves L zᵢ = xᵢ by forward substitution).
-__device__ __forceinline__ void spd_solve_rows(const double* L, double* X, long long ld, long long n, int tid,
-                                               int nt) {
-    for (long long i = tid; i < n; i += nt) {
-        for (long long j = 0; j < n; j++) {
-            double z = X[i * ld + j];
-            for (long long k = 0; k < j; k++) {
-                z -= L[j * ld + k] * X[i * ld + k];
+// spd_solve_rows overwrites the rows × n matrix X with X L⁻ᵀ, or X L⁻¹ when tr: one thread per row, row x solving
+// L z = x (zᵀL = xᵀ) by forward (backward) substitution.
+__device__ __forceinline__ void spd_solve_rows(const double* L, long long ldl, double* X, long long ldx,
+                                               long long rows, long long n, bool tr, int tid, int nt) {
+    for (long long i = tid; i < rows; i += nt) {
+        for (long long s = 0; s < n; s++) {
+            const long long j = tr ? n - 1 - s : s;
+            double z = X[i * ldx + j];
+            if (tr) {
+                for (long long k = j + 1; k < n; k++) {
+                    z -= L[k * ldl + j] * X[i * ldx + k];
+                }
+            } else {
+                for (long long k = 0; k < j; k++) {
+                    z -= L[j * ldl + k] * X[i * ldx + k];
+                }
             }
-            X[i * ld + j] = z / L[j * ld + j];
+            X[i * ldx + j] = z / L[j * ldl + j];
         }
     }
 }
@@ -104,8 +123,8 @@ extern "C" __global__ void __launch_bounds__(SPD_THREADS)
     for (long long m = blockIdx.x; m < batch; m += gridDim.x) {
         const double* sm = sigma + m * sbs;
         const double* xm = xi + m * xbs;
-        spd_load(L, ld, sigma, sbs, srs, m, n, tid, nt);
-        spd_load(Y, ld, xi, xbs, xrs, m, n, tid, nt);
+        spd_load(L, ld, sigma, sbs, srs, m, n, n, 0, tid, nt);
+        spd_load(Y, ld, xi, xbs, xrs, m, n, n, 0, tid, nt);
         if (!spd_chol(L, ld, n, tid, nt)) {
             if (tid == 0) {
                 atomicMax(flag, (int)(batch - m));
@@ -113,7 +132,7 @@ extern "C" __global__ void __launch_bounds__(SPD_THREADS)
             __syncthreads(); // L and Y are free for the next matrix
             continue;
         }
-        spd_solve_cols(L, Y, ld, n, tid, nt);
+        spd_solve_cols(L, ld, Y, ld, n, n, false, tid, nt);
         __syncthreads();
         double* om = out + m * n * n;
         for (long long e = tid; e < n * n; e += nt) {
@@ -275,9 +294,9 @@ extern "C" __global__ void __launch_bounds__(SPD_THREADS)
     const int nt = blockDim.x;
     for (long long m = blockIdx.x; m < batch; m += gridDim.x) {
         double* om = out + m * n * n;
-        spd_load(V, ld, s1, abs_, ars, m, n, tid, nt);
-        spd_load(A, ld, s2, bbs, brs, m, n, tid, nt);
-        spd_load(P, ld, xi, xbs, xrs, m, n, tid, nt);
+        spd_load(V, ld, s1, abs_, ars, m, n, n, 0, tid, nt);
+        spd_load(A, ld, s2, bbs, brs, m, n, n, 0, tid, nt);
+        spd_load(P, ld, xi, xbs, xrs, m, n, n, 0, tid, nt);
         if (!spd_chol(V, ld, n, tid, nt)) {
             if (tid == 0) {
                 atomicMax(flag, (int)(batch - m));
@@ -290,11 +309,11 @@ extern "C" __global__ void __launch_bounds__(SPD_THREADS)
             const long long j = e - i * n;
             om[e] = j <= i ? V[i * ld + j] : 0.0;
         }
-        spd_solve_cols(V, A, ld, n, tid, nt);
-        spd_solve_cols(V, P, ld, n, tid, nt);
+        spd_solve_cols(V, ld, A, ld, n, n, false, tid, nt);
+        spd_solve_cols(V, ld, P, ld, n, n, false, tid, nt);
         __syncthreads();
-        spd_solve_rows(V, A, ld, n, tid, nt);
-        spd_solve_rows(V, P, ld, n, tid, nt);
+        spd_solve_rows(V, ld, A, ld, n, n, false, tid, nt);
+        spd_solve_rows(V, ld, P, ld, n, n, false, tid, nt);
         __syncthreads();
         for (long long e = tid; e < n * n; e += nt) {
             const long long i = e / n;
@@ -332,7 +351,7 @@ extern "C" __global__ void __launch_bounds__(SPD_THREADS)
         __syncthreads();
         spd_mul(P, V, A, false, false, ld, n, tid, nt); // R = T M
         __syncthreads();
-        spd_load(A, ld, om, 0, n, 0, n, tid, nt); // L₁
+        spd_load(A, ld, om, 0, n, 0, n, n, 0, tid, nt); // L₁
         __syncthreads();
         spd_mul(V, A, P, false, true, ld, n, tid, nt); // W = L₁R
         __syncthreads();
@@ -352,19 +371,71 @@ extern "C" __global__ void __launch_bounds__(SPD_THREADS)
     }
 }
 
-// spd_commit copies the contiguous batch × n × n matrices of src into dst (batch and row strides dbs, drs) unless
-// one of the two status words flag[0], flag[1] is not zero, in which case dst is left untouched.
+// spd_commit copies the contiguous batch × rows × cols matrices of src into dst (batch and row strides dbs, drs)
+// unless one of the two status words flag[0], flag[1] is not zero, in which case dst is left untouched.
 extern "C" __global__ void __launch_bounds__(256)
     spd_commit(double* dst, long long dbs, long long drs, const double* src, const int* flag, long long batch,
-               long long n) {
+               long long rows, long long cols) {
     if (flag[0] != 0 || flag[1] != 0) {
         return;
     }
     const long long step = (long long)gridDim.x * blockDim.x;
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < batch * n * n; e += step) {
-        const long long b = e / (n * n);
-        const long long r = e - b * n * n;
-        const long long i = r / n;
-        dst[b * dbs + i * drs + (r - i * n)] = src[e];
+    const long long rc = rows * cols;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < batch * rc; e += step) {
+        const long long b = e / rc;
+        const long long r = e - b * rc;
+        const long long i = r / cols;
+        dst[b * dbs + i * drs + (r - i * cols)] = src[e];
+    }
+}
+
+// kron_solve: the K-FAC solve (B + γI)⁻¹ G (A + γI)⁻¹ of backend/kron.go for G m×n, one block per batch item with
+// A (n×n), B (m×m) and G in shared memory (leading dimensions n | 1, m | 1, n | 1): both damped factors by
+// spd_chol (A's failure marks flag[0], B's flag[1], each by atomicMax(·, batch − m) so that it names the first such
+// item; the reference factors every A before any B, so a failure of A is reported first), then
+// G ← L_B⁻ᵀ L_B⁻¹ G (the reference's POTRS) and G ← G L_A⁻ᵀ L_A⁻¹ (its two right-side TRSMs), into the contiguous
+// scratch out (batch × m × n) for spd_commit. Launch as spd_retract, with dynamic shared memory
+// n·(n | 1) + m·(m | 1) + m·(n | 1) doubles.
+extern "C" __global__ void __launch_bounds__(SPD_THREADS)
+    kron_solve(double* out, const double* a, long long abs_, long long ars, const double* b, long long bbs,
+               long long brs, const double* g, long long gbs, long long grs, double damping, int* flag,
+               long long batch, long long m, long long n) {
+    extern __shared__ double spd_smem[];
+    const long long ldn = n | 1, ldm = m | 1;
+    double* A = spd_smem;
+    double* B = A + n * ldn;
+    double* G = B + m * ldm;
+    const int tid = threadIdx.x;
+    const int nt = blockDim.x;
+    for (long long it = blockIdx.x; it < batch; it += gridDim.x) {
+        spd_load(A, ldn, a, abs_, ars, it, n, n, damping, tid, nt);
+        spd_load(B, ldm, b, bbs, brs, it, m, m, damping, tid, nt);
+        spd_load(G, ldn, g, gbs, grs, it, m, n, 0, tid, nt);
+        if (!spd_chol(A, ldn, n, tid, nt)) {
+            if (tid == 0) {
+                atomicMax(flag, (int)(batch - it));
+            }
+            __syncthreads();
+            continue;
+        }
+        if (!spd_chol(B, ldm, m, tid, nt)) {
+            if (tid == 0) {
+                atomicMax(flag + 1, (int)(batch - it));
+            }
+            __syncthreads();
+            continue;
+        }
+        spd_solve_cols(B, ldm, G, ldn, m, n, false, tid, nt);
+        spd_solve_cols(B, ldm, G, ldn, m, n, true, tid, nt);
+        __syncthreads();
+        spd_solve_rows(A, ldn, G, ldn, m, n, false, tid, nt);
+        spd_solve_rows(A, ldn, G, ldn, m, n, true, tid, nt);
+        __syncthreads();
+        double* om = out + it * m * n;
+        for (long long e = tid; e < m * n; e += nt) {
+            const long long i = e / n;
+            om[e] = G[i * ldn + (e - i * n)];
+        }
+        __syncthreads(); // shared memory is free for the next item
     }
 }

@@ -125,7 +125,7 @@ type spdStatus [2]int
 // spdRetractRun launches spd_retract and spd_commit for dst's batch and reads the status back (word 0: Σ not SPD).
 func spdRetractRun(d hotDev, dst, sigma, xi hotView) (spdStatus, error) {
 	batch, n := dst.batch, dst.rows
-	out, flag, err := spdScratch(d, batch, n)
+	out, flag, err := spdScratch(d, batch, n, n)
 	if err != nil {
 		return spdStatus{}, err
 	}
@@ -141,7 +141,7 @@ func spdRetractRun(d hotDev, dst, sigma, xi hotView) (spdStatus, error) {
 // SPD, word 1: S₂).
 func spdTransportRun(d hotDev, dst, s1, s2, xi hotView) (spdStatus, error) {
 	batch, n := dst.batch, dst.rows
-	out, flag, err := spdScratch(d, batch, n)
+	out, flag, err := spdScratch(d, batch, n, n)
 	if err != nil {
 		return spdStatus{}, err
 	}
@@ -153,10 +153,10 @@ func spdTransportRun(d hotDev, dst, s1, s2, xi hotView) (spdStatus, error) {
 	return spdCommit(d, dst, out, flag)
 }
 
-// spdScratch returns the contiguous batch × n × n result buffer of the SPD kernels and their two zeroed status
-// words.
-func spdScratch(d hotDev, batch, n int) (out, flag cu.DevPtr, err error) {
-	words := batch * n * n
+// spdScratch returns the contiguous batch × rows × cols result buffer of the kernels of kernels/spd.cu and their
+// two zeroed status words.
+func spdScratch(d hotDev, batch, rows, cols int) (out, flag cu.DevPtr, err error) {
+	words := batch * rows * cols
 	out, err = d.Scratch(hotSlotA, int64(8*words+8))
 	if err != nil {
 		return 0, 0, err
@@ -167,9 +167,9 @@ func spdScratch(d hotDev, batch, n int) (out, flag cu.DevPtr, err error) {
 
 // spdCommit copies out into dst unless a status word says a matrix failed, and returns the status.
 func spdCommit(d hotDev, dst hotView, out, flag cu.DevPtr) (spdStatus, error) {
-	batch, n := dst.batch, dst.rows
-	if err := d.launch("spd", "spd_commit", hotGrid(batch*n*n, hotThreads), hotBlock(hotThreads), 0, dst.p, dst.bs,
-		dst.rs, out, flag, batch, n); err != nil {
+	batch, rows, cols := dst.batch, dst.rows, dst.cols
+	if err := d.launch("spd", "spd_commit", hotGrid(batch*rows*cols, hotThreads), hotBlock(hotThreads), 0, dst.p,
+		dst.bs, dst.rs, out, flag, batch, rows, cols); err != nil {
 		return spdStatus{}, err
 	}
 	var fl [2]int32

@@ -41,13 +41,13 @@ func emuSPDRetract(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs) {
 		for m := bx; m < batch; m += int(grid[0]) {
 			sm := func(i, j int) float64 { return *e.f(sigma, m*sbs+i*srs+j) }
 			xm := func(i, j int) float64 { return *e.f(xi, m*xbs+i*xrs+j) }
-			emuSPDLoad(e, L, ld, sigma, sbs, srs, m, n)
-			emuSPDLoad(e, Y, ld, xi, xbs, xrs, m, n)
+			emuSPDLoad(e, L, ld, sigma, sbs, srs, m, n, n, 0)
+			emuSPDLoad(e, Y, ld, xi, xbs, xrs, m, n, n, 0)
 			if !emuSPDChol(L, ld, n, nt) {
 				*e.i32(flag) = max(*e.i32(flag), int32(batch-m))
 				continue
 			}
-			emuSPDSolveCols(L, Y, ld, n, nt)
+			emuSPDSolveCols(L, ld, Y, ld, n, n, false, nt)
 			for tid := 0; tid < nt; tid++ {
 				for el := tid; el < n*n; el += nt {
 					i, j := el/n, el%n
@@ -97,38 +97,61 @@ func emuSPDChol(L []float64, ld, n, nt int) bool {
 }
 
 // emuSPDLoad is spd_load (every element is one thread's, so the order of the threads does not matter).
-func emuSPDLoad(e *emuDev, D []float64, ld int, src cu.DevPtr, bs, rs, m, n int) {
-	for el := 0; el < n*n; el++ {
-		i, j := el/n, el%n
+func emuSPDLoad(e *emuDev, D []float64, ld int, src cu.DevPtr, bs, rs, m, rows, cols int, shift float64) {
+	for el := 0; el < rows*cols; el++ {
+		i, j := el/cols, el%cols
 		D[i*ld+j] = *e.f(src, m*bs+i*rs+j)
+		if i == j {
+			D[i*ld+j] += shift
+		}
 	}
 }
 
-// emuSPDSolveCols is spd_solve_cols: X ← L⁻¹X, thread j its columns.
-func emuSPDSolveCols(L, X []float64, ld, n, nt int) {
+// emuSPDSolveCols is spd_solve_cols: X ← L⁻¹X (L⁻ᵀX when tr), thread j its columns.
+func emuSPDSolveCols(L []float64, ldl int, X []float64, ldx, n, cols int, tr bool, nt int) {
 	for tid := 0; tid < nt; tid++ {
-		for j := tid; j < n; j += nt {
-			for i := 0; i < n; i++ {
-				y := X[i*ld+j]
-				for k := 0; k < i; k++ {
-					y -= L[i*ld+k] * X[k*ld+j]
+		for j := tid; j < cols; j += nt {
+			for s := 0; s < n; s++ {
+				i := s
+				if tr {
+					i = n - 1 - s
 				}
-				X[i*ld+j] = y / L[i*ld+i]
+				y := X[i*ldx+j]
+				if tr {
+					for k := i + 1; k < n; k++ {
+						y -= L[k*ldl+i] * X[k*ldx+j]
+					}
+				} else {
+					for k := 0; k < i; k++ {
+						y -= L[i*ldl+k] * X[k*ldx+j]
+					}
+				}
+				X[i*ldx+j] = y / L[i*ldl+i]
 			}
 		}
 	}
 }
 
-// emuSPDSolveRows is spd_solve_rows: X ← X L⁻ᵀ, thread i its rows.
-func emuSPDSolveRows(L, X []float64, ld, n, nt int) {
+// emuSPDSolveRows is spd_solve_rows: X ← X L⁻ᵀ (X L⁻¹ when tr), thread i its rows.
+func emuSPDSolveRows(L []float64, ldl int, X []float64, ldx, rows, n int, tr bool, nt int) {
 	for tid := 0; tid < nt; tid++ {
-		for i := tid; i < n; i += nt {
-			for j := 0; j < n; j++ {
-				z := X[i*ld+j]
-				for k := 0; k < j; k++ {
-					z -= L[j*ld+k] * X[i*ld+k]
+		for i := tid; i < rows; i += nt {
+			for s := 0; s < n; s++ {
+				j := s
+				if tr {
+					j = n - 1 - s
 				}
-				X[i*ld+j] = z / L[j*ld+j]
+				z := X[i*ldx+j]
+				if tr {
+					for k := j + 1; k < n; k++ {
+						z -= L[k*ldl+j] * X[i*ldx+k]
+					}
+				} else {
+					for k := 0; k < j; k++ {
+						z -= L[j*ldl+k] * X[i*ldx+k]
+					}
+				}
+				X[i*ldx+j] = z / L[j*ldl+j]
 			}
 		}
 	}
@@ -265,9 +288,9 @@ func emuSPDTransport(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs) 
 		A, V, P := smem[:n*ld], smem[n*ld:2*n*ld], smem[2*n*ld:3*n*ld]
 		for m := bx; m < batch; m += int(grid[0]) {
 			om := m * n * n
-			emuSPDLoad(e, V, ld, s1, abs, ars, m, n)
-			emuSPDLoad(e, A, ld, s2, bbs, brs, m, n)
-			emuSPDLoad(e, P, ld, xi, xbs, xrs, m, n)
+			emuSPDLoad(e, V, ld, s1, abs, ars, m, n, n, 0)
+			emuSPDLoad(e, A, ld, s2, bbs, brs, m, n, n, 0)
+			emuSPDLoad(e, P, ld, xi, xbs, xrs, m, n, n, 0)
 			if !emuSPDChol(V, ld, n, nt) {
 				*e.i32(flag) = max(*e.i32(flag), int32(batch-m))
 				continue
@@ -279,10 +302,10 @@ func emuSPDTransport(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs) 
 					*e.f(out, om+el) = V[i*ld+j]
 				}
 			}
-			emuSPDSolveCols(V, A, ld, n, nt)
-			emuSPDSolveCols(V, P, ld, n, nt)
-			emuSPDSolveRows(V, A, ld, n, nt)
-			emuSPDSolveRows(V, P, ld, n, nt)
+			emuSPDSolveCols(V, ld, A, ld, n, n, false, nt)
+			emuSPDSolveCols(V, ld, P, ld, n, n, false, nt)
+			emuSPDSolveRows(V, ld, A, ld, n, n, false, nt)
+			emuSPDSolveRows(V, ld, P, ld, n, n, false, nt)
 			for el := 0; el < n*n; el++ {
 				i, j := el/n, el%n
 				if i > j {
@@ -311,7 +334,7 @@ func emuSPDTransport(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs) 
 			emuSPDMul(A, V, V, true, false, ld, n)
 			emuSPDMul(V, A, P, false, false, ld, n)
 			emuSPDMul(P, V, A, false, false, ld, n)
-			emuSPDLoad(e, A, ld, out+cu.DevPtr(8*om), 0, n, 0, n)
+			emuSPDLoad(e, A, ld, out+cu.DevPtr(8*om), 0, n, 0, n, n, 0)
 			emuSPDMul(V, A, P, false, true, ld, n)
 			for el := 0; el < n*n; el++ {
 				i, j := el/n, el%n
@@ -330,16 +353,18 @@ func emuSPDTransport(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs) 
 
 // emuSPDCommit is spd_commit.
 func emuSPDCommit(e *emuDev, grid, block [3]uint32, _ uint32, a emuArgs) {
-	dst, dbs, drs, src, flag, batch, n := a.ptr(0), a.i64(1), a.i64(2), a.ptr(3), a.ptr(4), a.i64(5), a.i64(6)
+	dst, dbs, drs, src, flag := a.ptr(0), a.i64(1), a.i64(2), a.ptr(3), a.ptr(4)
+	batch, rows, cols := a.i64(5), a.i64(6), a.i64(7)
 	if *e.i32(flag) != 0 || *e.i32(flag + 4) != 0 {
 		return
 	}
 	step := int(grid[0]) * int(block[0])
+	rc := rows * cols
 	for bx := 0; bx < int(grid[0]); bx++ {
 		for tx := 0; tx < int(block[0]); tx++ {
-			for el := bx*int(block[0]) + tx; el < batch*n*n; el += step {
-				b, r := el/(n*n), el%(n*n)
-				*e.f(dst, b*dbs+(r/n)*drs+r%n) = *e.f(src, el)
+			for el := bx*int(block[0]) + tx; el < batch*rc; el += step {
+				b, r := el/rc, el%rc
+				*e.f(dst, b*dbs+(r/cols)*drs+r%cols) = *e.f(src, el)
 			}
 		}
 	}
@@ -424,17 +449,9 @@ func TestEmuSPDRetract(t *testing.T) {
 	}
 	e := newEmuDev(t, 1<<16)
 	sv, xv := e.put(sigma), e.put(xi)
-	dst := stridedHost(4, 5, 5, 1, 1, func(b, i, j int) float64 { return float64(b + i + j) })
-	dv := e.put(dst)
-	st, err := spdRetractRun(e, dv, sv, xv)
-	if err != nil || st != (spdStatus{1, -1}) {
-		t.Fatalf("not SPD: status %v, err = %v; want item 1", st, err)
-	}
-	before := cloneHost(dst)
-	e.get(dst, dv)
-	if !sameBits(dst, before) {
-		t.Error("dst written although a Σ was not SPD")
-	}
+	spdEmuUntouched(t, e, 4, 5, 5, spdStatus{1, -1}, func(dv hotView) (spdStatus, error) {
+		return spdRetractRun(e, dv, sv, xv)
+	})
 
 	// Through the backend: the kernel is selected and the error is the operation's.
 	b := newEmuBackend(t)
@@ -443,11 +460,7 @@ func TestEmuSPDRetract(t *testing.T) {
 	}
 	put := spdEmuPut(t, b)
 	sd, xd, out := put(sigma), put(xi), put(xi)
-	err = backend.SPDRetract(b, out, sd, xd)
-	var oe *backend.OpError
-	if !errors.Is(err, backend.ErrNotPositiveDefinite) || !errors.As(err, &oe) || oe.Batch != 1 || oe.Operand != "sigma" {
-		t.Errorf("error %v, want ErrNotPositiveDefinite for sigma, batch 1", err)
-	}
+	spdEmuWantNPD(t, backend.SPDRetract(b, out, sd, xd), "sigma", 1)
 }
 
 // spdEmuCompare fails t when got differs from want by more than tol times want's largest element.
@@ -534,17 +547,9 @@ func TestEmuSPDTransport(t *testing.T) {
 	}{{s1, spdStatus{2, 0}}, {good, spdStatus{-1, 0}}} {
 		e := newEmuDev(t, 1<<16)
 		av, bv, xv := e.put(c.s1), e.put(s2), e.put(xi)
-		dst := stridedHost(3, 4, 4, 1, 1, func(b, i, j int) float64 { return float64(b - i + j) })
-		before := cloneHost(dst)
-		dv := e.put(dst)
-		st, err := spdTransportRun(e, dv, av, bv, xv)
-		if err != nil || st != c.want {
-			t.Fatalf("not SPD: status %v, err = %v; want %v", st, err, c.want)
-		}
-		e.get(dst, dv)
-		if !sameBits(dst, before) {
-			t.Error("dst written although an operand was not SPD")
-		}
+		spdEmuUntouched(t, e, 3, 4, 4, c.want, func(dv hotView) (spdStatus, error) {
+			return spdTransportRun(e, dv, av, bv, xv)
+		})
 	}
 	b := newEmuBackend(t)
 	if _, name := backend.SPDTransportOp.Select(b, tensor.Shape{Batch: 2, Rows: 40, Cols: 40}); name != "cuda.spd.transport.block" {
@@ -552,9 +557,32 @@ func TestEmuSPDTransport(t *testing.T) {
 	}
 	put := spdEmuPut(t, b)
 	d1, d2, dx, out := put(good), put(s2), put(xi), put(xi)
-	err = backend.SPDTransport(b, out, d1, d2, dx)
+	spdEmuWantNPD(t, backend.SPDTransport(b, out, d1, d2, dx), "s2", 0)
+}
+
+// spdEmuUntouched runs run on a fresh batch × rows × cols destination holding a pattern and checks that it returns
+// status want and leaves the destination as it was.
+func spdEmuUntouched(t *testing.T, e *emuDev, batch, rows, cols int, want spdStatus,
+	run func(dv hotView) (spdStatus, error)) {
+	t.Helper()
+	dst := stridedHost(batch, rows, cols, 1, 1, func(b, i, j int) float64 { return float64(b - i + j) })
+	before := cloneHost(dst)
+	dv := e.put(dst)
+	st, err := run(dv)
+	if err != nil || st != want {
+		t.Fatalf("not SPD: status %v, err = %v; want %v", st, err, want)
+	}
+	e.get(dst, dv)
+	if !sameBits(dst, before) {
+		t.Error("dst written although an operand was not SPD")
+	}
+}
+
+// spdEmuWantNPD checks that err wraps ErrNotPositiveDefinite and names operand and batch item.
+func spdEmuWantNPD(t *testing.T, err error, operand string, batch int) {
+	t.Helper()
 	var oe *backend.OpError
-	if !errors.Is(err, backend.ErrNotPositiveDefinite) || !errors.As(err, &oe) || oe.Batch != 0 || oe.Operand != "s2" {
-		t.Errorf("error %v, want ErrNotPositiveDefinite for s2, batch 0", err)
+	if !errors.Is(err, backend.ErrNotPositiveDefinite) || !errors.As(err, &oe) || oe.Batch != batch || oe.Operand != operand {
+		t.Errorf("error %v, want ErrNotPositiveDefinite for %s, batch %d", err, operand, batch)
 	}
 }

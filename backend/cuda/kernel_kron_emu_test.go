@@ -57,11 +57,12 @@ func emuKronSolve(e *emuDev, grid, block [3]uint32, shmem uint32, a emuArgs) {
 	}
 }
 
-// TestEmuKronSolve runs the K-FAC solve kernel, emulated thread by thread, with the factors per item and broadcast,
-// square and rectangular G, with and without damping, at the block-size steps and near the shared-memory limit,
+// TestEmuKronSolve runs the K-FAC solve kernels (the block kernel emulated thread by thread; the factored path's
+// cuBLAS/cuSOLVER calls and core kernels emulated, with dst apart and dst = G), with the factors per item and
+// broadcast, square and rectangular G, with and without damping, at the block-size steps and near the shared-memory limit,
 // and compares with the reference on the CPU backend (1e-12 of the largest element); it checks which shapes the
-// kernel takes, and that a factor that is not SPD after damping names its operand and item, A's first, with dst
-// untouched.
+// block kernel takes, and that a factor that is not SPD after damping names its operand and item, A's first, with
+// dst untouched, on both paths.
 func TestEmuKronSolve(t *testing.T) {
 	cb, err := cpu.New()
 	if err != nil {
@@ -98,6 +99,41 @@ func TestEmuKronSolve(t *testing.T) {
 		})
 	}
 	for _, c := range []struct {
+		batch, m, n, fBatch int
+		damping             float64
+	}{{1, 1, 1, 1, 0}, {3, 4, 6, 3, 1e-3}, {2, 33, 9, 1, 0}, {2, 60, 70, 2, 1e-2}} {
+		t.Run(fmt.Sprintf("factored/%dx%dx%d/factor-batch=%d/damping=%g", c.batch, c.m, c.n, c.fBatch, c.damping), func(t *testing.T) {
+			a, _ := spdEmuInput(r, c.fBatch, c.n, 100)
+			bm, _ := spdEmuInput(r, c.fBatch, c.m, 100)
+			g := stridedHost(c.batch, c.m, c.n, 2, 1, func(_, _, _ int) float64 { return r.NormFloat64() })
+			want := stridedHost(c.batch, c.m, c.n, 0, 0, func(_, _, _ int) float64 { return 0 })
+			if err := backend.KronSolveOp.Reference()(cb, want, a, bm, g, c.damping); err != nil {
+				t.Fatal(err)
+			}
+			for _, inPlace := range []bool{false, true} {
+				e := newEmuDev(t, 1<<18)
+				av, bv, gv := e.put(a), e.put(bm), e.put(cloneHost(g))
+				if c.fBatch == 1 {
+					av.bs, bv.bs = 0, 0
+				}
+				got := stridedHost(c.batch, c.m, c.n, 1, 2, func(_, _, _ int) float64 { return math.NaN() })
+				dv := gv
+				if !inPlace {
+					dv = e.put(got)
+				}
+				st, err := kronFactoredRun(e, dv, av, bv, gv, c.damping)
+				if err != nil || st != (spdStatus{-1, -1}) {
+					t.Fatalf("status %v, err = %v", st, err)
+				}
+				if inPlace {
+					got = cloneHost(g)
+				}
+				e.get(got, dv)
+				spdEmuCompare(t, got, want, 1e-12)
+			}
+		})
+	}
+	for _, c := range []struct {
 		m, n int
 		want bool
 	}{{1, 1, true}, {32, 32, true}, {40, 40, true}, {51, 51, true}, {52, 52, false}, {16, 32, true}, {64, 128, false}} {
@@ -121,6 +157,9 @@ func TestEmuKronSolve(t *testing.T) {
 		av, bv, gv := e.put(c.a), e.put(bm), e.put(g)
 		spdEmuUntouched(t, e, 3, 5, 4, c.want, func(dv hotView) (spdStatus, error) {
 			return kronSolveRun(e, dv, av, bv, gv, 1e-3)
+		})
+		spdEmuUntouched(t, e, 3, 5, 4, c.want, func(dv hotView) (spdStatus, error) {
+			return kronFactoredRun(e, dv, av, bv, gv, 1e-3)
 		})
 	}
 	b := newEmuBackend(t)

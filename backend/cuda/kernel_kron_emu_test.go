@@ -74,13 +74,7 @@ func TestEmuKronSolve(t *testing.T) {
 		damping             float64
 	}{{1, 1, 1, 1, 0}, {3, 4, 6, 3, 1e-3}, {5, 10, 10, 1, 0.1}, {2, 33, 9, 2, 1e-3}, {2, 7, 40, 1, 0}, {1, 40, 40, 1, 1e-2}} {
 		t.Run(fmt.Sprintf("%dx%dx%d/factor-batch=%d/damping=%g", c.batch, c.m, c.n, c.fBatch, c.damping), func(t *testing.T) {
-			a, _ := spdEmuInput(r, c.fBatch, c.n, 100)
-			bm, _ := spdEmuInput(r, c.fBatch, c.m, 100)
-			g := stridedHost(c.batch, c.m, c.n, 2, 1, func(_, _, _ int) float64 { return r.NormFloat64() })
-			want := stridedHost(c.batch, c.m, c.n, 0, 0, func(_, _, _ int) float64 { return 0 })
-			if err := backend.KronSolveOp.Reference()(cb, want, a, bm, g, c.damping); err != nil {
-				t.Fatal(err)
-			}
+			a, bm, g, want := kronEmuCase(t, cb, r, c.batch, c.m, c.n, c.fBatch, c.damping)
 			e := newEmuDev(t, 1<<18)
 			av, bv, gv := e.put(a), e.put(bm), e.put(g)
 			if c.fBatch == 1 {
@@ -103,13 +97,7 @@ func TestEmuKronSolve(t *testing.T) {
 		damping             float64
 	}{{1, 1, 1, 1, 0}, {3, 4, 6, 3, 1e-3}, {2, 33, 9, 1, 0}, {2, 60, 70, 2, 1e-2}} {
 		t.Run(fmt.Sprintf("factored/%dx%dx%d/factor-batch=%d/damping=%g", c.batch, c.m, c.n, c.fBatch, c.damping), func(t *testing.T) {
-			a, _ := spdEmuInput(r, c.fBatch, c.n, 100)
-			bm, _ := spdEmuInput(r, c.fBatch, c.m, 100)
-			g := stridedHost(c.batch, c.m, c.n, 2, 1, func(_, _, _ int) float64 { return r.NormFloat64() })
-			want := stridedHost(c.batch, c.m, c.n, 0, 0, func(_, _, _ int) float64 { return 0 })
-			if err := backend.KronSolveOp.Reference()(cb, want, a, bm, g, c.damping); err != nil {
-				t.Fatal(err)
-			}
+			a, bm, g, want := kronEmuCase(t, cb, r, c.batch, c.m, c.n, c.fBatch, c.damping)
 			for _, inPlace := range []bool{false, true} {
 				e := newEmuDev(t, 1<<18)
 				av, bv, gv := e.put(a), e.put(bm), e.put(cloneHost(g))
@@ -169,4 +157,19 @@ func TestEmuKronSolve(t *testing.T) {
 	put := spdEmuPut(t, b)
 	da, db, dg, out := put(good), put(bm), put(g), put(g)
 	spdEmuWantNPD(t, backend.KronSolve(b, out, da, db, dg, 1e-3), "b", 0)
+}
+
+// kronEmuCase returns factors A (n×n) and B (m×m) with fBatch items (cond 100), a strided G (batch × m × n) and the
+// reference's solve on the CPU backend.
+func kronEmuCase(t *testing.T, cb *cpu.Backend, r *rand.Rand, batch, m, n, fBatch int,
+	damping float64) (a, bm, g, want *tensor.Tensor) {
+	t.Helper()
+	a, _ = spdEmuInput(r, fBatch, n, 100)
+	bm, _ = spdEmuInput(r, fBatch, m, 100)
+	g = stridedHost(batch, m, n, 2, 1, func(_, _, _ int) float64 { return r.NormFloat64() })
+	want = stridedHost(batch, m, n, 0, 0, func(_, _, _ int) float64 { return 0 })
+	if err := backend.KronSolveOp.Reference()(cb, want, a, bm, g, damping); err != nil {
+		t.Fatal(err)
+	}
+	return a, bm, g, want
 }

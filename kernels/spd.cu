@@ -12,11 +12,12 @@
 // positive number marks the matrix as not SPD (atomicMax(flag, batch − m), so that flag names the first such
 // matrix) and spd_commit then leaves the destination as it was. flag is two status words, zeroed before the launch.
 //
-// spd_transport (below) works the same way, with a Jacobi eigen-solver in the block.
+// spd_transport (below) works the same way, with a Jacobi eigen-solver in the block; kron_solve, the damped K-FAC
+// solve of backend/kron.go, shares the load, factorisation and triangular-solve helpers and the commit.
 //
 // Launch of spd_retract: block (T, 1, 1) with T ≤ SPD_THREADS a multiple of 32, grid (min(batch, 2²⁰), 1, 1),
 // dynamic shared memory 2·n·ld doubles (above 48 KiB the Go side raises the function's limit). spd_commit: block
-// (256, 1, 1), grid (min(ceil(batch·n·n / 256), 2²⁰), 1, 1), no shared memory.
+// (256, 1, 1), grid (min(ceil(batch·rows·cols / 256), 2²⁰), 1, 1), no shared memory.
 
 #define SPD_THREADS 128
 

@@ -390,6 +390,40 @@ extern "C" __global__ void __launch_bounds__(256)
     }
 }
 
+// spd_retract_finish is the last step of the batched retraction for orders spd_retract does not take: q holds
+// the contiguous column-major ½YᵀY of each item (GEMM, so not exactly symmetric), and out (contiguous,
+// batch × n × n) gets ½((q_ij + Σ_ij) + ξ_ij + (q_ji + Σ_ji) + ξ_ji), as spd_retract writes it. Launch: block
+// (256, 1, 1), grid (min(ceil(batch·n·n / 256), 2²⁰), 1, 1), no shared memory.
+extern "C" __global__ void __launch_bounds__(256)
+    spd_retract_finish(double* out, const double* q, const double* sigma, long long sbs, long long srs,
+                       const double* xi, long long xbs, long long xrs, long long batch, long long n) {
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < batch * n * n; e += step) {
+        const long long b = e / (n * n);
+        const long long r = e - b * n * n;
+        const long long i = r / n;
+        const long long j = r - i * n;
+        const double* qm = q + b * n * n;
+        const double* sm = sigma + b * sbs;
+        const double* xm = xi + b * xbs;
+        const double u = (qm[i + j * n] + sm[i * srs + j]) + xm[i * xrs + j];
+        const double w = (qm[j + i * n] + sm[j * srs + i]) + xm[j * xrs + i];
+        out[e] = 0.5 * (u + w);
+    }
+}
+
+// spd_info_flag turns the count status words info (cuSOLVER's and chol_check's, one per factor) into status word
+// *flag for spd_commit: atomicMax(flag, batch − i) for each factor i that failed. Launch: block (256, 1, 1), grid
+// (1, 1, 1), no shared memory.
+extern "C" __global__ void __launch_bounds__(256)
+    spd_info_flag(const int* info, long long count, int* flag, long long batch) {
+    for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+        if (info[i] != 0) {
+            atomicMax(flag, (int)(batch - i));
+        }
+    }
+}
+
 // kron_solve: the K-FAC solve (B + γI)⁻¹ G (A + γI)⁻¹ of backend/kron.go for G m×n, one block per batch item with
 // A (n×n), B (m×m) and G in shared memory (leading dimensions n | 1, m | 1, n | 1): both damped factors by
 // spd_chol (A's failure marks flag[0], B's flag[1], each by atomicMax(·, batch − m) so that it names the first such

@@ -13,8 +13,9 @@ import (
 // Cholesky factor (and for the transport the Jacobi eigen-decomposition of L₁⁻¹S₂L₁⁻ᵀ) in shared memory, the result
 // in scratch; spd_commit copies it to dst unless an operand was not SPD, so that dst is untouched on that error, as
 // with the reference. Two status words come back. Orders whose matrices do not fit in spdMaxBytes of shared memory
-// (the retraction's two: n > 62; the transport's three: n > 51) run the reference (batched cuSOLVER and cuBLAS
-// calls; for the transport above order 32 cuSOLVER's eigen-solver one matrix at a time).
+// (the retraction's two: n > 62; the transport's three: n > 51) take cuda.spd.retract.batched (batched cuSOLVER
+// and cuBLAS calls into scratch, the same commit, no read-back before the end) or the reference for the transport
+// (above order 32 cuSOLVER's eigen-solver one matrix at a time).
 
 const (
 	// spdMaxBytes is the dynamic shared memory of one block: 62 KiB, under the 64 KiB that every GPU from compute
@@ -32,6 +33,14 @@ func init() {
 			return ok && s.Rows >= 1 && spdRetractBytes(s.Rows) <= spdMaxBytes
 		},
 		Fn: spdRetractCUDA,
+	})
+	backend.SPDRetractOp.Register(backend.Kernel[backend.SPDRetractFunc]{
+		Name: "cuda.spd.retract.batched", Backend: Name, Priority: 5,
+		Applies: func(b backend.Backend, s tensor.Shape) bool {
+			_, ok := b.(*Backend)
+			return ok && s.Rows >= 1
+		},
+		Fn: spdRetractBatchedCUDA,
 	})
 	backend.SPDTransportOp.Register(backend.Kernel[backend.SPDTransportFunc]{
 		Name: "cuda.spd.transport.block", Backend: Name, Priority: 10,
@@ -73,6 +82,21 @@ func spdView(b *Backend, t *tensor.Tensor) hotView {
 
 // spdRetractCUDA is the one-launch retraction; SPDRetract has checked the operands.
 func spdRetractCUDA(be backend.Backend, dst, sigma, xi *tensor.Tensor) error {
+	return spdRetractVia(be, dst, sigma, xi, func(b *Backend, dv, sv, xv hotView) (spdStatus, error) {
+		return spdRetractRun(b.hot(), dv, sv, xv)
+	})
+}
+
+// spdRetractBatchedCUDA is the retraction on batched cuSOLVER and cuBLAS calls, for the orders spd_retract does
+// not take; SPDRetract has checked the operands.
+func spdRetractBatchedCUDA(be backend.Backend, dst, sigma, xi *tensor.Tensor) error {
+	return spdRetractVia(be, dst, sigma, xi, spdRetractBatchedRun)
+}
+
+// spdRetractVia checks that the operands are the backend's, runs run on the device thread and turns its status
+// into the operation's error.
+func spdRetractVia(be backend.Backend, dst, sigma, xi *tensor.Tensor,
+	run func(b *Backend, dv, sv, xv hotView) (spdStatus, error)) error {
 	b := be.(*Backend)
 	const op = "spd.retract"
 	if err := b.ownsNamed(op, []string{"dst", "sigma", "xi"}, dst, sigma, xi); err != nil {
@@ -82,7 +106,7 @@ func spdRetractCUDA(be backend.Backend, dst, sigma, xi *tensor.Tensor) error {
 	var st spdStatus
 	if err := b.do(func() error {
 		var err error
-		st, err = spdRetractRun(b.hot(), dv, sv, xv)
+		st, err = run(b, dv, sv, xv)
 		return err
 	}); err != nil {
 		return err
@@ -133,6 +157,74 @@ func spdRetractRun(d hotDev, dst, sigma, xi hotView) (spdStatus, error) {
 		uint32(spdRetractBytes(n)), out, sigma.p, sigma.bs, sigma.rs, xi.p, xi.bs, xi.rs, flag, batch,
 		n); err != nil {
 		return spdStatus{}, err
+	}
+	return spdCommit(d, dst, out, flag)
+}
+
+// spdRetractBatchedRun is the retraction as batched library calls with no read-back before the end: Σ packed
+// column-major (pack_sym; a broadcast Σ once), L = chol(Σ) by cuSOLVER's batched Cholesky, chol_check and
+// spd_info_flag turning its status into the commit's status word, Y = L⁻¹ξ by a batched TRSM and ½YᵀY by a
+// strided-batched GEMM, spd_retract_finish and spd_commit. A contiguous copy Xᶜ of ξ read column-major is ξᵀ, so
+// the row-major Y = L⁻¹ξ is Yᶜ = Xᶜ L⁻ᵀ (TRSM from the right, L transposed) and YᵀY = Yᶜ Yᶜᵀ.
+func spdRetractBatchedRun(b *Backend, dst, sigma, xi hotView) (spdStatus, error) {
+	d := b.gpu
+	batch, n := dst.batch, dst.rows
+	nn, cs := n*n, kronFactors(sigma)
+	out, flag, err := spdScratch(d, batch, n, n)
+	if err != nil {
+		return spdStatus{}, err
+	}
+	buf, err := d.Scratch(hotSlotB, int64(8*(cs+2*batch)*nn+4*cs))
+	if err != nil {
+		return spdStatus{}, err
+	}
+	l := buf
+	y := l + cu.DevPtr(8*cs*nn)
+	q := y + cu.DevPtr(8*batch*nn)
+	info := q + cu.DevPtr(8*batch*nn)
+	ptrs := make([]uint64, 0, cs+2*batch)
+	for i := 0; i < cs; i++ {
+		ptrs = append(ptrs, uint64(l)+uint64(8*i*nn))
+	}
+	for i := 0; i < batch; i++ {
+		ptrs = append(ptrs, uint64(l)+uint64(8*min(i, cs-1)*nn))
+	}
+	for i := 0; i < batch; i++ {
+		ptrs = append(ptrs, uint64(y)+uint64(8*i*nn))
+	}
+	grid := func(items int) [3]uint32 { return hotGrid(items, hotThreads) }
+	blk := hotBlock(hotThreads)
+	if err := d.launch("core", "pack_sym", grid(cs*nn), blk, 0, l, sigma.p, sigma.bs, sigma.rs, cs, n); err != nil {
+		return spdStatus{}, err
+	}
+	arr, err := b.uploadPointers(ptrs)
+	if err != nil {
+		return spdStatus{}, err
+	}
+	steps := []func() error{
+		func() error { return d.DpotrfBatched(cu.Lower, n, arr, n, info, cs) },
+		func() error { return d.launch("core", "chol_check", grid(cs), blk, 0, info, l, nn, n, cs, n) },
+		func() error { return d.launch("spd", "spd_info_flag", hotGrid(1, 1), blk, 0, info, cs, flag, batch) },
+		func() error {
+			return d.launch("core", "ew_copy", grid(batch*nn), blk, 0, y, nn, n, xi.p, xi.bs, xi.rs, batch, n, n)
+		},
+		func() error {
+			return d.DtrsmBatched(cu.Right, cu.Lower, cu.OpT, cu.NonUnit, n, n, 1, arr+cu.DevPtr(8*cs), n,
+				arr+cu.DevPtr(8*(cs+batch)), n, batch)
+		},
+		func() error {
+			return d.DgemmStridedBatched(cu.OpN, cu.OpT, n, n, n, 0.5, y, n, int64(nn), y, n, int64(nn), 0, q, n,
+				int64(nn), batch)
+		},
+		func() error {
+			return d.launch("spd", "spd_retract_finish", grid(batch*nn), blk, 0, out, q, sigma.p, sigma.bs,
+				sigma.rs, xi.p, xi.bs, xi.rs, batch, n)
+		},
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return spdStatus{}, err
+		}
 	}
 	return spdCommit(d, dst, out, flag)
 }

@@ -17,6 +17,32 @@ func init() {
 	emuKernels["spd.spd_retract"] = emuSPDRetract
 	emuKernels["spd.spd_commit"] = emuSPDCommit
 	emuKernels["spd.spd_transport"] = emuSPDTransport
+	emuKernels["spd.spd_retract_finish"] = emuSPDRetractFinish
+	emuKernels["spd.spd_info_flag"] = emuSPDInfoFlag
+}
+
+// emuSPDRetractFinish is spd_retract_finish (one thread per element, no element read after another's write).
+func emuSPDRetractFinish(e *emuDev, _, _ [3]uint32, _ uint32, a emuArgs) {
+	out, q, sigma, sbs, srs, xi, xbs, xrs := a.ptr(0), a.ptr(1), a.ptr(2), a.i64(3), a.i64(4), a.ptr(5), a.i64(6),
+		a.i64(7)
+	batch, n := a.i64(8), a.i64(9)
+	for el := 0; el < batch*n*n; el++ {
+		b, r := el/(n*n), el%(n*n)
+		i, j := r/n, r%n
+		u := (*e.f(q, b*n*n+i+j*n) + *e.f(sigma, b*sbs+i*srs+j)) + *e.f(xi, b*xbs+i*xrs+j)
+		w := (*e.f(q, b*n*n+j+i*n) + *e.f(sigma, b*sbs+j*srs+i)) + *e.f(xi, b*xbs+j*xrs+i)
+		*e.f(out, el) = 0.5 * (u + w)
+	}
+}
+
+// emuSPDInfoFlag is spd_info_flag.
+func emuSPDInfoFlag(e *emuDev, _, _ [3]uint32, _ uint32, a emuArgs) {
+	info, count, flag, batch := a.ptr(0), a.i64(1), a.ptr(2), a.i64(3)
+	for i := 0; i < count; i++ {
+		if *e.i32(info + cu.DevPtr(4*i)) != 0 {
+			*e.i32(flag) = max(*e.i32(flag), int32(batch-i))
+		}
+	}
 }
 
 // emuSPDRetract is spd_retract: each "for tid" loop is the code between two barriers of the block; the threads of
@@ -402,8 +428,9 @@ func spdEmuInput(r *rand.Rand, batch, n int, cond float64) (sigma, xi *tensor.Te
 
 // TestEmuSPDRetract runs the retraction kernel, emulated thread by thread, on strided views with Σ per matrix and
 // broadcast, at the orders around the block-size steps and the shared-memory limit, over grid-stride rounds, and
-// compares with the reference on the CPU backend (1e-12 of the largest element); it checks that the kernel covers n ≤ 62 and
-// leaves n = 63 to the reference, and that a Σ that is not SPD names its batch item and leaves dst untouched.
+// compares with the reference on the CPU backend (1e-12 of the largest element); it checks that the kernel covers
+// n ≤ 62 and leaves n = 63 to the batched-library path (spdEmuBatchedRetract), and that a Σ that is not SPD names
+// its batch item and leaves dst untouched.
 func TestEmuSPDRetract(t *testing.T) {
 	cb, err := cpu.New()
 	if err != nil {
@@ -436,6 +463,7 @@ func TestEmuSPDRetract(t *testing.T) {
 			spdEmuCompare(t, got, want, 1e-12)
 		})
 	}
+	spdEmuBatchedRetract(t, r)
 	for n, want := range map[int]bool{1: true, 32: true, 33: true, 62: true, 63: false} {
 		if got := spdRetractBytes(n) <= spdMaxBytes; got != want {
 			t.Errorf("n = %d: kernel applies %v, want %v", n, got, want)
@@ -584,5 +612,62 @@ func spdEmuWantNPD(t *testing.T, err error, operand string, batch int) {
 	var oe *backend.OpError
 	if !errors.Is(err, backend.ErrNotPositiveDefinite) || !errors.As(err, &oe) || oe.Batch != batch || oe.Operand != operand {
 		t.Errorf("error %v, want ErrNotPositiveDefinite for %s, batch %d", err, operand, batch)
+	}
+}
+
+// spdEmuBatchedRetract runs the batched-library retraction through the emulated backend, with Σ per item and
+// broadcast, dst apart, dst = ξ and ξ broadcast from dst's first item, and compares with the reference on the CPU
+// backend (1e-12 of the largest element); a Σ that is not SPD names its item and leaves dst untouched.
+func spdEmuBatchedRetract(t *testing.T, r *rand.Rand) {
+	t.Helper()
+	cb, err := cpu.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newEmuBackend(t)
+	put := spdEmuPut(t, b)
+	run := backend.SPDRetractOp.Kernels(b, tensor.Shape{Batch: 3, Rows: 64, Cols: 64})
+	if len(run) != 1 || run[0].Name != "cuda.spd.retract.batched" {
+		t.Fatalf("kernels for order 64: %v", run)
+	}
+	for _, c := range []struct {
+		sb    int
+		alias string
+	}{{3, ""}, {1, ""}, {3, "xi"}, {1, "xi0"}} {
+		sigma, _ := spdEmuInput(r, c.sb, 64, 100)
+		_, xi := spdEmuInput(r, 3, 64, 1)
+		sd, xd := put(sigma), put(xi)
+		dst := put(xi)
+		xarg, xref := xd, xi
+		switch c.alias {
+		case "xi":
+			dst = xd
+		case "xi0":
+			xarg, xref, dst = xd.Item(0), xi.Item(0), xd
+		}
+		want := tensor.NewHost(3, 64, 64)
+		if err := backend.SPDRetractOp.Reference()(cb, want, sigma, xref); err != nil {
+			t.Fatal(err)
+		}
+		if err := run[0].Fn(b, dst, sd, xarg); err != nil {
+			t.Fatalf("Σ batch %d, alias %q: %v", c.sb, c.alias, err)
+		}
+		got := tensor.NewHost(3, 64, 64)
+		if err := b.Download(got, dst); err != nil {
+			t.Fatal(err)
+		}
+		spdEmuCompare(t, got, want, 1e-12)
+	}
+	sigma, xi := spdEmuInput(r, 3, 64, 10)
+	sigma.Set(2, 40, 40, -3)
+	sd, xd := put(sigma), put(xi)
+	dst := put(xi)
+	spdEmuWantNPD(t, run[0].Fn(b, dst, sd, xd), "sigma", 2)
+	got := tensor.NewHost(3, 64, 64)
+	if err := b.Download(got, dst); err != nil {
+		t.Fatal(err)
+	}
+	if d := maxRelDiff(got, xi, 1); d != 0 {
+		t.Errorf("dst written although a Σ was not SPD (changed by %.3g)", d)
 	}
 }

@@ -6,7 +6,7 @@ import "math"
 // (every fused multiply-add is math.FMA, every other product is forced to round by a float64 conversion), so the
 // result is a pure function of the two uniforms: the same on every CPU and every Go build (GOAMD64=v3 may otherwise
 // fuse a*b+c), and reproducible bit for bit by a GPU kernel that uses __fma_rn, __dmul_rn and __dadd_rn in the same
-// order (backend/cuda/kernels/philox.cu). Both functions are within one ulp of the correctly rounded value (tested
+// order (kernels/philox.cu). Both functions are within one ulp of the correctly rounded value (tested
 // against 256-bit series in boxmuller_test.go); in scalar Go they cost about what math.Log and math.Sincos cost.
 
 // Coefficients of the series 2·atanh(s) = 2s + s·Σ_{k≥1} 2s^{2k}/(2k+1), truncated after s^20 (the next term is

@@ -21,6 +21,21 @@
 #                                            # algo.nssm and algo.nssm.batch on cpu and cuda, 200
 #                                            # iterations of Fig. 10's 5 runs as one batch, the whole Fig. 6 grid and
 #                                            # Fig. 8's N = 100 … 10000 as batches; each step time-bounded
+# The check of one short device lease, in at most 9 minutes (QUICK_SECONDS, default 525 s of steps) from about
+# 6 MB of packed binaries (2026-12-07):
+#      scripts/gpu-check.sh build-quick [DIR]  # backend/cuda, backend/cuda/internal/cu, algos/lrvga, algos/cholng,
+#                                              # vbbench (default DIR=.gpu/quick)
+#      DIR/gpu-check.sh quick [OUTDIR]         # most important first: the conformance suite and the binding tests
+#                                              # with GEOVB_REQUIRE_GPU=1; vbbench on cuda at the design's sizes
+#                                              # (EM step, Woodbury solve, capacitance and the QR retraction of one
+#                                              # 1e6 × 100 at d = 1e6, p = 100; K = 100 sampling; QR of 1e5 × (64×8);
+#                                              # sphere flow 1e7 × 3 and 1e4 × 5000; SPD and Kronecker at medium),
+#                                              # each with its floors measured in the same run; then the tests of
+#                                              # algos/lrvga and algos/cholng on cuda with what time is left, half
+#                                              # each. Every step's bound is cut to the time left, so the call ends
+#                                              # in time; a step killed at its bound dumps its goroutines (SIGQUIT).
+#                                              # OUTDIR/summary.txt is the part to paste: device, steps, the
+#                                              # vbbench rows with their % of floor, the test results.
 set -euo pipefail
 
 # step runs one check: name, then the command; output to $out/name.log, a line in the summary. With STEPS set (an
@@ -33,6 +48,39 @@ step() {
 	fi
 	if "$@" >"$out/$name.log" 2>&1; then r=ok; else r="FAILED ($?)"; status=1; fi
 	printf '%-28s %s\n' "$name" "$r" | tee -a "$out/summary.txt"
+}
+
+# qstep is step under the quick run's deadline: name, the step's own bound in seconds, then the command, run under
+# timeout with the smaller of that bound and the time left (SIGQUIT at the bound, so that a Go binary prints where
+# it was; SIGKILL 5 s later). A step with under 10 s left is reported as skipped.
+qstep() {
+	local name=$1 want=$2 left
+	shift 2
+	left=$((deadline - SECONDS - 5))
+	if [ "$left" -lt "$want" ]; then want=$left; fi
+	if [ "$want" -lt 10 ]; then
+		printf '%-28s %s\n' "$name" "skipped (no time left)" | tee -a "$out/summary.txt"
+		return 0
+	fi
+	step "$name" timeout -k 5 -s QUIT "$want" "$@"
+}
+
+# quick_summary appends the lines a reader pastes: the floors and rows of each vbbench table, the end of each test.
+quick_summary() {
+	{
+		echo
+		echo "device: $(tail -n +2 "$out/device.csv" 2>/dev/null | head -n 1)"
+		for f in "$out"/vb-*.log; do
+			[ -e "$f" ] || continue
+			echo "== $(basename "$f" .log)"
+			grep -E '^ *floors:|^(qr|spd|kron|lowrank|sphere)\.' "$f" || tail -n 3 "$f"
+		done
+		for f in "$out"/cuda-*.log "$out"/cu-*.log; do
+			[ -e "$f" ] || continue
+			echo "== $(basename "$f" .log)"
+			grep -E '^(--- FAIL|FAIL|ok|PASS)|^panic|SIGQUIT|^    --- FAIL' "$f" | tail -n 15 || true
+		done
+	} >>"$out/summary.txt"
 }
 
 # start makes the output folder, records the device and empties the summary.
@@ -89,6 +137,44 @@ build-rcg)
 	pack "$out"
 	cp scripts/gpu-check.sh "$out/"
 	echo "built into $out: $(du -sh "$out" | cut -f1); on the GPU machine run: $out/gpu-check.sh rcg"
+	;;
+build-quick)
+	cd "$(dirname "$0")/.."
+	out=${2:-.gpu/quick}
+	scripts/build-gpu-tests.sh "$out" ./backend/cuda ./backend/cuda/internal/cu ./algos/lrvga ./algos/cholng >/dev/null
+	pack "$out"
+	cp scripts/gpu-check.sh "$out/"
+	echo "built into $out: $(du -sh "$out" | cut -f1); on the GPU machine run: $out/gpu-check.sh quick"
+	;;
+quick)
+	here=$(cd "$(dirname "$0")" && pwd)
+	out=${2:-$here/results}
+	deadline=$((SECONDS + ${QUICK_SECONDS:-525}))
+	unpack
+	start
+	# Correctness on the device: every test of backend/cuda but the emulated ones (which need no GPU), then the
+	# binding layer.
+	qstep cuda-conformance 150 "$here/backend_cuda.test" -test.v -test.count=1 -test.skip '^TestEmu'
+	qstep cu-binding 40 "$here/backend_cuda_internal_cu.test" -test.v -test.count=1
+	# The design's target sizes on cuda, each run measuring its floors (copy bandwidth, GEMM rate) first.
+	qstep vb-lowrank-qr-1e6x100 60 "$here/vbbench" -backend cuda -sizes large \
+		-ops lowrank.em_step,lowrank.solve,lowrank.capacitance,qr.tall -json "$out/vb-lowrank.json"
+	qstep vb-sample-k100 40 "$here/vbbench" -backend cuda -ops lowrank.sample -d 1000000 -p 100 -k 100 \
+		-json "$out/vb-sample.json"
+	qstep vb-qr-1e5x64x8 40 "$here/vbbench" -backend cuda -ops qr.batch -batch 100000 -n 64 -p 8 \
+		-json "$out/vb-qr.json"
+	qstep vb-sphere-1e7x3 30 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000000 -n 3 \
+		-json "$out/vb-sphere1.json"
+	qstep vb-sphere-1e4x5000 30 "$here/vbbench" -backend cuda -ops sphere.flow -batch 1 -m 10000 -n 5000 \
+		-json "$out/vb-sphere2.json"
+	qstep vb-spd-kron-medium 60 "$here/vbbench" -backend cuda -ops spd,kron -sizes medium -json "$out/vb-spd.json"
+	# The two methods whose tests had not ended on a GPU: half the time left each.
+	half=$(((deadline - SECONDS) / 2))
+	qstep cuda-algos_lrvga "$half" env GEOVB_BACKEND=cuda "$here/algos_lrvga.test" -test.v -test.short -test.count=1
+	qstep cuda-algos_cholng 600 env GEOVB_BACKEND=cuda "$here/algos_cholng.test" -test.v -test.short -test.count=1
+	quick_summary
+	cat "$out/summary.txt"
+	exit $status
 	;;
 rcg)
 	here=$(cd "$(dirname "$0")" && pwd)
@@ -166,7 +252,7 @@ run)
 	exit $status
 	;;
 *)
-	sed -n '2,20p' "$0" >&2
+	sed -n '2,38p' "$0" >&2
 	exit 2
 	;;
 esac

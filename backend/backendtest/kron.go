@@ -77,6 +77,8 @@ func testKron(t *testing.T, b backend.Backend) {
 	}{
 		{1, 1, 1, 1, 1, 0}, {1, 1, 1, 3, 3, 0}, {2, 2, 2, 4, 2, 0.1}, {3, 1, 3, 2, 5, 0}, {3, 3, 1, 6, 4, 0.01},
 		{4, 1, 1, 10, 7, 0}, {10000, 10000, 1, 2, 3, 0.05}, {1, 1, 1, 30, 20, 1e-3},
+		// Orders 32 and 33 (warp and block-size steps of GPU kernels), and one row against 40 columns.
+		{1, 1, 1, 32, 33, 1e-3}, {2, 1, 2, 1, 40, 0},
 	} {
 		name := fmt.Sprintf("match/%dx%dx%d/a-batch=%d/b-batch=%d/damping=%g", c.batch, c.m, c.n, c.ba, c.bb, c.damping)
 		t.Run(name, func(t *testing.T) {

@@ -161,7 +161,9 @@ func testSPD(t *testing.T, b backend.Backend) {
 
 	// Retraction against the independent reference, relative Frobenius error ≤ 1e-13·cond(Σ) (the Σ⁻¹ξ solve
 	// loses κ digits), and every registered kernel against the reference op to the same tolerance.
-	for _, c := range []spdCase{{1, 1, 1, 1}, {3, 2, 10, 2}, {5, 5, 1e3, 3}, {2, 17, 1e4, 4}, {10000, 3, 100, 5}, {1, 60, 1e3, 6}} {
+	// Orders 32, 33 and 62, 63 straddle the block-size and shared-memory limits of GPU kernels.
+	for _, c := range []spdCase{{1, 1, 1, 1}, {3, 2, 10, 2}, {5, 5, 1e3, 3}, {2, 17, 1e4, 4}, {10000, 3, 100, 5}, {1, 60, 1e3, 6},
+		{2, 32, 100, 19}, {3, 33, 100, 20}, {1, 62, 100, 21}, {1, 63, 100, 22}} {
 		t.Run("retract/match/"+c.String(), func(t *testing.T) {
 			r := geoRNG(c.seed)
 			sig, xi := make([]*mat.Dense, c.batch), make([]*mat.Dense, c.batch)
@@ -294,8 +296,9 @@ func testSPD(t *testing.T, b backend.Backend) {
 	})
 
 	// Transport against the independent symmetric-square-root reference, relative error ≤ 1e-12·cond(S)/10
-	// (cond ≤ 1e3), and kernels against the reference op.
-	for _, c := range []spdCase{{1, 1, 1, 11}, {4, 3, 10, 12}, {3, 8, 1e3, 13}, {10000, 3, 10, 14}, {1, 40, 100, 15}} {
+	// (cond ≤ 1e3), and kernels against the reference op. Orders 32, 33 and 51, 52 straddle GPU kernels' limits.
+	for _, c := range []spdCase{{1, 1, 1, 11}, {4, 3, 10, 12}, {3, 8, 1e3, 13}, {10000, 3, 10, 14}, {1, 40, 100, 15},
+		{2, 32, 100, 23}, {2, 33, 100, 24}, {1, 51, 100, 25}, {1, 52, 100, 26}} {
 		t.Run("transport/match/"+c.String(), func(t *testing.T) {
 			r := geoRNG(c.seed)
 			s1, s2, xi := make([]*mat.Dense, c.batch), make([]*mat.Dense, c.batch), make([]*mat.Dense, c.batch)
@@ -482,6 +485,7 @@ func testSPD(t *testing.T, b backend.Backend) {
 		geoSentinel(t, b, dst, 7)
 		wantErr(t, "retract non-SPD sigma", backend.SPDRetract(b, dst, sb, dx), backend.ErrNotPositiveDefinite, "sigma", 1)
 		wantErr(t, "transport non-SPD s1", backend.SPDTransport(b, dst, sb, sg, dx), backend.ErrNotPositiveDefinite, "s1", 1)
+		wantErr(t, "retract non-SPD broadcast sigma", backend.SPDRetract(b, dst, sb.Item(1), dx), backend.ErrNotPositiveDefinite, "sigma", 0)
 		wantErr(t, "transport non-SPD s2", backend.SPDTransport(b, dst, sg, sb, dx), backend.ErrNotPositiveDefinite, "s2", 1)
 		for _, sh := range []struct {
 			name string

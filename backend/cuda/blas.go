@@ -153,6 +153,12 @@ func (b *Backend) pointerArrays(ts ...*tensor.Tensor) (cu.DevPtr, error) {
 			host = append(host, base+uint64(i)*st)
 		}
 	}
+	return b.uploadPointers(host)
+}
+
+// uploadPointers copies the device addresses host into scratch slot slotPtrs and returns their address there.
+// Call inside do.
+func (b *Backend) uploadPointers(host []uint64) (cu.DevPtr, error) {
 	dev, err := b.gpu.Scratch(slotPtrs, int64(len(host))*8)
 	if err != nil {
 		return 0, err

@@ -1,6 +1,6 @@
 // Package cuda is the NVIDIA GPU backend: tensors live in device memory, level-3 BLAS comes from cuBLAS, the
 // factorisations from cuSOLVER, and element-wise maps, reductions, random fills and the hot operations from CUDA C
-// kernels in kernels/, compiled by NVRTC for the device on first use and cached on disk.
+// kernels of package kernels (the top-level kernels/ folder), compiled by NVRTC for the device on first use and cached on disk.
 //
 // Nothing of CUDA is needed to build: the libraries are loaded at run time (package internal/cu, no cgo). On a
 // machine without a GPU or without the libraries, New returns an error wrapping backend.ErrNoDevice that says what
@@ -10,7 +10,6 @@
 package cuda
 
 import (
-	"embed"
 	"fmt"
 	"os"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/backend/cuda/internal/cu"
+	"github.com/geovb/geovb/kernels"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -28,9 +28,6 @@ const Name = "cuda"
 
 // DeviceEnv selects the GPU (its ordinal) for New; default 0.
 const DeviceEnv = "GEOVB_CUDA_DEVICE"
-
-//go:embed kernels/*.cu
-var kernelFS embed.FS
 
 func init() {
 	backend.RegisterFactory(Name, 10, func() (backend.Backend, error) { return New() })
@@ -236,15 +233,15 @@ func catch(f func() error) (err error) {
 	return f()
 }
 
-// kernel returns function name of module kernels/<module>.cu, compiling the module on first use. Call inside do.
+// kernel returns function name of module <module>.cu of package kernels, compiling the module on first use. Call inside do.
 func (b *Backend) kernel(module, name string) (*cu.Function, error) {
 	m, ok := b.modules.Load(module)
 	if !ok {
-		src, err := kernelFS.ReadFile("kernels/" + module + ".cu")
+		src, err := kernels.Source(module)
 		if err != nil {
-			return nil, fmt.Errorf("cuda: no kernel module %q: %w", module, err)
+			return nil, fmt.Errorf("cuda: %w", err)
 		}
-		mod, err := b.dev.Module(module, string(src))
+		mod, err := b.dev.Module(module, src)
 		if err != nil {
 			return nil, err
 		}

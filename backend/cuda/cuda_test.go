@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/geovb/geovb/backend/backendtest"
 	"github.com/geovb/geovb/backend/cpu"
 	"github.com/geovb/geovb/backend/cuda/internal/cu"
+	"github.com/geovb/geovb/kernels"
 )
 
 // requireGPU is set on GPU machines: a missing device then fails the tests instead of skipping them.
@@ -89,17 +89,18 @@ func TestKernelsCompile(t *testing.T) {
 	}
 	major, minor := nv.Version()
 	t.Logf("NVRTC %d.%d from %s", major, minor, nv.Path())
-	files, err := fs.Glob(kernelFS, "kernels/*.cu")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no embedded kernels: %v", err)
+	modules := kernels.Modules()
+	if len(modules) == 0 {
+		t.Fatal("no embedded kernels")
 	}
-	for _, f := range files {
-		src, err := kernelFS.ReadFile(f)
+	for _, m := range modules {
+		src, err := kernels.Source(m)
 		if err != nil {
 			t.Fatal(err)
 		}
+		f := m + ".cu"
 		for _, arch := range []string{"sm_80", "sm_90"} {
-			img, err := nv.Compile(f, string(src), arch)
+			img, err := nv.Compile(f, src, arch)
 			if err != nil {
 				t.Errorf("%s for %s: %v", f, arch, err)
 				continue

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/geovb/geovb/backend/cuda/internal/cu"
+	"github.com/geovb/geovb/kernels"
 	"github.com/geovb/geovb/tensor"
 )
 
@@ -170,11 +171,11 @@ func (e *emuDev) signature(module, name string) []string {
 	if s, ok := e.sigs[key]; ok {
 		return s
 	}
-	src, err := os.ReadFile("kernels/" + module + ".cu")
+	src, err := kernels.Source(module)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	for _, m := range kernelDecl.FindAllStringSubmatch(string(src), -1) {
+	for _, m := range kernelDecl.FindAllStringSubmatch(src, -1) {
 		var kinds []string
 		for _, p := range strings.Split(m[2], ",") {
 			p = strings.Join(strings.Fields(p), " ")
@@ -725,11 +726,11 @@ func samePadding(t *testing.T, name string, a, b *tensor.Tensor) {
 // cuDefine returns the value of #define name in kernels/<module>.cu.
 func cuDefine(t *testing.T, module, name string) string {
 	t.Helper()
-	src, err := os.ReadFile("kernels/" + module + ".cu")
+	src, err := kernels.Source(module)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^#define ` + name + `\s+(\S+)`).FindStringSubmatch(string(src))
+	m := regexp.MustCompile(`(?m)^#define ` + name + `\s+(\S+)`).FindStringSubmatch(src)
 	if m == nil {
 		t.Fatalf("kernels/%s.cu: no #define %s", module, name)
 	}
@@ -747,6 +748,9 @@ func TestEmuConstants(t *testing.T) {
 		{"qr", "QR_CGS_MIN_RATIO"}: "1e-8",
 		{"qr", "QR_CGS_REORTH"}:    "0.5",
 		{"lowrank", "LR_THREADS"}:  fmt.Sprint(hotThreads),
+		{"spd", "SPD_THREADS"}:     fmt.Sprint(spdMaxThreads),
+		{"spd", "SPD_SWEEPS"}:      fmt.Sprint(spdEmuSweeps),
+		{"spd", "SPD_JACOBI_TOL"}:  fmt.Sprint(spdEmuJacobiTol),
 		{"philox", "PHILOX_M0"}:    "0xD2511F53u",
 		{"philox", "PHILOX_M1"}:    "0xCD9E8D57u",
 		{"philox", "PHILOX_W0"}:    "0x9E3779B9u",
@@ -766,7 +770,7 @@ func TestEmuConstants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cuSrc, err := os.ReadFile("kernels/philox.cu")
+	cuSrc, err := kernels.Source("philox")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -776,7 +780,7 @@ func TestEmuConstants(t *testing.T) {
 	}
 	for _, c := range consts {
 		lit := strings.TrimPrefix(c[2], "-")
-		if !regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(lit) + `([^0-9]|$)`).Match(cuSrc) {
+		if !regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(lit) + `([^0-9]|$)`).MatchString(cuSrc) {
 			t.Errorf("kernels/philox.cu does not contain rng constant %s = %s", c[1], c[2])
 		}
 	}

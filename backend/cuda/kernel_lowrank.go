@@ -16,6 +16,8 @@ import (
 //   - solve (Woodbury, notes §5.7): W read twice (Wᵀ(g ⊘ ψ) must be complete before W v can start).
 //   - sample (Prop. 1 of paper 002 in its corrected form, notes §2.8): W read twice; the draws z are written once,
 //     already scaled by Ψ^{-1/2}, by the random fill itself.
+//   - capacitance chol(I + WᵀΨ⁻¹W) (notes §1): W read once, a row chunk at a time scaled into an L2-sized buffer
+//     that a SYRK adds to M, then cuSOLVER's Cholesky; no d×p temporary, no allocation, one status word back.
 //   - EM step, first inner iteration (Algorithm 1, notes §2.4): W read once, the scaled copy A = Ψ^{-1/2}[W | X]
 //     written once and read twice, W_new written once; no d×p temporary beyond A.
 // The second sweep of each op goes over row chunks of lrChunkBytes, so that the d×k (or d×p) product of a chunk
@@ -42,6 +44,9 @@ func init() {
 	})
 	backend.EMStepOp.Register(backend.Kernel[backend.EMStepFunc]{
 		Name: "cuda.lowrank.em_step", Backend: Name, Priority: 10, Applies: applies, Fn: lrEMStepCUDA,
+	})
+	backend.CapacitanceOp.Register(backend.Kernel[backend.CapacitanceFunc]{
+		Name: "cuda.lowrank.capacitance", Backend: Name, Priority: 10, Applies: applies, Fn: lrCapacitanceCUDA,
 	})
 }
 
@@ -346,4 +351,76 @@ func lrEMRun(d hotDev, w, psi, x hotView, kc int, alpha, beta, floor float64) (c
 		return 0, false, err
 	}
 	return int(cl), false, nil
+}
+
+// lrCapacitanceCUDA writes into l the lower Cholesky factor of M = I + WᵀΨ⁻¹W; LowRank.Refactor has checked the
+// shapes and ψ > 0.
+func lrCapacitanceCUDA(be backend.Backend, l, w, psi *tensor.Tensor) error {
+	const op = "lowrank.capacitance"
+	b := be.(*Backend)
+	if err := b.ownsNamed(op, []string{"l", "w", "psi"}, l, w, psi); err != nil {
+		return err
+	}
+	lv, wv, pv := hotViewOf(b, l), hotViewOf(b, w), hotViewOf(b, psi)
+	var bad bool
+	if err := b.do(func() error {
+		var err error
+		bad, err = lrCapacitanceRun(b.hot(), lv, wv, pv)
+		return err
+	}); err != nil {
+		return err
+	}
+	if bad {
+		return backend.Errorf(op, "w", backend.ErrNotPositiveDefinite,
+			"I + WᵀΨ⁻¹W is not positive definite (W or ψ not finite?)")
+	}
+	return nil
+}
+
+// lrCapacitanceRun: G = I (lr_cap_init), then per chunk of rows S = Ψ^{-1/2}W (lr_cap_scale) and G += SᵀS (SYRK,
+// lower triangle of the column-major p×p G, from the L2-resident S), G = LLᵀ (cuSOLVER), the status of the factor
+// (lr_em_check) and l from G unless it failed (lr_cap_out). A contiguous row-major chunk S (rows × p) is the
+// column-major Sᶜ (p × rows, ld p), so SᵀS = Sᶜ Sᶜᵀ (SYRK without transpose); the column-major lower factor is
+// the row-major lower L read transposed, which lr_cap_out undoes. bad reports a failed factorisation.
+func lrCapacitanceRun(d hotDev, l, w, psi hotView) (bad bool, err error) {
+	dd, p := w.rows, w.cols
+	rc := lrChunkRows(dd, p)
+	sb, err := d.Scratch(hotSlotA, int64(8*rc*p))
+	if err != nil {
+		return false, err
+	}
+	g, err := d.Scratch(hotSlotB, int64(8*p*p+8))
+	if err != nil {
+		return false, err
+	}
+	info := g + cu.DevPtr(8*p*p)
+	status := info + 4
+	pp := hotGrid(p*p, hotThreads)
+	if err := d.launch("lowrank", "lr_cap_init", pp, hotBlock(hotThreads), 0, g, p); err != nil {
+		return false, err
+	}
+	for r0 := 0; r0 < dd; r0 += rc {
+		rows := min(rc, dd-r0)
+		if err := d.launch("lowrank", "lr_cap_scale", hotGrid(rows*p, hotThreads), hotBlock(hotThreads), 0,
+			sb, w.row(r0), w.rs, psi.row(r0), psi.rs, rows, p); err != nil {
+			return false, err
+		}
+		if err := d.Dsyrk(cu.Lower, cu.OpN, p, rows, 1, sb, p, 1, g, p); err != nil {
+			return false, err
+		}
+	}
+	if err := d.Dpotrf(cu.Lower, p, g, p, info); err != nil {
+		return false, err
+	}
+	if err := d.launch("lowrank", "lr_em_check", hotGrid(1, 1), hotBlock(1), 0, g, p, info, status); err != nil {
+		return false, err
+	}
+	if err := d.launch("lowrank", "lr_cap_out", pp, hotBlock(hotThreads), 0, l.p, l.rs, g, p, status); err != nil {
+		return false, err
+	}
+	var st int32
+	if err := d.DtoH(unsafe.Pointer(&st), status, 4); err != nil {
+		return false, err
+	}
+	return st != 0, nil
 }

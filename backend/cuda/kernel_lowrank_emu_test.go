@@ -24,6 +24,9 @@ func init() {
 	emuKernels["lowrank.lr_em_prep2"] = emuLREMPrep2
 	emuKernels["lowrank.lr_em_check"] = emuLREMCheck
 	emuKernels["lowrank.lr_em_epilogue"] = emuLREMEpilogue
+	emuKernels["lowrank.lr_cap_scale"] = emuLRCapScale
+	emuKernels["lowrank.lr_cap_init"] = emuLRCapInit
+	emuKernels["lowrank.lr_cap_out"] = emuLRCapOut
 }
 
 // emuThreads calls f(e, step) for every global thread of a grid-stride kernel: e its first item, step the stride.
@@ -45,6 +48,48 @@ func emuLRScaleRows(e *emuDev, grid, block [3]uint32, _ uint32, a emuArgs) {
 			c := el - i*k
 			f := 1 / *e.f(psi, i*pinc)
 			*e.f(out, i*ors+c) = *e.f(in, i*irs+c) * f
+		}
+	})
+}
+
+// emuLRCapScale is lr_cap_scale.
+func emuLRCapScale(e *emuDev, grid, block [3]uint32, _ uint32, a emuArgs) {
+	s, w, wrs, psi, pinc, rows, p := a.ptr(0), a.ptr(1), a.i64(2), a.ptr(3), a.i64(4), a.i64(5), a.i64(6)
+	emuThreads(grid, block, func(first, step int) {
+		for el := first; el < rows*p; el += step {
+			i := el / p
+			f := 1 / math.Sqrt(*e.f(psi, i*pinc))
+			*e.f(s, el) = *e.f(w, i*wrs+el-i*p) * f
+		}
+	})
+}
+
+// emuLRCapInit is lr_cap_init.
+func emuLRCapInit(e *emuDev, grid, block [3]uint32, _ uint32, a emuArgs) {
+	g, p := a.ptr(0), a.i64(1)
+	emuThreads(grid, block, func(first, step int) {
+		for el := first; el < p*p; el += step {
+			*e.f(g, el) = 0
+			if el%(p+1) == 0 {
+				*e.f(g, el) = 1
+			}
+		}
+	})
+}
+
+// emuLRCapOut is lr_cap_out.
+func emuLRCapOut(e *emuDev, grid, block [3]uint32, _ uint32, a emuArgs) {
+	l, lrs, g, p, status := a.ptr(0), a.i64(1), a.ptr(2), a.i64(3), a.ptr(4)
+	if *e.i32(status) != 0 {
+		return
+	}
+	emuThreads(grid, block, func(first, step int) {
+		for el := first; el < p*p; el += step {
+			i, j := el/p, el%p
+			*e.f(l, i*lrs+j) = 0
+			if j <= i {
+				*e.f(l, i*lrs+j) = *e.f(g, i+j*p)
+			}
 		}
 	})
 }
@@ -264,6 +309,53 @@ func withChunks(rows, cols int, f func()) {
 	lrChunkBytes = 8 * rows * cols
 	defer func() { lrChunkBytes = old }()
 	f()
+}
+
+// TestEmuLowRankCapacitance runs the capacitance factorisation on the emulated device (one and several chunks,
+// strided W, ψ and L) and compares it with the reference on the CPU backend to 1e-12; a W with a NaN gives
+// ErrNotPositiveDefinite and leaves L untouched.
+func TestEmuLowRankCapacitance(t *testing.T) {
+	cb, err := cpu.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct{ d, p, chunk int }{{300, 7, 37}, {250, 5, 250}, {40, 12, 1000}, {1, 1, 1}, {64, 33, 9}} {
+		t.Run(fmt.Sprintf("d%d p%d chunk %d", c.d, c.p, c.chunk), func(t *testing.T) {
+			w, psi, want := lrEmuFactors(t, cb, r, c.d, c.p, 2)
+			e := newEmuDev(t, 1<<18)
+			got := stridedHost(1, c.p, c.p, 1, 1, func(_, _, _ int) float64 { return math.NaN() })
+			gotRef := cloneHost(got)
+			wv, pv, lv := e.put(w), e.put(psi), e.put(got)
+			var bad bool
+			withChunks(c.chunk, c.p, func() { bad, err = lrCapacitanceRun(e, lv, wv, pv) })
+			if err != nil || bad {
+				t.Fatalf("bad %v, err %v", bad, err)
+			}
+			e.get(got, lv)
+			samePadding(t, "l", got, gotRef)
+			if d := maxRelDiff(got, want, 1e-3); d > 1e-12 {
+				t.Errorf("differs from the reference by %.3g", d)
+			}
+		})
+	}
+	w, psi, _ := lrEmuFactors(t, cb, r, 20, 3, 0)
+	w.Set(0, 5, 1, math.NaN())
+	b := newEmuBackend(t)
+	put := spdEmuPut(t, b)
+	l := stridedHost(1, 3, 3, 0, 0, func(_, i, j int) float64 { return float64(i + j) })
+	wd, pd, ld := put(w), put(psi), put(l)
+	err = backend.CapacitanceOp.Kernels(b, wd.Shape())[0].Fn(b, ld, wd, pd)
+	if !errors.Is(err, backend.ErrNotPositiveDefinite) {
+		t.Errorf("W with a NaN: error %v, want ErrNotPositiveDefinite", err)
+	}
+	back := tensor.NewHost(1, 3, 3)
+	if err := b.Download(back, ld); err != nil {
+		t.Fatal(err)
+	}
+	if d := maxRelDiff(back, l, 1); d != 0 {
+		t.Errorf("L written although the factorisation failed (changed by %.3g)", d)
+	}
 }
 
 // TestEmuLowRankSolve runs the Woodbury solve on the emulated device (several chunks, strided W, ψ and g, dst = g

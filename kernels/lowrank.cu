@@ -222,3 +222,41 @@ extern "C" __global__ void __launch_bounds__(LR_THREADS)
         }
     }
 }
+
+// lr_cap_scale: s[i, c] = w[i, c]·(1/√ψ_i) for a chunk of rows × p, into the contiguous s (the reference's
+// Ψ^{-1/2}W, notes §1). Launch: block (256, 1, 1), grid (min(ceil(rows·p / 256), 2²⁰), 1, 1), no shared memory.
+extern "C" __global__ void __launch_bounds__(LR_THREADS)
+    lr_cap_scale(double* s, const double* w, long long wrs, const double* psi, long long pinc, long long rows,
+                 long long p) {
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < rows * p; e += step) {
+        const long long i = e / p;
+        const double f = 1 / sqrt(psi[i * pinc]);
+        s[e] = w[i * wrs + (e - i * p)] * f;
+    }
+}
+
+// lr_cap_init writes the p×p identity into g, which the chunks' SYRKs then add SᵀS to (M = I + WᵀΨ⁻¹W).
+// Launch: block (256, 1, 1), grid (min(ceil(p·p / 256), 2²⁰), 1, 1), no shared memory.
+extern "C" __global__ void __launch_bounds__(LR_THREADS) lr_cap_init(double* g, long long p) {
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < p * p; e += step) {
+        g[e] = e % (p + 1) == 0 ? 1.0 : 0.0;
+    }
+}
+
+// lr_cap_out writes the row-major lower factor l (row stride lrs, upper triangle zeroed) from the column-major lower
+// factor in g (ld p) unless *status (lr_em_check) is not zero, in which case l is left as it was.
+// Launch: block (256, 1, 1), grid (min(ceil(p·p / 256), 2²⁰), 1, 1), no shared memory.
+extern "C" __global__ void __launch_bounds__(LR_THREADS)
+    lr_cap_out(double* l, long long lrs, const double* g, long long p, const int* status) {
+    if (*status != 0) {
+        return;
+    }
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < p * p; e += step) {
+        const long long i = e / p;
+        const long long j = e - i * p;
+        l[i * lrs + j] = j <= i ? g[i + j * p] : 0.0;
+    }
+}

@@ -17,7 +17,7 @@ type Grouped struct {
 	NumGroups int
 }
 
-// EpilepsyNames are the columns of the Epilepsy table (paper 003 §8.2 coding, notes §7.3.3).
+// EpilepsyNames are the columns of the Epilepsy table (paper 003 §8.2 coding).
 var EpilepsyNames = []string{"intercept", "base", "treatment", "base x treatment", "age", "visit", "y"}
 
 // epilepsyVisits is the visit coding −0.3, −0.1, 0.1, 0.3 of the four two-week periods.

@@ -31,7 +31,7 @@ func ReadGermanFile(path string) (*German, error) {
 // ReadGerman reads the whitespace-separated numeric German credit table: one row per line of 24 finite numeric
 // covariates and a class in the last column. The class is coded either as in UCI's german.data-numeric (1 = good,
 // 2 = bad, the file in ../shared/data) or already recoded as 1 = good, 0 = bad; both are
-// returned as y ∈ {1, 0}, the recoding of paper 000's code (notes 4.1.1). Blank lines and CRLF endings are allowed.
+// returned as y ∈ {1, 0}, the recoding of paper 000's code. Blank lines and CRLF endings are allowed.
 // A missing or extra field, a non-numeric or non-finite value, a label outside the two codings, or a file that
 // mixes them (a 0 and a 2) is a *ParseError naming file, line and column (1-based, in bytes).
 func ReadGerman(r io.Reader, name string) (*German, error) {
@@ -92,7 +92,7 @@ func ReadGerman(r io.Reader, name string) (*German, error) {
 	return g, nil
 }
 
-// GermanDesign is the design of paper 000's German credit experiment (notes 4.1.1): columns 1–15 z-scored with the
+// GermanDesign is the design of paper 000's German credit experiment (§5.1, with the authors' preprocessing): columns 1–15 z-scored with the
 // sample standard deviation (n−1 denominator), columns 16–24 (0/1 indicators) as they are, and with intercept a
 // leading column of ones (d = 25, the paper's configuration; d = 24 without). It returns X row-major (N×d).
 // A constant column among 1–15 cannot be z-scored and is left centred only.

@@ -43,8 +43,8 @@ func ReadNews20File(path string) (*Corpus, error) {
 // D lines "n y id:val …" with n pairs, 0 ≤ id < V strictly increasing, finite val, then an optional trailer line
 // holding the number of labels. Every problem — a missing or extra field, a bad number, an out-of-range or repeated
 // word id, a non-finite weight, an empty document, a document count that disagrees with the header — is a
-// *ParseError naming file, line and column (1-based, in bytes). The vectors are used as stored (not renormalised,
-// notes P15).
+// *ParseError naming file, line and column (1-based, in bytes). The vectors are used as stored (not renormalised: each
+// document is exactly unit-norm as written).
 func ReadNews20(r io.Reader, name string) (*Corpus, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<26)

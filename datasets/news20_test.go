@@ -39,7 +39,7 @@ func TestReadNews20Data(t *testing.T) {
 		if labs != c.labs {
 			t.Errorf("%s: label counts %v, want %v", c.file, labs, c.labs)
 		}
-		if worst > 1e-10 { // notes §9 test 13
+		if worst > 1e-10 { // the documents are unit vectors
 			t.Errorf("%s: a document norm is off 1 by %.3g", c.file, worst)
 		}
 	}

@@ -22,7 +22,7 @@ func ReadSP500File(path string) ([]float64, error) {
 
 // ReadSP500 reads a one-column CSV of returns: an optional header line "y", then one finite number per line (the
 // text export of VBayesLab's SP500_weekly.mat, 1612 weekly percentage returns with the mean removed; paper 000
-// §5.2 used 1000, notes 4.2.2). Blank lines are skipped. A field that is not a finite number, or a line with more
+// §5.2 used 1000; the file has no dates). Blank lines are skipped. A field that is not a finite number, or a line with more
 // than one field, is a *ParseError with the file, line and column (1-based, counted in bytes).
 func ReadSP500(r io.Reader, name string) ([]float64, error) {
 	br := bufio.NewReader(r)

@@ -315,7 +315,7 @@ func TestProject(t *testing.T) {
 }
 
 // TestRiemannianGrad: the gradient matches the explicit formula and satisfies ⟨rgrad, ξ⟩_x = ⟨egrad, ξ⟩_F for
-// tangent ξ (paper 000 Lemma 3.2; notes A2), both to 1e-12 relative.
+// tangent ξ (paper 000 Lemma 3.2), both to 1e-12 relative.
 func TestRiemannianGrad(t *testing.T) {
 	b := newBackend(t)
 	for _, f := range fixtures() {
@@ -346,7 +346,7 @@ func TestRiemannianGrad(t *testing.T) {
 }
 
 // TestRetract: R_x(0) = x, R_x(tξ) on the manifold, first order (‖R_x(tξ) − x − tξ‖ = O(t²), ratio 4 when t
-// halves, notes A1/A3) and the central difference of t ↦ R_x(tξ) at 0 equal to ξ.
+// halves: the retractions are first order) and the central difference of t ↦ R_x(tξ) at 0 equal to ξ.
 func TestRetract(t *testing.T) {
 	b := newBackend(t)
 	for _, f := range fixtures() {
@@ -427,7 +427,7 @@ func scaled(a float64, m mat.Matrix) *mat.Dense {
 }
 
 // TestTransport: the transported vector is tangent at y, transport to the same point is the identity, and the
-// SPD parallel transport is an isometry of the affine-invariant metric (notes A4, 1e-10 relative).
+// SPD parallel transport is an isometry of the affine-invariant metric (1e-10 relative).
 func TestTransport(t *testing.T) {
 	b := newBackend(t)
 	for _, f := range fixtures() {

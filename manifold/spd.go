@@ -16,9 +16,10 @@ import (
 //
 // the affine-invariant metric that paper 000 Section 5.1 (MGVB) uses. Tangent vectors are
 // symmetric d×d matrices. Under this metric the Riemannian gradient of f is Σ sym(∇f) Σ, which is the natural
-// gradient of MGVB for the covariance block (notes 2.1.2; the exact Fisher inverse is twice that, notes B3).
+// gradient of MGVB for the covariance block (paper 000 eq. (5.2); the exact Fisher natural gradient is twice that, since the Fisher on
+// symmetric directions is ½(Σ⁻¹ ⊗ Σ⁻¹)).
 //
-// Retraction: SecondOrderRetraction, Σ + ξ + ½ξΣ⁻¹ξ (paper 000 Section 5.1, notes 2.1.3), which stays SPD for any
+// Retraction: SecondOrderRetraction, Σ + ξ + ½ξΣ⁻¹ξ (paper 000 Section 5.1, the SPD retraction of Manopt), which stays SPD for any
 // symmetric ξ. Transports: ParallelTransport (default), EξEᵀ with E = (Σ₂Σ₁⁻¹)^{1/2}, an isometry of the metric;
 // ProjectionTransport, sym(ξ), which keeps ξ unchanged (every symmetric matrix is tangent) and is not an isometry.
 type SPD struct {

@@ -13,8 +13,9 @@ import (
 // Stiefel is the manifold St(n, p) = {X ∈ R^{n×p} : XᵀX = I_p} (paper 000 eq. (2.7)) with the Euclidean metric
 // tr(UᵀV) it inherits from R^{n×p} (paper 000 Section 3.1). The tangent space at X is {Z : XᵀZ + ZᵀX = 0}.
 //
-// Retraction: QRRetraction, qf(X + tV) with diag(R) > 0 (paper 000 eq. (3.9), notes 5.1). Transport:
-// ProjectionTransport, the projection onto the tangent space at the new point (notes 2.2.4).
+// Retraction: QRRetraction, qf(X + tV) with diag(R) > 0 (paper 000 eq. (3.9); without the sign fix qf(X) ≠ X and the
+// retraction is discontinuous). Transport:
+// ProjectionTransport, the projection onto the tangent space at the new point (paper 000 §5.3).
 type Stiefel struct {
 	n, p int
 	opt  options
@@ -46,7 +47,7 @@ func (m *Stiefel) Dim() int                           { return m.n*m.p - m.p*(m.
 func (m *Stiefel) RetractionMethod() RetractionMethod { return m.opt.retraction }
 func (m *Stiefel) TransportMethod() TransportMethod   { return m.opt.transport }
 
-// project writes Z − X sym(XᵀZ) (paper 000 eq. (3.5), notes 2.2.4).
+// project writes Z − X sym(XᵀZ) (paper 000 eq. (3.5)).
 func (m *Stiefel) project(b backend.Backend, dst, x, z *T) error {
 	batch := x.Batch()
 	ss, err := m.ws.get(b, "project.s", tensor.Shape{Batch: batch, Rows: m.p, Cols: m.p}, 1)
@@ -95,7 +96,7 @@ func (m *Stiefel) Retract(b backend.Backend, dst, x, v *T, t float64) error {
 	return backend.QRRetract(b, dst, x, v, t)
 }
 
-// Transport writes the projection of v onto the tangent space at y (notes 2.2.4; not an isometry, notes 5.1.4).
+// Transport writes the projection of v onto the tangent space at y (not an isometry: the momentum norm can shrink).
 func (m *Stiefel) Transport(b backend.Backend, dst, x, y, v *T) error {
 	if err := checkPoints(m, "manifold.stiefel.transport", []string{"dst", "x", "y", "v"}, dst, x, y, v); err != nil {
 		return err

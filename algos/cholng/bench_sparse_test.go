@@ -14,8 +14,7 @@ import (
 // BenchmarkArrowNatural is one full Alg 2c iteration with Snngm — draw z, θ, the model's log joint and gradient on
 // the host, natural gradient, Riemannian norm and the Snngm update on the backend — on a synthetic Epilepsy-like
 // GLMM (4 visits per group, p = 6, r = 2, d_G = 9) with n = 1e3 … 1e6 groups. The cost is linear in n when ns/group
-// stays flat. BenchmarkArrowEuclidean is the Euclidean gradient with Adam, for the natural/Euclidean ratio (notes §9
-// J.27). ns/group includes the model (O(n_obs)).
+// stays flat. BenchmarkArrowEuclidean is the Euclidean gradient with Adam, for the natural/Euclidean ratio. ns/group includes the model (O(n_obs)).
 func BenchmarkArrowNatural(b *testing.B)   { benchArrow(b, Natural, Snngm) }
 func BenchmarkArrowEuclidean(b *testing.B) { benchArrow(b, Euclidean, Adam) }
 

@@ -1,15 +1,16 @@
 // Package cholng is Gaussian variational approximation with natural gradients of the Cholesky factor (paper 003,
-// Tan, arXiv:2109.00375v7; implementer notes ../shared/notes/paper-003-cholesky-ng.md).
+// Tan, "Natural gradient updates for Gaussian variational approximation", arXiv:2109.00375v7).
 //
 // The family is q = N(μ, Σ) with Σ = CCᵀ (parametrisation 1, Covariance) or Σ⁻¹ = TTᵀ (parametrisation 2,
 // Precision), C and T dense lower triangular (Algs 1a/1b/2a/2b). One draw z ~ N(0, I) per iteration, the
-// reparameterisation gradient with the stick-the-landing form of ∇_θ h (notes §2.2: ∇log p − ∇log q at fixed λ),
-// first derivatives of log p only. Natural gradients use Lemma 1 / Theorem 2 in the fused O(d²) forms of notes
-// §3.6: no d³ work and no symmetrisation; the triangular kernel is backend.CholNGTri. The sparse families — Block
+// reparameterisation gradient with the stick-the-landing form of ∇_θ h (§5: ∇log p − ∇log q at fixed λ),
+// first derivatives of log p only. Natural gradients use Lemma 1 / Theorem 2 in fused O(d²) forms — with
+// a = Cᵀ∇log p + z the lower triangle of H = CᵀḠ₁ is lower(a zᵀ), with v = T⁻¹∇log p + z that of H = TᵀḠ₂ is
+// −lower(z vᵀ), so (ΛH̿)_ij is a reverse cumulative sum along row i: no d³ work and no symmetrisation; the triangular kernel is backend.CholNGTri. The sparse families — Block
 // (block-diagonal C, Alg 1c) and Arrow (the GLMM local–global sparse precision, Alg 2c, eq. (11)–(12)) — keep their
 // state in backend buffers and run on the batched block operations of backend/cholng_blocks.go (sparse.go). The
-// optimisers are Snngm (Table 4 with the corrected √ norms of notes §5.1) and Adam on Euclidean or natural
-// gradients, with the stopping rule of notes §5.4; their updates run on the backend too.
+// optimisers are Snngm (Table 4, with the square roots the printed norms lack: ‖g̃‖ must be a norm) and Adam on Euclidean or natural
+// gradients, with the stopping rule of §8; their updates run on the backend too.
 package cholng
 
 import (
@@ -263,8 +264,8 @@ func (f *Dense) down(dst []float64, src *T) error {
 	return f.b.Download(h, src)
 }
 
-// ObjectiveSample evaluates h(θ) = log p(y, θ) − log q_λ(θ) at the current z (notes §5.5), with log q using
-// Σ log|L_ii| (notes §8.6).
+// ObjectiveSample evaluates h(θ) = log p(y, θ) − log q_λ(θ) at the current z (the same draw as the gradient), with
+// log q using Σ log|L_ii| (the diagonal's sign is not constrained).
 func (f *Dense) objective(lp float64) (float64, error) {
 	ld, err := f.logDetAbs()
 	if err != nil {
@@ -299,10 +300,10 @@ func (f *Dense) Eval(m model.Density) (float64, error) {
 }
 
 // Gradient computes, for the current z, h(θ) and the single-draw gradient of the requested kind into GMu and GL.
-// It returns the squared Snngm norm of the gradient as well (notes §5.1 corrected, §3.6): for Covariance the
+// It returns the squared Snngm norm of the gradient as well (Table 4, with the square root): for Covariance the
 // Euclidean ‖g̃‖₂²; for Precision the Riemannian ⟨ĝ, g̃⟩ = ‖v‖² + Σ_{k>l} z_k²v_l² + ½Σ z_k²v_k² in O(d). For the
 // Euclidean kind the norm is ‖ĝ‖₂². Per call: Covariance natural 2 TRMV + the scan, no solve; Precision natural
-// 3 TRSV + the scan (notes §6.1); all O(d²).
+// 3 TRSV + the scan; all O(d²).
 func (f *Dense) Gradient(m model.Density, kind Kind) (h, norm2 float64, err error) {
 	b := f.b
 	if err := f.draw(); err != nil {
@@ -340,7 +341,7 @@ func (f *Dense) Gradient(m model.Density, kind Kind) (h, norm2 float64, err erro
 	}
 	switch {
 	case f.param == Covariance && kind == Natural:
-		// a = Cᵀ∇log p + z (= Cᵀg: the C⁻ᵀz term of g cancels, notes §3.6); Σg = Ca; CH̿ via the scan.
+		// a = Cᵀ∇log p + z (= Cᵀg: the C⁻ᵀz term of g cancels); Σg = Ca; CH̿ via the scan.
 		if err := chk(b.Copy(f.a, f.gr),
 			b.Trmm(blas.Left, blas.Lower, blas.Trans, blas.NonUnit, 1, f.L, f.a),
 			b.Axpby(f.a, 1, f.a, 1, f.z),
@@ -351,7 +352,7 @@ func (f *Dense) Gradient(m model.Density, kind Kind) (h, norm2 float64, err erro
 		}
 		norm2 = sq(f.GMu) + sq(f.GL)
 	case f.param == Covariance && kind == Euclidean:
-		// g = ∇log p + C⁻ᵀz (STL), gradient (g, lower(g zᵀ)) (notes §3.1).
+		// g = ∇log p + C⁻ᵀz (STL), gradient (g, lower(g zᵀ)) (parametrisation 1, §5).
 		if err := chk(b.Copy(f.a, f.z),
 			b.Trsm(blas.Left, blas.Lower, blas.Trans, blas.NonUnit, 1, f.L, f.a),
 			b.Axpby(f.GMu, 1, f.gr, 1, f.a),
@@ -360,7 +361,7 @@ func (f *Dense) Gradient(m model.Density, kind Kind) (h, norm2 float64, err erro
 		}
 		norm2 = sq(f.GMu) + sq(f.GL)
 	case f.param == Precision && kind == Natural:
-		// v = T⁻¹∇log p + z (= T⁻¹g); Σg = T⁻ᵀv; TH̿ = −T·dbar(lower(z vᵀ)) via the scan (notes §3.6).
+		// v = T⁻¹∇log p + z (= T⁻¹g); Σg = T⁻ᵀv; TH̿ = −T·dbar(lower(z vᵀ)) via the scan (Lemma 1 in O(d²): lower(TᵀḠ₂) = −lower(z vᵀ)).
 		if err := chk(b.Copy(f.a, f.gr),
 			b.Trsm(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, 1, f.L, f.a),
 			b.Axpby(f.a, 1, f.a, 1, f.z),
@@ -372,7 +373,7 @@ func (f *Dense) Gradient(m model.Density, kind Kind) (h, norm2 float64, err erro
 		}
 		norm2 = riemannNorm2(f.hz, f.hv)
 	default: // Precision, Euclidean
-		// g = ∇log p + Tz (STL); v = T⁻¹g; gradient (g, lower(−(θ−μ)vᵀ)) (notes §3.2).
+		// g = ∇log p + Tz (STL); v = T⁻¹g; gradient (g, lower(−(θ−μ)vᵀ)) (parametrisation 2, §5).
 		if err := chk(b.Copy(f.a, f.z),
 			b.Trmm(blas.Left, blas.Lower, blas.NoTrans, blas.NonUnit, 1, f.L, f.a),
 			b.Axpby(f.GMu, 1, f.gr, 1, f.a),
@@ -386,7 +387,7 @@ func (f *Dense) Gradient(m model.Density, kind Kind) (h, norm2 float64, err erro
 	return h, norm2, err
 }
 
-// riemannNorm2 is ⟨ĝ, g̃⟩ for the T family in O(d) (notes §3.6): ‖v‖² + Σ_{k>l} z_k²v_l² + ½Σ_k z_k²v_k².
+// riemannNorm2 is ⟨ĝ, g̃⟩ for the T family in O(d) (ĝᵀF⁻¹ĝ with Lemma 1): ‖v‖² + Σ_{k>l} z_k²v_l² + ½Σ_k z_k²v_k².
 func riemannNorm2(z, v []float64) float64 {
 	var s, pre float64 // pre = Σ_{l<k} v_l²
 	for k := range z {

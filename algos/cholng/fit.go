@@ -19,9 +19,9 @@ type Optimizer int
 const (
 	// Snngm is the stochastic normalised natural gradient with momentum (Table 4): m_t = βm_{t−1} +
 	// (1−β)g̃_t/‖g̃_t‖, λ += α·m_t/(1−βᵗ), with ‖·‖ Euclidean for C and Riemannian √⟨ĝ, g̃⟩ for T (the printed
-	// formula drops the √; notes §5.1 [CORRECTION]).
+	// formula drops the √, which a norm needs).
 	Snngm Optimizer = iota + 1
-	// Adam is Kingma & Ba's ascent step on the chosen gradient kind (notes §5.3).
+	// Adam is Kingma & Ba's ascent step on the chosen gradient kind (the paper's baseline, §7).
 	Adam
 )
 
@@ -35,7 +35,7 @@ func (o Optimizer) String() string {
 	return fmt.Sprintf("Optimizer(%d)", int(o))
 }
 
-// Config sets a fit. Zero values take the paper's settings (notes §5, §7.2.3).
+// Config sets a fit. Zero values take the paper's settings (§7 and §8.1).
 type Config struct {
 	Param     Param
 	Kind      Kind      // gradient fed to the optimiser; Snngm requires Natural
@@ -62,13 +62,13 @@ const defaultMaxIter = 100000
 // Result is the outcome of Fit.
 type Result struct {
 	run.Result
-	LHat  float64   // mean of h(θ) over EvalDraws fresh draws (notes §5.4)
+	LHat  float64   // mean of h(θ) over EvalDraws fresh draws (§8)
 	Means []float64 // the block means of h
 	Mu, L []float64 // final μ and factor (d×d row-major)
 	Time  time.Duration
 }
 
-// StopRule is the paper's stopping rule (notes §5.4): block means M_k of h over blocks of Block iterations; stop
+// StopRule is the paper's stopping rule (§8): block means M_k of h over blocks of Block iterations; stop
 // when k ≥ 3 and the least-squares slope through (1, M_{k−2}), (2, M_{k−1}), (3, M_k), (M_k − M_{k−2})/2, is below
 // Tol (signed).
 type StopRule struct {
@@ -167,7 +167,7 @@ func (o *optimizer) step(norm float64) (float64, error) {
 	t := float64(o.t)
 	switch c.Optimizer {
 	case Snngm:
-		// Guard ‖g̃‖ = 0 (exact STL optimum, notes §8.3): the normalised direction is then taken as 0.
+		// Guard ‖g̃‖ = 0 (at an exact optimum the STL gradient is exactly 0): the normalised direction is then taken as 0.
 		inv := 0.0
 		if norm > 0 {
 			inv = (1 - c.Beta) / norm
@@ -287,7 +287,7 @@ type checkpoint struct {
 	Param, Kind int
 }
 
-// Fit runs the algorithm of cfg on m from μ = InitMu and L = InitL (defaults 0 and Init0·I, notes §7.2.3) under
+// Fit runs the algorithm of cfg on m from μ = InitMu and L = InitL (defaults 0 and Init0·I, as §8.1) under
 // ctx and cfg.Control until the stopping rule fires or the iteration cap (1e5 by default) is reached, then
 // estimates L̂ from EvalDraws fresh draws. Draw t of the run uses z from stream 0 at offset t·d; the evaluation
 // draws use stream 1. With Control.CheckpointEvery the state is saved to Control.CheckpointPath, and
@@ -411,7 +411,7 @@ type family interface {
 
 // iterate is the loop Fit and FitSparse share: draw z (stream offset it·d, so a resumed run draws what an
 // uninterrupted one would), gradient, optimiser step (Snngm: Table 4 with bias correction; ‖g̃‖ = 0, an exact STL
-// optimum, gives a zero direction, notes §8.3), the stopping rule, the recorder and checkpoints through save.
+// optimum, gives a zero direction), the stopping rule, the recorder and checkpoints through save.
 func iterate(loop *run.Loop, f family, m model.Density, cfg Config, d int, opt *optimizer, rule *StopRule, save func(iter int) error) {
 	ctr := rng.Counter{Seed: cfg.Seed}
 	for loop.Next() {

@@ -14,7 +14,7 @@ import (
 // SparseResult is the outcome of FitSparse.
 type SparseResult struct {
 	run.Result
-	LHat   float64   // mean of h(θ) over EvalDraws fresh draws (notes §5.4)
+	LHat   float64   // mean of h(θ) over EvalDraws fresh draws (§8)
 	Means  []float64 // block means of h
 	Lambda []float64 // final λ (copy)
 	Time   time.Duration
@@ -41,7 +41,7 @@ const sparseCheckpointVersion = 3
 // them) on a structured family from its current λ, with the stopping rule and run control of Fit. Every iteration
 // runs on the family's backend: draw, gradient, norm and the optimiser step; only θ, ∇log p and a few scalars cross
 // to the host (the model is evaluated there). Draw t uses z from stream 0 at offset t·d, the evaluation draws
-// stream 1. Snngm uses α = 0.001√ℓ_λ with ℓ_λ the pattern's free entries (notes §8.7) and the family's norm
+// stream 1. Snngm uses α = 0.001√ℓ_λ with ℓ_λ the pattern's free entries (a dense d(d+1)/2 would inflate α) and the family's norm
 // (Euclidean for Block, Riemannian for Arrow). It runs under ctx and cfg.Control: with Control.CheckpointEvery the
 // state is saved to Control.CheckpointPath and Control.Resume continues from it bit for bit.
 func FitSparse(ctx context.Context, f Sparse, m model.Density, cfg Config) (*SparseResult, error) {

@@ -2,7 +2,7 @@ package cholng
 
 import "gonum.org/v1/gonum/mat"
 
-// The matrix operators of paper 003 §2 (notes §1), column-major vec and vech (lower triangle column by column).
+// The matrix operators of paper 003 §2, column-major vec and vech (lower triangle column by column).
 // They are references for the tests; the algorithms never form them.
 
 // Vech returns vech(A) of a d×d matrix.

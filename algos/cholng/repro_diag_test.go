@@ -37,7 +37,7 @@ func diagModel(t *testing.T, name string) *cholnglr.Model {
 
 // Acceptance test 23 (Table 5, diagonal covariance, Alg 1c with d blocks of size 1, μ = 0, C = 0.1·I): mean L̂ of
 // Snngm over 3 seeds within ±1.5 of −640.8 (German) and −148.8 (Heart) — soft targets, the mean-field L̂ depends on
-// the dummy reference levels (notes §7.2.4) — and within ±0.3 of −122.9 for ICU with the RACE = white, LOC =
+// the dummy reference levels — and within ±0.3 of −122.9 for ICU with the RACE = white, LOC =
 // no-coma coding. The Adam rows are printed for comparison.
 func TestReproTable5Diagonal(t *testing.T) {
 	repro.Require(t)

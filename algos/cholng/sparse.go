@@ -14,7 +14,7 @@ import (
 
 // Sparse is a Gaussian family with a structured Cholesky factor held on a backend: Block (Alg 1c) and Arrow
 // (Alg 2c). FitSparse drives them with Snngm or Adam. Gradients are exact natural gradients of the *restricted*
-// family (Fisher of the pattern entries solved, notes §4.1): masking the dense formula is wrong (≈ 30 % error) and
+// family (Fisher of the pattern entries solved, (12)): masking the dense formula (9) is wrong (≈ 30 % error) and
 // is not done.
 //
 // The groups (blocks) are bucketed by size once, at construction: internally θ, z and the parameters are ordered
@@ -30,7 +30,7 @@ import (
 // on the host.
 type Sparse interface {
 	Dim() int
-	// NumParams is ℓ_λ counting only the free entries of the pattern (notes §8.7).
+	// NumParams is ℓ_λ counting only the free entries of the pattern (§7: α = 0.001√ℓ_λ).
 	NumParams() int
 	Param() Param
 	Backend() backend.Backend
@@ -41,7 +41,7 @@ type Sparse interface {
 	SetZ(z []float64) error
 	// Gradient evaluates h(θ) at the current z and leaves the single-draw gradient of the requested kind in the
 	// family's gradient buffer (GradLambda reads it). norm2 is the Snngm norm²: Euclidean for C families,
-	// Riemannian ⟨ĝ, g̃⟩ for T families (notes §5.1, corrected); for the Euclidean kind it is ‖ĝ‖².
+	// Riemannian ⟨ĝ, g̃⟩ for T families (Table 4, with the square root); for the Euclidean kind it is ‖ĝ‖².
 	Gradient(m model.Density, kind Kind) (h, norm2 float64, err error)
 	// Eval returns h(θ) at the current z.
 	Eval(m model.Density) (float64, error)
@@ -482,9 +482,9 @@ func checkLambda(lam []float64, np int) error {
 
 // ---- Block (Alg 1c) ----
 
-// Block is the block-diagonal covariance family Σ = CCᵀ, C = blockdiag(C_1 … C_N) of Alg 1c (notes §4.2). λ = (μ,
+// Block is the block-diagonal covariance family Σ = CCᵀ, C = blockdiag(C_1 … C_N) of Alg 1c (§6). λ = (μ,
 // packed lower C_1, …, packed lower C_N), each block row-major. With LogDiag the diagonal entries are stored as
-// log C_ii (notes §3.7: C′; C_ii > 0 always). The blocks of each size are one batch of the backend's block
+// log C_ii (the C′ of §5's end; C_ii > 0 always). The blocks of each size are one batch of the backend's block
 // operations, wherever they stand (see Sparse).
 type Block struct {
 	*sparseCore
@@ -540,7 +540,7 @@ func NewBlock(b backend.Backend, sizes []int, diag0 float64, logDiag bool) (*Blo
 	return f, nil
 }
 
-// NewBlockDiag is NewBlock with initial diagonal diag0[k] for block k (the RVB initialisation of notes §7.3.4: 1
+// NewBlockDiag is NewBlock with initial diagonal diag0[k] for block k (the RVB initialisation of §8.2: 1
 // for the transformed locals, 0.1 for the global block).
 func NewBlockDiag(b backend.Backend, sizes []int, diag0 []float64, logDiag bool) (*Block, error) {
 	if len(diag0) != len(sizes) {
@@ -711,11 +711,12 @@ func (f *Block) Eval(m model.Density) (float64, error) {
 	return lp - f.logQ(s), nil
 }
 
-// Gradient (see Sparse). Natural, per block (notes §3.6, §4.2): a_k = C_kᵀ∇log p + z_k (BlockUpper; no solve), μ part
+// Gradient (see Sparse). Natural, per block (Lemma 1 per block, Alg 1c): a_k = C_kᵀ∇log p + z_k (BlockUpper; no solve), μ part
 // C_k a_k (BlockLower), factor part C_k H̿_k with H̿_k = dbar(lower(a_k z_kᵀ)) (CholNGTri, the O(s²) row scan); with
-// LogDiag the diagonal part is pushed forward by (4): (C H̿)_aa / C_aa = a_a z_a / 2 (notes §3.7 [CORRECTION] R̃_C).
+// LogDiag the diagonal part is pushed forward by (4): (C H̿)_aa / C_aa = a_a z_a / 2 (the Jacobian of C′ ↦ C is diag(vech R̃_C)
+// with R̃_C's diagonal 1/C_ii).
 // Euclidean: g = ∇log p + C⁻ᵀz (STL; BlockUpper solve), factor part lower(g zᵀ) per block (LowerOuter; times C_aa
-// on the log diagonal). The norm² is ‖·‖₂² of the whole gradient (notes §5.1: Euclidean for C families).
+// on the log diagonal). The norm² is ‖·‖₂² of the whole gradient (Table 4: Euclidean for C families).
 func (f *Block) Gradient(m model.Density, kind Kind) (float64, float64, error) {
 	b := f.b
 	if err := f.draw(); err != nil {
@@ -778,7 +779,7 @@ func (f *Block) Gradient(m model.Density, kind Kind) (float64, float64, error) {
 
 // ---- Arrow (Alg 2c) ----
 
-// Arrow is the GLMM local–global sparse precision family of Alg 2c (notes §4.3, eq. (11)): Σ⁻¹ = TTᵀ with T
+// Arrow is the GLMM local–global sparse precision family of Alg 2c (§6, eq. (11)): Σ⁻¹ = TTᵀ with T
 // lower triangular, diagonal blocks T_i (local, r_i×r_i) and T_G (global, d_G×d_G) and a last block row of dense
 // T_Gi (d_G×r_i); θ = (b_1, …, b_n, θ_G). λ = (μ, [packed lower T_i, row-major T_Gi]_{i=1..n}, packed lower T_G):
 // this order makes the Fisher block diagonal. Memory and work per iteration are O(Σ_i (r_i² + r_i d_G) + d_G²).
@@ -806,7 +807,7 @@ const (
 )
 
 // NewArrow makes the family on b for local blocks of the given sizes and a global block of size dG, with μ = 0
-// and T = diag0·I (notes §7.3.4: T = 10·I). One size and a count can be given with UniformArrow.
+// and T = diag0·I (§8.2: T = 10·I). One size and a count can be given with UniformArrow.
 func NewArrow(b backend.Backend, sizes []int, dG int, diag0 float64) (*Arrow, error) {
 	if dG < 1 {
 		return nil, fmt.Errorf("cholng: global block size %d < 1", dG)
@@ -1024,7 +1025,7 @@ func (f *Arrow) SetDense(t []float64) error {
 	return f.SetLambda(lam)
 }
 
-// draw sets θ by the block formulas of notes §4.3 — u_G = T_G⁻ᵀz_G, w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G) with Σ log|T_ii| of
+// draw sets θ by the block formulas of (11) — u_G = T_G⁻ᵀz_G, w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G) with Σ log|T_ii| of
 // the same blocks (BlockDraw: one pass per bucket) — leaving w = θ − μ, brings θ to the host and queues the scalars of log q = −(d/2)log2π + Σ log|T_ii| − ½zᵀz
 // (Appendix D with n for N).
 func (f *Arrow) draw() error {
@@ -1087,17 +1088,18 @@ func (f *Arrow) localSum(solve bool, dst, x func(*bucket) *T) error {
 
 // Gradient (see Sparse).
 //
-// Natural (Appendix D / eq. (12), fused as in notes §4.3): v_i = T_i⁻¹∇_i log p + z_i, v_G = T_G⁻¹(∇_G log p −
+// Natural (Appendix D / eq. (12), fused): v_i = T_i⁻¹∇_i log p + z_i, v_G = T_G⁻¹(∇_G log p −
 // Σ_i T_Gi(v_i − z_i)) + z_G (= T⁻¹g with the STL g, so Tz is never formed; BlockLower solve with its coupling sum);
 // μ part Σg = T⁻ᵀv by x_G = T_G⁻ᵀv_G, x_i = T_i⁻ᵀ(v_i − T_Giᵀx_G); T_i part T_i H̿_i with H̿_i =
-// −dbar(lower(z_i v_iᵀ)); T_Gi part T_Gi H̿_i − T_G z_G v_iᵀ — u_i = T_i⁻ᵀz_i enters, not w_i (notes §8.2), and no
+// −dbar(lower(z_i v_iᵀ)); T_Gi part T_Gi H̿_i − T_G z_G v_iᵀ — u_i = T_i⁻ᵀz_i enters, not w_i = θ_i − μ_i (which
+// gives a plausible but wrong direction), and no
 // contribution from other groups (which is what masking the dense formula would add); T_G part the dense scan with
 // (z_G, v_G). Riemannian norm² = ‖v‖² + Σ_i [Σ_{a>b} z_ia²v_ib² + ½Σ_a z_ia²v_ia²] + ‖z_G‖²Σ_i‖v_i‖² + the same
 // triangular sum for (z_G, v_G). The local parts of the μ, T_i and T_Gi parts and the pattern sum read the same
 // blocks and are one BlockNatGrad per bucket (BlockUpper solve, CholNGTri, BlockCoupledTri and BlockTriNorm2 fused),
 // so an iteration passes over each bucket three times: BlockDraw, BlockLower, BlockNatGrad.
 //
-// Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, notes §4.1): g = ∇log p + Tz (BlockLower
+// Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, (9)): g = ∇log p + Tz (BlockLower
 // product with its coupling sum), v = T⁻¹g; T_i part lower(−w_i v_iᵀ) (LowerOuter), T_Gi part −u_G v_iᵀ
 // (BlockCoupledTri without the product term), T_G part lower(−u_G v_Gᵀ).
 func (f *Arrow) Gradient(m model.Density, kind Kind) (float64, float64, error) {

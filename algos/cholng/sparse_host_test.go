@@ -12,9 +12,9 @@ import (
 	"github.com/geovb/geovb/rng"
 )
 
-// hostBlock is the block-diagonal covariance family Σ = blockdiag(C_1 … C_N)(·)ᵀ of Alg 1c (notes §4.2). λ = (μ,
+// hostBlock is the block-diagonal covariance family Σ = blockdiag(C_1 … C_N)(·)ᵀ of Alg 1c (§6). λ = (μ,
 // packed lower C_1, …, packed lower C_N), each block row-major. With LogDiag the diagonal entries are stored as
-// log C_ii (notes §3.7: C′; C_ii > 0 always).
+// log C_ii (the C′ of §5's end; C_ii > 0 always).
 type hostBlock struct {
 	d, np   int
 	sizes   []int
@@ -125,9 +125,9 @@ func (f *hostBlock) Eval(m model.Density) (float64, error) {
 	return lp - lq, err
 }
 
-// Gradient (see Sparse). Natural: per block a_k = C_kᵀ∇log p + z_k (notes §3.6; no solve), μ part C_k a_k, factor
+// Gradient (see Sparse). Natural: per block a_k = C_kᵀ∇log p + z_k (no solve), μ part C_k a_k, factor
 // part (C_k H̿_k)_ab = z_b(Σ_{c=b..a} C_ac a_c − ½C_ab a_b) by a reverse row scan; with LogDiag the diagonal part
-// is pushed forward by (4): (C H̿)_aa / C_aa = a_a z_a / 2 (notes §3.7 [CORRECTION] R̃_C). Euclidean: g = ∇log p +
+// is pushed forward by (4): (C H̿)_aa / C_aa = a_a z_a / 2 (R̃_C's diagonal is 1/C_ii). Euclidean: g = ∇log p +
 // C⁻ᵀz (STL), factor part lower(g zᵀ) per block (times C_aa on the log diagonal).
 func (f *hostBlock) Gradient(m model.Density, kind Kind, grad []float64) (float64, float64, error) {
 	if len(grad) != f.np {
@@ -194,7 +194,7 @@ func (f *hostBlock) Gradient(m model.Density, kind Kind, grad []float64) (float6
 	return h, n2, nil
 }
 
-// hostArrow is the GLMM local–global sparse precision family of Alg 2c (notes §4.3, eq. (11)): Σ⁻¹ = TTᵀ with T
+// hostArrow is the GLMM local–global sparse precision family of Alg 2c (§6, eq. (11)): Σ⁻¹ = TTᵀ with T
 // lower triangular, diagonal blocks T_i (local, r_i×r_i) and T_G (global, d_G×d_G) and a last block row of dense
 // T_Gi (d_G×r_i); θ = (b_1, …, b_n, θ_G). λ = (μ, [packed lower T_i, row-major T_Gi]_{i=1..n}, packed lower T_G):
 // this order makes the Fisher block diagonal. Memory and work per iteration are O(Σ_i (r_i² + r_i d_G) + d_G²).
@@ -209,7 +209,7 @@ type hostArrow struct {
 }
 
 // newHostArrow makes the family for local blocks of the given sizes and a global block of size dG, with μ = 0 and
-// T = diag0·I (notes §7.3.4: T = 10·I). One size and a count can be given with uniformHostArrow.
+// T = diag0·I (§8.2: T = 10·I). One size and a count can be given with uniformHostArrow.
 func newHostArrow(sizes []int, dG int, diag0 float64) (*hostArrow, error) {
 	if dG < 1 {
 		return nil, fmt.Errorf("cholng: global block size %d < 1", dG)
@@ -374,7 +374,7 @@ func lmul(p []float64, s int, x, out []float64) { // out = Lx
 	}
 }
 
-// draw sets θ by the block formulas of notes §4.3 (u_G = T_G⁻ᵀz_G, w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G)) leaving w = θ − μ,
+// draw sets θ by the block formulas of (11) (u_G = T_G⁻ᵀz_G, w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G)) leaving w = θ − μ,
 // and returns log q = −(d/2)log2π + Σ log|T_ii| − ½zᵀz (Appendix D with n for N).
 func (f *hostArrow) draw() float64 {
 	dG, dl := f.dG, f.dl
@@ -416,14 +416,14 @@ func (f *hostArrow) Eval(m model.Density) (float64, error) {
 
 // Gradient (see Sparse).
 //
-// Natural (Appendix D / eq. (12), fused as in notes §4.3): v_i = T_i⁻¹∇_i log p + z_i, v_G = T_G⁻¹(∇_G log p −
+// Natural (Appendix D / eq. (12), fused): v_i = T_i⁻¹∇_i log p + z_i, v_G = T_G⁻¹(∇_G log p −
 // Σ_i T_Gi(v_i − z_i)) + z_G (= T⁻¹g with the STL g, so Tz is never formed); μ part Σg = T⁻ᵀv by x_G = T_G⁻ᵀv_G,
 // x_i = T_i⁻ᵀ(v_i − T_Giᵀx_G); T_i part −v_ib(Σ_{c=b..a}(T_i)_ac z_ic − ½(T_i)_ab z_ib); T_Gi part
-// −v_ib(Σ_{c≥b}(T_Gi)_ac z_ic − ½(T_Gi)_ab z_ib + (T_G z_G)_a) — note u_i = T_i⁻ᵀz_i enters, not w_i (notes §8.2), and
+// −v_ib(Σ_{c≥b}(T_Gi)_ac z_ic − ½(T_Gi)_ab z_ib + (T_G z_G)_a) — note u_i = T_i⁻ᵀz_i enters, not w_i, and
 // no contribution from other groups (which is what masking the dense formula would add); T_G part the dense scan
 // with (z_G, v_G). Riemannian norm² = ‖v‖² + Σ_pattern,k>l z_k²v_l² + ½Σ z_k²v_k².
 //
-// Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, notes §4.1): g = ∇log p + Tz,
+// Euclidean (masked dense G₂ = −(θ−μ)vᵀ, allowed for Euclidean gradients, (9)): g = ∇log p + Tz,
 // v = T⁻¹g; T_i part lower(−w_i v_iᵀ), T_Gi part −u_G v_iᵀ, T_G part lower(−u_G v_Gᵀ).
 func (f *hostArrow) Gradient(m model.Density, kind Kind, grad []float64) (float64, float64, error) {
 	if len(grad) != f.np {
@@ -584,7 +584,7 @@ func (f *hostArrow) Gradient(m model.Density, kind Kind, grad []float64) (float6
 	return h, n2, nil
 }
 
-// triScan writes (L H̿)_ab = −v_b(Σ_{c=b..a} L_ac z_c − ½L_ab z_b) + add for the T family (notes §3.6), packed
+// triScan writes (L H̿)_ab = −v_b(Σ_{c=b..a} L_ac z_c − ½L_ab z_b) + add for the T family (Lemma 1 in O(d²)), packed
 // row-major, by a reverse cumulative sum along each row: O(s²).
 func triScan(out, l []float64, s int, z, v []float64, add float64) {
 	for a := 0; a < s; a++ {

@@ -150,7 +150,7 @@ func restrictedSolve(t *testing.T, d int, p Param, l []float64, pos [][2]int, eg
 	return x.RawVector().Data
 }
 
-// denseEuclid is the independent dense Euclidean gradient (notes §3.1/§3.2): C: (g, lower(g zᵀ)), g = ∇log p +
+// denseEuclid is the independent dense Euclidean gradient (§5, both parametrisations): C: (g, lower(g zᵀ)), g = ∇log p +
 // C⁻ᵀz; T: (g, lower(−(θ−μ)vᵀ)), g = ∇log p + Tz, v = T⁻¹g; returned on pos. Also returns θ.
 func denseEuclid(tg *gauss, p Param, mu, l, z []float64, pos [][2]int) (eg, theta, v []float64) {
 	d := len(mu)
@@ -303,7 +303,7 @@ func (c *sparseCore) zHost(t testing.TB) []float64 {
 	return c.toUser(h)
 }
 
-// triDense is the dense T H̿ (notes §3.6), row-major, from a dense lower T (independent of the packed scans).
+// triDense is the dense T H̿ (Lemma 1), row-major, from a dense lower T (independent of the packed scans).
 func triDense(out, l []float64, d int, z, v []float64) {
 	for a := 0; a < d; a++ {
 		for b := 0; b <= a; b++ {
@@ -395,7 +395,7 @@ func TestBlockNaturalEqualsRestrictedFisher(t *testing.T) {
 	}
 }
 
-// Acceptance test 17: log-diagonal variant (notes §3.7 with the R̃_C correction). The natural gradient in ξ =
+// Acceptance test 17: log-diagonal variant (§5's end, C′ with C′_ii = log C_ii; the Jacobian uses R̃_C, diagonal 1/C_ii). The natural gradient in ξ =
 // (μ, C′) equals the dense restricted Fisher in ξ coordinates, F_ξ = R F_λ R, solved against the ξ Euclidean
 // gradient; its diagonal component is H_ii/2 = a_i z_i/2 with a = Cᵀ∇log p + z computed densely.
 func TestLogDiagNatural(t *testing.T) {

@@ -162,7 +162,7 @@ func BenchmarkUnequalGroups(b *testing.B) {
 	}
 }
 
-// The fixture's gradient against central finite differences (h = 1e-6, rel ≤ 1e-6, notes §9 G.18's tolerance), so
+// The fixture's gradient against central finite differences (h = 1e-6, rel ≤ 1e-6, the models' gradient tolerance), so
 // that the family tests below run on a correct log joint.
 func TestMixedGLMMGradient(t *testing.T) {
 	m := newMixedGLMM(7, []int{1, 3, 2}, 2)

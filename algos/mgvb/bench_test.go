@@ -40,7 +40,7 @@ func benchFit(bm *testing.B, be backend.Backend, m model.Batched, fits int) {
 
 // BenchmarkMGVB is the throughput of MGVB at d = 25, 100, 400 and 1000 with S = 100 on the conjugate linear model
 // (n = 200; its log posterior costs two d×d×S GEMMs, so the O(d³) manifold algebra and the O(d²S) gradient
-// statistics dominate, notes 3.1).
+// statistics dominate).
 func BenchmarkMGVB(bm *testing.B) {
 	be := testbackend.Open(bm)
 	for _, d := range []int{25, 100, 400, 1000} {

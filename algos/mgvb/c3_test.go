@@ -68,7 +68,7 @@ func affineInner(s *mat.SymDense, a, b *mat.Dense) float64 {
 	return mat.Trace(&p)
 }
 
-// TestC3Invariants is acceptance test C3 (notes §7) along MGVB runs on German credit (d = 25, prior N(0, 50 I),
+// TestC3Invariants is acceptance test C3 along MGVB runs on German credit (d = 25, prior N(0, 50 I),
 // S = 100, two fits per batch, 150 iterations): the authors' settings (ε₀ = 0.01, iteration-0 gradient not
 // clipped, whose huge first step is the hardest case for the retraction) and the converged settings (ε₀ = 0.05,
 // clipped). At every iteration and for every fit:
@@ -78,7 +78,7 @@ func affineInner(s *mat.SymDense, a, b *mat.Dense) float64 {
 //   - the transported momentum equals a dense reference EξEᵀ, E = (S₂S₁⁻¹)^{1/2} by eigendecompositions (gonum),
 //     to 1e-10 relative (Frobenius);
 //   - the transport is an isometry of the affine-invariant metric: tr(S₂⁻¹ΓS₂⁻¹Γ) = tr(S₁⁻¹ξS₁⁻¹ξ) to 1e-10
-//     relative (it is parallel transport, notes 2.1.3).
+//     relative (EξEᵀ is the parallel transport of the affine-invariant metric).
 //
 // The NNVB invariant of C3 (‖WᵀW − I‖ ≤ 1e-12 at every iteration) is asserted by TestC7Toy in algos/nnvb.
 func TestC3Invariants(t *testing.T) {

@@ -45,7 +45,7 @@ func (w *work) put(t *T, v []float64) error {
 	return w.b.Upload(t, h)
 }
 
-// stepAt is the schedule of the code (notes 2.1.4): ε₀ for t ≤ τ, then ε₀τ/t.
+// stepAt is the schedule of the authors' code: ε₀ for t ≤ τ, then ε₀τ/t.
 func (c *Config) stepAt(t int) float64 {
 	if c.Tau > 0 && t > c.Tau {
 		return c.Step * float64(c.Tau) / float64(t)
@@ -53,7 +53,7 @@ func (c *Config) stepAt(t int) float64 {
 	return c.Step
 }
 
-// clip rescales each fit's Euclidean gradient to norm Clip when above it (notes 2.1.4: before preconditioning).
+// clip rescales each fit's Euclidean gradient to norm Clip when above it (before preconditioning, as the authors' code does).
 func (w *work) clip() error {
 	if w.cfg.Clip == 0 {
 		return nil
@@ -81,7 +81,7 @@ func (w *work) clip() error {
 }
 
 // natural writes the natural gradient of eq. (5.2), Σg_μ and sym(ΣG_ΣΣ) (the paper's form, half the exact Fisher
-// natural gradient for Σ, notes 5.3 item 14), or the Euclidean gradient for the Plain variant.
+// natural gradient for Σ: the Fisher on symmetric directions is ½(Σ⁻¹ ⊗ Σ⁻¹)), or the Euclidean gradient for the Plain variant.
 func (w *work) natural() error {
 	b := w.b
 	if w.cfg.Plain {
@@ -100,9 +100,10 @@ func (w *work) natural() error {
 	return w.spd.RiemannianGrad(b, w.nS, w.sigma, w.gS)
 }
 
-// retract moves Σ ← R_Σold(ε m_Σ) and refreshes L. The retraction is SPD in exact arithmetic (notes 5.2 item 7);
-// a failed Cholesky (round-off) halves the step up to four times and then keeps Σ, as the code's safeguard does
-// (notes 2.1.3), counting each halving.
+// retract moves Σ ← R_Σold(ε m_Σ) and refreshes L. The retraction is SPD in exact arithmetic
+// (Σ + ξ + ½ξΣ⁻¹ξ = ½Σ + ½(Σ + ξ)Σ⁻¹(Σ + ξ) ⪰ ½Σ);
+// a failed Cholesky (round-off) halves the step up to four times and then keeps Σ, as the authors' code's safeguard
+// does, counting each halving.
 func (w *work) retract(eps float64) error {
 	b := w.b
 	if err := b.Copy(w.sigmaOld, w.sigma); err != nil {
@@ -181,7 +182,7 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 		copy(res.StoppedAt, st.StoppedAt)
 		done = st.Iter
 	} else {
-		// Iteration 0: Y₀ = the natural gradient at λ₀ (Algorithm 1), clipped when ClipInit (notes 5.4 item 18).
+		// Iteration 0: Y₀ = the natural gradient at λ₀ (Algorithm 1), clipped when ClipInit (against premature stopping).
 		if err := w.grad(); err != nil {
 			return nil, err
 		}
@@ -273,7 +274,7 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 	return res, runErr
 }
 
-// step is one iteration of Algorithm 2 in the code's order (notes 2.1.4): retract Σ, move μ, draw at the new point,
+// step is one iteration of Algorithm 2 in the authors' code's order: retract Σ, move μ, draw at the new point,
 // estimate and clip the gradient, precondition, transport the momentum and mix.
 func (w *work) step(eps float64) error {
 	b, om := w.b, w.cfg.Momentum

@@ -27,7 +27,7 @@ func germanModel(t testing.TB, b backend.Backend, intercept bool) *logistic.Mode
 }
 
 // linModel is Bayesian linear regression y = Xθ + e, e ~ N(0, s2 I), θ ~ N(0, p2 I): a conjugate model whose
-// posterior is Gaussian, so the Gaussian-VB optimum is the posterior and ELBO* = log p(y) (notes C1).
+// posterior is Gaussian, so the Gaussian-VB optimum is the posterior and ELBO* = log p(y).
 type linModel struct {
 	n, d       int
 	s2, p2, yy float64

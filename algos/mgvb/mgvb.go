@@ -1,5 +1,5 @@
-// Package mgvb is Manifold Gaussian Variational Bayes (paper 000 Algorithm 2; implementer notes
-// ../shared/notes/paper-000-mgvb.md §2.1): a full-covariance Gaussian q = N(μ, Σ) with Σ on the SPD manifold,
+// Package mgvb is Manifold Gaussian Variational Bayes (paper 000, Tran, Nguyen & Nguyen,
+// "Variational Bayes on Manifolds", §5.1 and Algorithm 2): a full-covariance Gaussian q = N(μ, Σ) with Σ on the SPD manifold,
 // fitted by the generic manifold VB loop of Algorithm 1 — natural-gradient preconditioning (Σg, ΣGΣ; eq. (5.2)),
 // the SPD retraction Σ + ξ + ½ξΣ⁻¹ξ, momentum carried by the transport EξEᵀ, the step schedule ε₀ then ε₀τ/t,
 // gradient clipping and the smoothed lower-bound stopping rule returning the best iterate — with the run control of
@@ -11,7 +11,8 @@
 // (norms, lower bounds) cross to the host.
 //
 // Two gradients of the ELBO are offered: the score-function estimator with per-coordinate control variates of eq.
-// (5.1) (needs only log p, notes 2.1.1), computed without the S×d² score array through weighted SYRKs (notes 2.1.7),
+// (5.1) (needs only log p), computed without the S×d² score array through weighted SYRKs (the scores of Σ are
+// ½(aaᵀ − Σ⁻¹), a = Σ⁻¹(θ − μ), so every weighted sum over the draws is a SYRK of A = L⁻ᵀE),
 // and a reparameterisation estimator for models with ∇log p.
 package mgvb
 
@@ -35,7 +36,8 @@ type Gradient int
 
 const (
 	// ScoreFunction is eq. (5.1): (1/S) Σ_s ∇log q(θ_s) (h(θ_s) − c), h = log p(θ,y) − log q, with the per-coordinate
-	// control variates c of the previous batch (notes 5.3 item 12; c = 0 at the first iteration).
+	// control variates c of the previous batch (c = 0 at the first iteration; estimated on the same batch, c would
+	// bias the estimate).
 	ScoreFunction Gradient = iota
 	// Reparameterisation uses θ = μ + Lε: ∇_μ = E[∇log p], and for Σ the Stein (Price) form
 	// ∇_Σ = ½ E[sym(∇log p(θ) aᵀ)] + ½ Σ⁻¹, a = Σ⁻¹(θ − μ), an unbiased estimate of ½E[∇²log p] + ½Σ⁻¹.
@@ -49,26 +51,26 @@ const (
 	// PseudoRandom draws Philox normals (the default).
 	PseudoRandom Draws = iota
 	// RQMC draws randomised quasi-Monte Carlo normals, as the authors' code: the first S points of a Sobol' sequence
-	// in d dimensions, scrambled afresh for every fit and iteration (package rng/qmc, notes 2.1.1). The draws are
+	// in d dimensions, scrambled afresh for every fit and iteration (package rng/qmc), the authors' code's choice. The draws are
 	// made on the host and uploaded.
 	RQMC
 )
 
-// Config holds the settings of a fit. DefaultConfig gives the values of the authors' code (notes 2.1.4–2.1.6) with
-// the initial gradient clipped (notes 5.4 item 18).
+// Config holds the settings of a fit. DefaultConfig gives the values of the authors' code (step, momentum, clipping,
+// stopping and initialisation) with the initial gradient clipped, against premature stopping.
 type Config struct {
 	S        int     // Monte Carlo draws per iteration (≥ 2)
 	Step     float64 // ε₀ > 0
 	Tau      int     // ε_t = ε₀ for t ≤ τ, then ε₀τ/t; 0 keeps ε₀ throughout
 	Momentum float64 // ω ∈ [0, 1)
 	Clip     float64 // rescale the Euclidean gradient (all d + d² entries) to this norm when above it; 0: never
-	ClipInit bool    // also clip the gradient of iteration 0 (the authors' code does not; notes 5.4 item 18)
+	ClipInit bool    // also clip the gradient of iteration 0 (the authors' code does not; unclipped, a pseudo-random run can stop at iteration 22)
 
 	Gradient         Gradient
 	Draws            Draws
 	NoControlVariate bool // score function with c = 0 (for variance comparisons, B2)
 	// Plain drops the natural-gradient preconditioning: m_μ from g_μ and m_Σ from sym(G_Σ) (the "without natural
-	// gradient" variant of Fig. 4, notes 6.2). The retraction and transport stay unless IdentityTransport is set.
+	// gradient" variant of Fig. 4). The retraction and transport stay unless IdentityTransport is set.
 	Plain             bool
 	IdentityTransport bool // carry momentum unchanged (every symmetric matrix is tangent) instead of EξEᵀ
 
@@ -86,7 +88,7 @@ type Config struct {
 	// Control holds the iteration cap (0: 2000), the progress recorder, checkpoints and resume.
 	Control run.Control
 
-	// transportHook, when set (by tests), sees every transport of the Σ-momentum (notes C3): Σ_old, Σ_new and
+	// transportHook, when set (by tests), sees every transport of the Σ-momentum (acceptance test C3): Σ_old, Σ_new and
 	// the momentum before and after Γ_{Σold→Σnew}, all B×d×d backend tensors.
 	transportHook func(b backend.Backend, sigmaOld, sigma, before, after *T) error
 }
@@ -101,7 +103,7 @@ func DefaultConfig() Config {
 // defaultMaxIter is the iteration cap when Control.MaxIter is 0.
 const defaultMaxIter = 2000
 
-// Result is the output of a fit: the best iterates by smoothed lower bound (notes 2.1.5, the output of the code),
+// Result is the output of a fit: the best iterates by smoothed lower bound (the output of the authors' code),
 // per fit, and how the run ended.
 type Result struct {
 	Mu    *T // B×d×1 host, best μ of each fit
@@ -111,7 +113,7 @@ type Result struct {
 	BestSmoothed      []float64 // best smoothed LB of each fit (NaN if none)
 	BestIter          []int     // iteration of the best iterate
 	StoppedAt         []int     // iteration at which each fit's patience ran out (0: never)
-	Safeguard         int       // retraction step halvings (notes 2.1.3; should stay 0, notes C3)
+	Safeguard         int       // retraction step halvings (the authors' safeguard; stays 0, since Σ + ξ + ½ξΣ⁻¹ξ ⪰ ½Σ)
 	Clipped           int       // gradient evaluations clipped, over all fits
 	run.Result                  // how the run ended
 }

@@ -100,7 +100,7 @@ func TestNAGVACBadInput(t *testing.T) {
 	}
 }
 
-// scoresHost returns the explicit per-sample scores (g_μ, vec g_Σ) of N(μ, Σ) at θ (notes 2.1.1), d + d² values.
+// scoresHost returns the explicit per-sample scores (g_μ, vec g_Σ) of N(μ, Σ) at θ, d + d² values.
 func scoresHost(mu []float64, sigma *mat.SymDense, theta []float64) []float64 {
 	d := len(mu)
 	var ch mat.Cholesky
@@ -203,7 +203,7 @@ func newTestWork(t *testing.T, b backend.Backend, m model.Batched, mu []float64,
 }
 
 // TestScoreGradMatchesExplicit checks the SYRK assembly of the estimator (5.1) and of the control variates against
-// the explicit S×(d+d²) computation of the code (notes 2.1.1), over two consecutive batches so that the second
+// the explicit S×(d+d²) computation of the authors' code, over two consecutive batches so that the second
 // uses the control variates of the first.
 func TestScoreGradMatchesExplicit(t *testing.T) {
 	b := testbackend.Open(t)
@@ -344,7 +344,7 @@ func TestB2Unbiased(t *testing.T) {
 }
 
 // TestB3Natural: ΣGΣ equals vec⁻¹((Σ⊗Σ) vec G) and Σg at d = 4; 2ΣGΣ solves the exact Fisher system
-// ½(Σ⁻¹⊗Σ⁻¹) vec X = vec G on symmetric G (notes 2.1.2: the paper's form is half the exact natural gradient).
+// ½(Σ⁻¹⊗Σ⁻¹) vec X = vec G on symmetric G (the paper's form is half the exact natural gradient).
 func TestB3Natural(t *testing.T) {
 	b := testbackend.Open(t)
 	const d = 4
@@ -429,7 +429,7 @@ func TestB3Natural(t *testing.T) {
 
 // TestC1Conjugate: on Bayesian linear regression (d = 5, n = 200, prior N(0, 10 I)) MGVB with S = 100 recovers the
 // exact posterior (‖μ − μ_post‖∞ ≤ 0.05 posterior sd, ‖Σ − Σ_post‖_F ≤ 0.05 ‖Σ_post‖_F) and its smoothed LB comes
-// within 0.2 nats of log p(y) (notes C1), for both gradient estimators. C3: no retraction safeguard fired.
+// within 0.2 nats of log p(y), for both gradient estimators. C3: no retraction safeguard fired.
 func TestC1Conjugate(t *testing.T) {
 	b := testbackend.Open(t)
 	const d = 5

@@ -15,8 +15,8 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// NAGVACConfig holds the settings of the NAGVAC comparator (notes 6.1). NAGVACDefault gives the settings of the
-// notes' re-implementation (4.1.5): S = 100, ε₀ = 0.01, ω = 0.4, clip 100 on the natural gradient.
+// NAGVACConfig holds the settings of the NAGVAC comparator of Fig. 5 (Tran, Nguyen, Nott & Kohn 2019).
+// NAGVACDefault gives the comparator's settings: S = 100, ε₀ = 0.01, ω = 0.4, clip 100 on the natural gradient.
 type NAGVACConfig struct {
 	S                        int
 	Step                     float64
@@ -47,7 +47,7 @@ type NAGVACConfig struct {
 // Fisher names the form of NAGVAC's natural gradient.
 type Fisher int
 
-// The Fisher forms of NAGVAC's natural gradient (notes 6.1).
+// The Fisher forms of NAGVAC's natural gradient (Tran, Nguyen, Nott & Kohn 2019).
 const (
 	// FisherDeepGLM is deepGLM's block-diagonal approximation (F_bc dropped, F_bb⁻¹ ≈ Σ/(2(1 − α))), most likely
 	// what paper 000 compared against.
@@ -67,7 +67,7 @@ func (f Fisher) String() string {
 	return fmt.Sprintf("Fisher(%d)", int(f))
 }
 
-// NAGVACDefault returns the notes' comparator settings (window 11 as MGVB's, patience 0: fixed iterations),
+// NAGVACDefault returns the comparator's settings (window 11 as MGVB's, patience 0: fixed iterations),
 // deepGLM's Fisher form, and damping 0.01 for when the exact form is chosen.
 func NAGVACDefault() NAGVACConfig {
 	return NAGVACConfig{S: 100, Step: 0.01, Tau: 1000, Momentum: 0.4, Clip: 100, Window: 11, Damping: 0.01}
@@ -95,7 +95,7 @@ func (r *NAGVACResult) Sigma() []float64 {
 }
 
 // NAGVAC fits the one-factor Gaussian q = N(μ, bbᵀ + diag(c²)) by the natural-gradient method of Tran, Nguyen,
-// Nott & Kohn (2019, deepGLM), the comparator of paper 000's Fig. 5 (notes 6.1): reparameterisation gradient
+// Nott & Kohn (2019, deepGLM), the comparator of paper 000's Fig. 5: reparameterisation gradient
 // θ = μ + bε₁ + c∘ε₂, g = ∇log p(θ, y) − ∇log q(θ) with Σ⁻¹ applied by Woodbury, and deepGLM's block-diagonal
 // approximate natural gradient (the F_bc block dropped; F_bb⁻¹ ≈ Σ/(2(1 − α)); F_cc = 2(diag(y) + xxᵀ) inverted by
 // Sherman–Morrison) by default, or the exact Fisher solve with cfg.Fisher = FisherExact. The natural gradient is
@@ -390,7 +390,7 @@ func factorWeights(bv, cv []float64) (u []float64, kappa float64) {
 
 // nagvacNatural returns the natural gradient F⁻¹g of the one-factor Gaussian N(μ, bbᵀ + diag(c²)) in the form
 // chosen by fisher; g holds (g_μ, g_b, g_c), and w, κ are factorWeights(b, c). The μ block of the Fisher is Σ⁻¹ and decouples from
-// (b, c), so nat_μ = Σg_μ = (bᵀg_μ)b + c²∘g_μ in both forms (notes 6.1).
+// (b, c), so nat_μ = Σg_μ = (bᵀg_μ)b + c²∘g_μ in both forms.
 func nagvacNatural(fisher Fisher, damping float64, bv, cv, w []float64, kappa float64, g []float64) ([]float64, error) {
 	d := len(bv)
 	nat := make([]float64, 3*d)
@@ -429,7 +429,7 @@ func nagvacNatural(fisher Fisher, damping float64, bv, cv, w []float64, kappa fl
 
 // exactBC writes the (b, c) part of F⁻¹g into nat[d:] by a Cholesky solve of the exact 2d×2d Fisher block. With
 // A = Σ⁻¹ and u = Ab, the entries ½tr(A ∂ᵢΣ A ∂ⱼΣ) for ∂Σ/∂b_k = e_kbᵀ + be_kᵀ and ∂Σ/∂c_k = 2c_k e_ke_kᵀ are
-// F_bb = (1 − α)A + uuᵀ (bᵀAb = 1 − α), F_bc[k, l] = 2c_l A_kl u_l, F_cc[k, l] = 2c_k c_l A_kl² (notes 6.1).
+// F_bb = (1 − α)A + uuᵀ (bᵀAb = 1 − α), F_bc[k, l] = 2c_l A_kl u_l, F_cc[k, l] = 2c_k c_l A_kl² (the entries ½tr(A ∂ᵢΣ A ∂ⱼΣ) of the Gaussian Fisher).
 func exactBC(bv, cv, w []float64, kappa float64, g, nat []float64, damping float64) error {
 	d := len(bv)
 	n := 2 * d

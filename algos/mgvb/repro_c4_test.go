@@ -48,15 +48,15 @@ func c4Fit(t *testing.T, m model.Batched, plain bool, S int, step float64, iters
 	return r
 }
 
-// TestReproGermanC4 is acceptance test C4 (notes §7, paper Fig. 4): on German credit (d = 25, prior N(0, 50 I),
+// TestReproGermanC4 is acceptance test C4 (paper Fig. 4): on German credit (d = 25, prior N(0, 50 I),
 // μ₀ = 0, Σ₀ = 0.04 I, clip 100 with the initial gradient clipped, ω = 0.4, constant step, window 11, seed 4),
 // after 500 iterations MGVB with the natural gradient and S = 100 has a higher smoothed lower bound than the plain
-// variant (notes 6.2: Euclidean gradient, same retraction and transport) with S = 10,000, each at the best ε₀ of
+// variant (Euclidean gradient, same retraction and transport) with S = 10,000, each at the best ε₀ of
 // its grid, and its raw LB varies less (sample variance) over the last 100 iterations.
 //
 // Budget (≤ 3 minutes on 2 cores): one plain iteration at S = 10,000 evaluates 10⁷ softplus terms (about 0.4
 // CPU-seconds), so only one plain run at S = 10,000 fits. The plain grid ε₀ ∈ {3·10⁻⁵, 10⁻⁴, 3·10⁻⁴} is therefore
-// scanned at S = 1,000 (the clip at 100 is active at every iteration, notes 5.4 item 19, so the step size, not S,
+// scanned at S = 1,000 (the clip at 100 is active at every iteration, so the step size, not S,
 // sets the plain variant's progress), and the best ε₀ of that scan is rerun at S = 10,000. Every plain run, at
 // either S, must fall below the best natural run. Natural grid: ε₀ ∈ {0.01, 0.05}. (A wider scan, with 10⁻³ and
 // 3·10⁻³, gave smoothed LBs of −1080 and −1791 at S = 1,000: worse, so the grid brackets the plain optimum.)

@@ -36,7 +36,7 @@ func garchFit(t *testing.T, m *garch.Model, iters int) (mu, sigma []float64, res
 	return mu, sigma, res
 }
 
-// compareGold checks the C6 criteria (notes 4.2.4) of q = N(mu, sigma) against gold-standard draws of θ: the means
+// compareGold checks the C6 criteria of q = N(mu, sigma) against gold-standard draws of θ: the means
 // of (w, α, β) under q (200,000 draws) within 0.25 gold sd of the gold means, the sds within 25 %.
 func compareGold(t *testing.T, name string, mu, sigma, gold []float64, n int) {
 	t.Helper()
@@ -57,7 +57,7 @@ func compareGold(t *testing.T, name string, mu, sigma, gold []float64, n int) {
 	}
 }
 
-// checkEvidence checks notes 4.2.4's evidence criterion: MGVB's lower bound (GaussianELBO, 20,000 draws) lies below
+// checkEvidence checks the evidence criterion: MGVB's lower bound (GaussianELBO, 20,000 draws) lies below
 // the SMC log-evidence estimate (KL ≥ 0; allowance 0.3 nats for the SMC error, measured sd ≤ 0.08 at N ≥ 1000 on
 // the conjugate test of models/garch, plus 4 standard errors of the ELBO estimate) and within 3 nats of it.
 func checkEvidence(t *testing.T, m *garch.Model, mu, sigma []float64, logZ float64) {
@@ -69,9 +69,9 @@ func checkEvidence(t *testing.T, m *garch.Model, mu, sigma []float64, logZ float
 	}
 }
 
-// TestReproGarchC6 is acceptance test C6 (notes 4.2.4, paper Fig. 6): GARCH(1,1) in the paper's naming on the first
+// TestReproGarchC6 is acceptance test C6 (paper §5.2, Fig. 6): GARCH(1,1) in the paper's naming on the first
 // 1000 weekly S&P 500 returns of ../shared/data/sp500/SP500_weekly_y.csv (the paper's count; the file has 1612 and
-// its dates are unverified, notes 4.2.2). MGVB (score-function gradient, natural gradient, S = 100, ε₀ = 0.05,
+// its dates are unverified). MGVB (score-function gradient, natural gradient, S = 100, ε₀ = 0.05,
 // τ = 1000, 2000 iterations, μ₀ = 0, Σ₀ = 0.04 I) against the two gold standards of this repo — tempered SMC
 // (garch.SMC, the paper's: 10,000 particles, ESS 0.8, 5 moves per temperature) and random-walk Metropolis
 // (garch.Model.Metropolis, 200,000 kept draws after a 40,000-iteration adaptive pilot): for each, the posterior
@@ -104,8 +104,8 @@ func TestReproGarchC6(t *testing.T) {
 	checkEvidence(t, m, mu, sigma, smc.LogEvidence)
 }
 
-// TestReproGarchSynthetic is the synthetic-data recovery of notes 4.2.4 on a long series: T = 5000 returns
-// simulated from GARCH(1,1) at the notes' truth w = 0.1, α = 0.85, β = 0.10 (paper naming) with
+// TestReproGarchSynthetic is the synthetic-data recovery check on a long series: T = 5000 returns
+// simulated from GARCH(1,1) at the truth w = 0.1, α = 0.85, β = 0.10 (paper naming) with
 // σ²₁ = w/(1 − α − β) = 2, fitted with the same σ²₁. MGVB (as in C6, 1000 iterations):
 //   - recovers the truth: each of w, α, β has its mean under q within 3 sds (under q) of the true value, and the
 //     true θ lies inside the 99.9 % ellipsoid of q, (θ* − μ)ᵀΣ⁻¹(θ* − μ) ≤ χ²₃(0.999) = 16.27 (for a posterior

@@ -11,10 +11,10 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// German credit optimum of the Gaussian family (notes 4.1.4; reproduced by models/logistic TestGermanOptimum).
+// German credit optimum of the Gaussian family (reproduced by models/logistic TestGermanOptimum).
 const elboStar = -566.2902
 
-// TestReproGermanC2 is acceptance test C2 (notes §7) with C3's invariant: d = 25, prior N(0, 50 I), ε₀ = 0.05,
+// TestReproGermanC2 is acceptance test C2 (the German-credit fit of §5.1) with C3's invariant: d = 25, prior N(0, 50 I), ε₀ = 0.05,
 // ω = 0.4, S = 100, clip 100 with the initial gradient clipped, 2000 iterations. The exact (quadrature) ELBO at the
 // returned iterate must be ≥ ELBO* − 0.05 = −566.34, must not exceed ELBO* by more than the quadrature error,
 // ‖μ − μ*‖∞ ≤ 0.05, and the retraction safeguard never fires; with pseudo-random and with RQMC draws, and at
@@ -61,11 +61,11 @@ func TestReproGermanC2(t *testing.T) {
 	}
 }
 
-// TestReproGermanC5 is acceptance test C5 (notes §7): on German credit the exact ELBO of MGVB's output exceeds that
+// TestReproGermanC5 is acceptance test C5 (Fig. 5): on German credit the exact ELBO of MGVB's output exceeds that
 // of NAGVAC's (one-factor covariance, structurally below ELBO*; with deepGLM's Fisher form and with the exact one),
 // and over 20 replications (the count; the MGVB fits run as one batched fit) with the same initialisation
-// the SD of μ̂ averaged over the 25 coordinates is smaller for MGVB (a ratio test; paper 0.01 vs 0.03). Settings of
-// notes 4.1.5: MGVB ε₀ = 0.05, τ = 400, 800 iterations; NAGVAC ε₀ = 0.01, ω = 0.4, 800 iterations.
+// the SD of μ̂ averaged over the 25 coordinates is smaller for MGVB (a ratio test; paper 0.01 vs 0.03). Settings:
+// MGVB ε₀ = 0.05, τ = 400, 800 iterations; NAGVAC ε₀ = 0.01, ω = 0.4, 800 iterations.
 func TestReproGermanC5(t *testing.T) {
 	repro.Require(t)
 	b := testbackend.Open(t)

@@ -168,7 +168,7 @@ func (w *work) download1(t *T) ([]float64, error) {
 }
 
 // logDet writes Σ_i log L_ii of each fit into w.ld: L∘I + (1 − I) has the diagonal of L and ones elsewhere, whose
-// logs sum to log det L (no det(), notes 5.2 item 9).
+// logs sum to log det L (no det(), which under- or overflows).
 func (w *work) logDet() error {
 	b := w.b
 	if err := b.Mul(w.t1, w.l, w.eye); err != nil {
@@ -205,7 +205,7 @@ func (w *work) fillDraws() error {
 }
 
 // grad draws S samples at (μ, Σ = LLᵀ) and writes the Euclidean ELBO gradient into gMu, gS, the lower-bound
-// estimates mean_s h_s into lb and the gradient norms into gnorm (notes 2.1.7 SF_GRAD).
+// estimates mean_s h_s into lb and the gradient norms into gnorm.
 func (w *work) grad() error {
 	b, d, S := w.b, w.d, float64(w.S)
 	if err := w.fillDraws(); err != nil {
@@ -246,8 +246,8 @@ func (w *work) grad() error {
 	if err != nil {
 		return err
 	}
-	// h_s = log p(θ_s, y) − log q(θ_s), log q = −d/2 log 2π − Σ log L_ii − ½‖ε_s‖² (notes 2.1.1). Centred:
-	// h̃ = h − h̄, which keeps the control-variate covariances free of the cancellation of h ≈ −10³ (notes 3.3).
+	// h_s = log p(θ_s, y) − log q(θ_s), log q = −d/2 log 2π − Σ log L_ii − ½‖ε_s‖². Centred:
+	// h̃ = h − h̄, which keeps the control-variate covariances free of the cancellation of h ≈ −10³.
 	hbar := make([]float64, w.B)
 	ht := tensor.NewHost(w.B, 1, w.S)
 	for k := 0; k < w.B; k++ {
@@ -291,7 +291,7 @@ func (w *work) grad() error {
 			return err
 		}
 	}
-	// Norm over all d + d² entries (off-diagonals twice, notes 5.3 item 13).
+	// Norm over all d + d² entries (off-diagonals twice, as the authors' code counts them).
 	if err := b.Reduce(w.nrm, backend.ReduceSumSq, backend.AxisAll, w.gMu); err != nil {
 		return err
 	}
@@ -313,13 +313,14 @@ func (w *work) grad() error {
 }
 
 // scoreGrad is the score-function estimator (5.1) with per-coordinate control variates, from weighted SYRK-type
-// products only (notes 2.1.7): with scores g_μ = a, g_Σ = −½P + ½aaᵀ, P = Σ⁻¹ and weights w ∈ {1, h̃},
+// products only: with scores g_μ = a, g_Σ = −½P + ½aaᵀ, P = Σ⁻¹ and weights w ∈ {1, h̃},
 //
 //	Σ_s w_s g_Σ,s    = −½(Σw)P + ½ A diag(w) Aᵀ
 //	Σ_s w_s g_Σ,s²   = ¼(Σw) P∘P − ½ P∘(A diag(w) Aᵀ) + ¼ A∘² diag(w) (A∘²)ᵀ   (Σ_s h̃_s = 0 drops the P terms)
 //
 // The control variate of a coordinate is c = Cov(g h, g)/Var(g) = h̄ + Cov(g h̃, g)/Var(g); its centred part cc is
-// kept and, since c comes from the previous batch (notes 5.3 item 12), ĝ = (1/S)[Σ g h̃ + (h̄ − h̄_prev − cc_prev) Σ g].
+// kept and, since c comes from the previous batch (so that it stays independent of the
+// draws it multiplies), ĝ = (1/S)[Σ g h̃ + (h̄ − h̄_prev − cc_prev) Σ g].
 func (w *work) scoreGrad(hbar []float64) error {
 	b, S := w.b, float64(w.S)
 	if err := b.Map(w.a2, backend.Square, 1, w.a); err != nil {

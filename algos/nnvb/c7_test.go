@@ -64,7 +64,7 @@ func meanOf(x []float64, lo, hi int) float64 {
 //     −0.259 against −0.289 (asserted: higher by at least 0.01; over five start/draw seeds the margin was
 //     0.015–0.045 nats), and it reaches plain's level (plain's mean over 101–600) within 100 iterations.
 //
-// Measured and logged, not asserted: the notes' claim that the natural gradient reaches a given LB in fewer
+// Measured and logged, not asserted: the expectation that the natural gradient reaches a given LB in fewer
 // iterations does not hold here in the paper's form. Its mean smoothed LB over 101–600 is −0.310, below plain, and
 // it first reaches plain's level after ~300 iterations, plain after ~25 (plain with a tuned step is already nearly
 // Newton for the location b₂, which dominates the early LB). The cause is not the K-FAC algebra (TestB6KFAC checks
@@ -111,7 +111,7 @@ func TestC7Toy(t *testing.T) {
 
 // tangentScores returns, per draw of the work's last batch (d = 2), the Fisher scores ∂log q(θ)/∂λ at fixed θ along
 // the tangent basis (b₁ (2), W₂Ω with Ω = [[0, 1], [−1, 0]], b₂ (2)) from the δ_z the gradient computed:
-// s_b₁ = W₁ε, s_W₂Ω = zᵀΩδ_z, s_b₂ = −W₂δ_z (notes 2.2.3).
+// s_b₁ = W₁ε, s_W₂Ω = zᵀΩδ_z, s_b₂ = −W₂δ_z (the K-FAC scores of (5.5)–(5.9) with the corrected δ_z).
 func tangentScores(w *work, p Params) [][5]float64 {
 	S := w.S
 	E, Z, Dz := w.hE.Storage().Host(), w.hZ.Storage().Host(), w.hDz.Storage().Host()
@@ -133,7 +133,7 @@ func rotate(w []float64, h float64) []float64 {
 
 // TestC7FisherDense checks the natural gradient of NNVB against a dense Fisher on a tiny net (d = 2, at the C7
 // start):
-//   - the Fisher scores built from δ_z with the corrected Jacobian term (notes 2.2.3) equal central finite
+//   - the Fisher scores built from δ_z with the corrected Jacobian term equal central finite
 //     differences of log q(θ) (LogDensity, the inverse path) in b₁, b₂ and along the O(2) tangent W₂Ω to 1e-6
 //     relative; the paper-literal h”(a) form misses by more than 1e-3;
 //   - the scores have mean zero under q (200,000 draws; within 4 standard errors), as scores must; the literal

@@ -1,18 +1,18 @@
-// Package nnvb is Manifold Neural-Net VB (paper 000 §5.3; implementer notes ../shared/notes/paper-000-mgvb.md
-// §2.2): the variational family is the push-forward of ε ~ N(0, I_d) through θ = W₂ h(W₁ε + b₁) + b₂ (eq. (5.3))
+// Package nnvb is Manifold Neural-Net VB (paper 000, Tran, Nguyen & Nguyen, "Variational
+// Bayes on Manifolds", §5.3): the variational family is the push-forward of ε ~ N(0, I_d) through θ = W₂ h(W₁ε + b₁) + b₂ (eq. (5.3))
 // with W₁, W₂ square orthogonal (the Stiefel manifold St(d, d) = O(d)), b₁, b₂ ∈ R^d and h the sigmoid, so that
 // log q(θ) = log φ(ε) − Σ_i log h'(a_i) and the ELBO is E[log p(θ, y) − log φ(ε) + Σ_i log h'(a_i)].
 //
-// The gradient is the reparameterisation gradient (5.4) with the notes' CORRECTION (2.2.2): the Jacobian term is
+// The gradient is the reparameterisation gradient (5.4), CORRECTED: the Jacobian term is
 // d/dz log h'(h⁻¹(z)) = h”(a)/h'(a)², i.e. δ_a = h'(a)∘(W₂ᵀ∇log p) + h”(a)/h'(a), not the printed h”(a). The
 // natural gradient is the K-FAC approximation (5.5)–(5.9) with the CORRECTED δ_z = −(W₁ε + h”(a)/h'(a))/h'(a):
-// for square orthogonal W₁, (W₁W₁ᵀ)⁻¹ = I so the W₁ and b₁ blocks are the Euclidean gradient (notes 2.2.3);
-// W₂ uses (W₂C_zW₂ᵀ + γ_zI)⁻¹ G (C_δ + γ_δI)⁻¹ by backend.KronSolve and b₂ uses (W₂C_δW₂ᵀ + γ_δI)⁻¹ g, with the
-// damping the notes require (C_z, C_δ have rank ≤ S). W₁, W₂ move by the QR retraction and their momentum is
+// for square orthogonal W₁, (W₁W₁ᵀ)⁻¹ = I so the W₁ and b₁ blocks are the Euclidean gradient;
+// W₂ uses (W₂C_zW₂ᵀ + γ_zI)⁻¹ G (C_δ + γ_δI)⁻¹ by backend.KronSolve and b₂ uses (W₂C_δW₂ᵀ + γ_δI)⁻¹ g, with a
+// damping the paper does not mention but needs (C_z, C_δ have rank ≤ S, singular for S < d). W₁, W₂ move by the QR retraction and their momentum is
 // carried by projection transport (manifold.Stiefel, Algorithm 1); b₁, b₂ are Euclidean.
 //
 // For sigmoid h: h' = z(1 − z), h”/h' = 1 − 2z, 1/h'(a) = 2 + eᵃ + e⁻ᵃ and log h'(a) = −stablemath.Softplus(a) − stablemath.Softplus(−a)
-// (notes 5.3 item 16). The element-wise algebra on d×S arrays runs on the host; GEMMs, SYRKs, the Kronecker
+// (overflow-free in both tails). The element-wise algebra on d×S arrays runs on the host; GEMMs, SYRKs, the Kronecker
 // solves and the QR retractions run on the backend. LogDensity evaluates log q by the inverse path.
 //
 // The paper's W₂ step applies the Euclidean tangent projection of Lemma 3.2 to the ambient K-FAC natural gradient,
@@ -22,7 +22,7 @@
 // (mean smoothed LB over iterations 101–600: −0.310 against −0.289). Config.ProjectFirst uses Proj(K⁻¹ Proj g)
 // instead, which does not depend on the normal part and is always an ascent direction. With it the run ends above
 // plain (−0.259). Plain with a tuned step still reaches its own level sooner (iteration 23 against 49), so the
-// notes' "fewer iterations to a given LB" does not hold on that toy for either form. On the paper's own experiment
+// expectation of "fewer iterations to a given LB" does not hold on that toy for either form. On the paper's own experiment
 // the claim holds for both forms, and the paper's form does a little better there. That run is the German-credit
 // BNN (d = 361, S = 20, ε₀ = 0.01, 200 iterations, one seed; examples/mgvb-nnvb -project-first). Final smoothed LB:
 // plain −1921, paper's form −1315, ProjectFirst −1400. Plain's final value is reached at iterations 78 and 85,
@@ -51,16 +51,16 @@ import (
 // T is short for *tensor.Tensor.
 type T = tensor.Tensor
 
-// Config holds the settings of a fit (the paper states none for NNVB, notes 4.3.1).
+// Config holds the settings of a fit (the paper states none for NNVB; the defaults are ours).
 type Config struct {
 	S        int     // draws per iteration (≥ 1)
 	Step     float64 // ε₀ > 0
 	Tau      int     // ε_t = ε₀ for t ≤ τ, then ε₀τ/t; 0: constant
 	Momentum float64 // ω ∈ [0, 1)
 	// Damping γ, relative: γ_z = Damping·tr(C_z)/d and γ_δ = Damping·tr(C_δ)/d. Must be > 0 when S < d (the K-FAC
-	// factors are then singular, notes 2.2.3); 0 with S < d is an error.
+	// factors are then singular); 0 with S < d is an error.
 	Damping float64
-	Plain   bool    // no natural gradient (Fig. 7's comparator, notes 6.4)
+	Plain   bool    // no natural gradient (Fig. 7's comparator)
 	Clip    float64 // rescale the Euclidean gradient (all four blocks) to this norm when above it; 0: never
 	Window  int     // smoothing window of the reported lower bound
 	Seed    uint64
@@ -316,7 +316,7 @@ func (w *work) free() {
 	}
 }
 
-// LogDensity returns log q(θ) of the variational family (5.3) at p by the inverse path of notes 2.2.1:
+// LogDensity returns log q(θ) of the variational family (5.3) at p by the inverse path:
 // z = W₂ᵀ(θ − b₂), a = h⁻¹(z) = logit z, ε = W₁ᵀ(a − b₁), log q(θ) = log φ_d(ε) − Σ_i log h'(a_i) (|det W| = 1 for
 // orthogonal W). Outside the support b₂ + W₂(0, 1)^d (sigmoid h bounds z) it is −∞. W₁, W₂ are row-major d×d.
 func LogDensity(p Params, theta []float64) float64 {
@@ -387,7 +387,7 @@ func (w *work) orth() (float64, error) {
 }
 
 // grad draws E (draw number w.draws), evaluates the MC lower bound and the Euclidean gradient of all four blocks
-// (corrected (5.4), notes 2.2.2), and the K-FAC statistics C_z = ZZᵀ/S and C_δ = DzDzᵀ/S (notes 2.2.3).
+// (corrected (5.4)), and the K-FAC statistics C_z = ZZᵀ/S and C_δ = DzDzᵀ/S ((5.5)–(5.9)).
 func (w *work) grad() error {
 	b, d, S := w.b, w.d, w.S
 	c := rng.Counter{Seed: w.cfg.Seed, Stream: 0, Offset: w.draws * uint64(d*S)}
@@ -437,7 +437,7 @@ func (w *work) grad() error {
 	}
 	hE, hWE, hU := w.hE.Storage().Host(), w.hWE.Storage().Host(), w.hU.Storage().Host()
 	hDa, hDz := w.hDa.Storage().Host(), w.hDz.Storage().Host()
-	// LB = mean_s[log p(θ_s, y) − log φ(ε_s) + Σ_i log h'(a_is)] (notes 2.2.1).
+	// LB = mean_s[log p(θ_s, y) − log φ(ε_s) + Σ_i log h'(a_is)] (the ELBO of (5.3)).
 	lb := 0.0
 	for s := 0; s < S; s++ {
 		lb += w.hLP.At(0, 0, s) + 0.5*float64(d)*math.Log(2*math.Pi)
@@ -449,7 +449,7 @@ func (w *work) grad() error {
 		r := 1 - 2*z                          // h''(a)/h'(a)
 		lb += 0.5*hE[i]*hE[i] - stablemath.Softplus(a) - stablemath.Softplus(-a)
 		if w.cfg.literal {
-			// Paper as printed: h''(a) in place of h''/h'² (wrong, notes 2.2.2).
+			// Paper as printed: h''(a) in place of h''/h'² (wrong: the gradient in z of log h'(h⁻¹(z)) is h''/h'²).
 			hDa[i] = hp*hU[i] + hp*r*hp
 			hDz[i] = -hWE[i]*inv - hp*r
 		} else {
@@ -538,7 +538,7 @@ func (w *work) meanDiag(x *T) (float64, error) {
 }
 
 // natural writes the K-FAC natural gradients of the W₂ and b₂ blocks ((5.7)–(5.9), damped) into n2, nb2; the W₁
-// and b₁ blocks need none for square orthogonal W₁ ((5.5)–(5.6): (W₁W₁ᵀ)⁻¹ = I, notes 2.2.3).
+// and b₁ blocks need none for square orthogonal W₁ ((5.5)–(5.6): (W₁W₁ᵀ)⁻¹ = I).
 func (w *work) natural() error {
 	b := w.b
 	if w.cfg.Plain {
@@ -556,7 +556,7 @@ func (w *work) natural() error {
 		return err
 	}
 	gz, gd = w.cfg.Damping*gz, w.cfg.Damping*gd
-	// kz = W₂C_zW₂ᵀ + γ_zI, kd = C_δ + γ_δI: nat W₂ = kz⁻¹ gW₂ kd⁻¹ (KronSolve, vec column-major, notes 5.3 item 17).
+	// kz = W₂C_zW₂ᵀ + γ_zI, kd = C_δ + γ_δI: nat W₂ = kz⁻¹ gW₂ kd⁻¹ (KronSolve, vec column-major: vec(AXB) = (Bᵀ ⊗ A) vec X).
 	if err := b.Gemm(blas.NoTrans, blas.NoTrans, 1, w.w2, w.cz, 0, w.tmp); err != nil {
 		return err
 	}
@@ -684,7 +684,7 @@ func (w *work) fit(ctl run.Control) (*Result, error) {
 			fail(err)
 			break
 		}
-		// Momentum: Y_W = ω Proj_{W_new}(Y_W) + (1 − ω) gradR_W; Y_b = ω Y_b + (1 − ω) nat_b (notes 2.2.4).
+		// Momentum: Y_W = ω Proj_{W_new}(Y_W) + (1 − ω) gradR_W; Y_b = ω Y_b + (1 − ω) nat_b (Algorithm 1 on O(d); b₁, b₂ Euclidean).
 		err := w.st.Transport(b, w.y1, w.w1, w.w1, w.y1)
 		if err == nil {
 			err = w.st.Transport(b, w.y2, w.w2, w.w2, w.y2)

@@ -129,7 +129,7 @@ func TestB4GradientFD(t *testing.T) {
 
 // TestB5InversePath checks the inverse of the flow: from θ = W₂h(W₁ε + b₁) + b₂, z = W₂ᵀ(θ − b₂), a = logit z and
 // ε' = W₁ᵀ(a − b₁) return ε to 1e-10, and LogDensity(θ) equals log φ(ε) − Σ_i log h'(a_i) from the forward
-// quantities (ε and a = W₁ε + b₁ of the draw) to 1e-10 (notes B5).
+// quantities (ε and a = W₁ε + b₁ of the draw) to 1e-10 (acceptance test B5).
 func TestB5InversePath(t *testing.T) {
 	b := testbackend.Open(t)
 	p, err := RandomInit(b, 3, 9, []float64{1, 2, 3})

@@ -13,10 +13,10 @@ import (
 	"github.com/geovb/geovb/models/nnet"
 )
 
-// TestReproNNVBGerman is the NNVB claim on paper 000's own experiment (Fig. 7, notes 4.3): the 2×10
+// TestReproNNVBGerman is the NNVB claim on paper 000's own experiment (§5.3, Fig. 7): the 2×10
 // Bayesian neural-net classifier on German credit (models/nnet: p = 24, d = 361, tanh, prior N(0, I)), manifold
 // NNVB with S = 20, ω = 0.4, damping 10⁻², 200 iterations, from the same Haar-random W₁, W₂ (b = 0) and draws.
-//   - ‖WᵀW − I‖_max ≤ 1e-12 at every iteration of every run (notes C3);
+//   - ‖WᵀW − I‖_max ≤ 1e-12 at every iteration of every run;
 //   - the natural-gradient run (ε₀ = 0.01) reaches the best plain run's final smoothed LB (plain ε₀ ∈ {0.01, 0.03},
 //     best by final smoothed LB) in fewer iterations than that plain run takes to first reach it.
 func TestReproNNVBGerman(t *testing.T) {

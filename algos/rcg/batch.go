@@ -9,8 +9,8 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// BatchObjective is B independent objectives of one dimension evaluated together on a backend (the batch of
-// problems of notes §5), e.g. mog.Batch. Every call works on the first n runs (slots 0…n−1) of its operands, which
+// BatchObjective is B independent objectives of one dimension evaluated together on a backend (a batch of
+// problems: initialisations, seeds, data sets), e.g. mog.Batch. Every call works on the first n runs (slots 0…n−1) of its operands, which
 // are contiguous n×1×Dim tensors in the backend's memory; MinimizeBatch keeps the unfinished runs first by Swap, and
 // in each round of its line search the runs still searching.
 type BatchObjective interface {

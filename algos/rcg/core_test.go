@@ -186,7 +186,7 @@ func cpuBackend(t *testing.T) backend.Backend {
 
 // TestBatchOfOne: MinimizeBatch on a batch of one is Minimize bit for bit — x, F, every count, the stop and every
 // iteration's record — for every method, β, search, Refine and restart rule of coreSettings, on the toy problem of
-// notes §6.1 (updates between steps) and on a non-quadratic convex problem (smoothConvex, no updates), 60
+// §6.1 (updates between steps) and on a non-quadratic convex problem (smoothConvex, no updates), 60
 // iterations at most. Refine and Hestenes–Stiefel must change some runs (they are exercised).
 func TestBatchOfOne(t *testing.T) {
 	be := cpuBackend(t)

@@ -17,7 +17,7 @@ func (c *core) conjugateStep() error {
 	}
 	safeguard := false
 	for i := range c.n {
-		if r := c.st[i]; r.beta != 0 && !(c.d0[i] < 0) { // descent safeguard (notes §7.8)
+		if r := c.st[i]; r.beta != 0 && !(c.d0[i] < 0) { // descent safeguard: p_{k−1}, g̃_{k−1} came from G_{k−1}
 			r.beta, r.restart, safeguard = 0, true, true
 		}
 	}
@@ -36,7 +36,7 @@ func (c *core) conjugateStep() error {
 }
 
 // chooseBeta sets each run's β and restart: a reset on the first iteration, for the non-conjugate methods and every
-// RestartEvery iterations; else β of Settings.Beta in the cheap form of notes §2.2, reset by Powell–Beale (7) or a β
+// RestartEvery iterations; else β of Settings.Beta in the cheap form (G_k g̃_k = g_k), reset by Powell–Beale (7) or a β
 // that is not finite.
 func (c *core) chooseBeta() error {
 	m := c.s.Method
@@ -99,7 +99,7 @@ func (c *core) direction() error {
 }
 
 // startSearches counts the restarts, retires the runs that are stationary to working precision (gᵀg̃ = 0 or no
-// descent direction) and starts the others' searches from α₀ (notes §3.4 step 2).
+// descent direction) and starts the others' searches from α₀.
 func (c *core) startSearches() error {
 	m := c.s.Method
 	for i := c.n - 1; i >= 0; i-- {

@@ -40,7 +40,7 @@ func (b *banana) Update(m []float64) error {
 
 // A model of one's own: implement Dim, Value, Grad and NatGrad (and Update for parameters set in closed form), and
 // Minimize runs RCG on it with the paper's Powell–Beale restarts, stopping when F changes by less than Tol twice in
-// a row. The optimum is the closed form of notes §6.1: means ±√(5/6), variances 1/18.
+// a row. The optimum is in closed form (§6.1): means ±√(5/6), variances 1/18.
 func Example_ownModel() {
 	b := &banana{vx: 1, vy: 1}
 	res, err := rcg.Minimize(b, []float64{0.1, 0.2}, rcg.Settings{PowellBeale: 0.2, Tol: 1e-12},

@@ -35,7 +35,7 @@ func (q diagQuad) NatGrad(dst, g, x []float64) {
 	}
 }
 
-// TestOldMultiplierRule checks the Old heuristic (notes §4.2.7) against its rule worked out by hand on separable
+// TestOldMultiplierRule checks the Old heuristic (Valpola & Karhunen 2002) against its rule worked out by hand on separable
 // quadratics, where −g̃_i = −c_i x_i with c_i = v_i a_i: the first step is the unit natural step x_i(1 − c_i); the
 // multiplier of a coordinate then grows ×1.05 while the sign of its step repeats and shrinks ×0.8 when it flips.
 // Case 1: c = (0.5, 1.5, 0.3), three iterations, every step accepted. Case 2: c = 2.5 in one dimension: the unit

@@ -1,7 +1,7 @@
 // Package rcg is approximate Riemannian conjugate gradient for fixed-form variational Bayes (paper 004, Honkela
 // et al. 2010): nonlinear conjugate gradient on the mean parameters in which the gradient is the natural gradient
-// G⁻¹∇F (eq. 4), inner products use the Fisher metric of q through the cheap identities of notes §2.2
-// (⟨g̃_k, g̃_l⟩_k = g_kᵀg̃_l, no product with G), steps follow straight lines and nothing is transported (§3.2).
+// G⁻¹∇F (eq. 4), inner products use the Fisher metric of q through the cheap identities that follow from
+// G_k g̃_k = g_k (⟨g̃_k, g̃_l⟩_k = g_kᵀg̃_l, no product with G), steps follow straight lines and nothing is transported (§3.2).
 //
 // The same driver runs the comparators of the paper: plain Riemannian gradient (RG), Euclidean conjugate gradient
 // (CG) and gradient descent (GD). Covariances (fixed point, eq. 13) and conjugate-exponential parts (VB-EM) are
@@ -31,13 +31,13 @@ type Objective interface {
 	// Grad writes the Euclidean gradient ∇F(x) into g and returns F(x).
 	Grad(g, x []float64) float64
 	// NatGrad writes the Riemannian gradient G(x)⁻¹g into dst (eq. 4). It is called right after Grad at the same
-	// x, so an implementation may reuse what Grad cached (e.g. φ of notes §2.5).
+	// x, so an implementation may reuse what Grad cached (e.g. the φ of the softmax metric, §2.2 and App. B).
 	NatGrad(dst, g, x []float64)
 }
 
 // Updater is implemented by objectives with parameters updated in closed form between gradient steps: fixed-point
 // variances (eq. 13) and VB-EM updates of conjugate parts (Algorithm 1). Update must not change x's length and
-// never runs inside a line search (notes §7.7).
+// never runs inside a line search (which would compare F values of different models).
 type Updater interface {
 	Update(x []float64) error
 }
@@ -70,7 +70,7 @@ const (
 	CG                // Euclidean conjugate gradient: g̃ = g
 	RG                // Riemannian gradient: p = −g̃
 	GD                // gradient descent: p = −g
-	// Old is the heuristic of Valpola & Karhunen (2002), the "Old" baseline of Figs. 9–10 (notes §4.2.7): the unit
+	// Old is the heuristic of Valpola & Karhunen (2002), the "Old" baseline of Figs. 9–10: the unit
 	// natural-gradient step −g̃ (with the fixed-point variances of Update a per-element Newton step) scaled by a
 	// per-element multiplier that grows ×LS.OldUp while the sign of the element's step repeats and shrinks ×LS.OldDown
 	// when it flips, clipped to [LS.MinAlpha, LS.MaxAlpha]; no line search. [I] A step that raises F is rejected and
@@ -95,11 +95,11 @@ func (m Method) conjugate() bool  { return m == RCG || m == CG }
 // Beta picks the conjugacy formula.
 type Beta int
 
-// β formulas, all in the cheap form of notes §2.2 (g is the Euclidean gradient, g̃ the natural one).
+// β formulas, all in the cheap form (G_k g̃_k = g_k) (g is the Euclidean gradient, g̃ the natural one).
 const (
 	PolakRibiere     Beta = iota // (g_kᵀg̃_k − g_kᵀg̃_{k−1}) / g_{k−1}ᵀg̃_{k−1}, eq. (6); β < 0 allowed (paper)
 	FletcherReeves               // g_kᵀg̃_k / g_{k−1}ᵀg̃_{k−1}
-	HestenesStiefel              // (g_kᵀg̃_k − g_kᵀg̃_{k−1}) / (g_kᵀp − g_{k−1}ᵀp), with G_kg̃_{k−1} ≈ g_{k−1} (notes §3.1)
+	HestenesStiefel              // (g_kᵀg̃_k − g_kᵀg̃_{k−1}) / (g_kᵀp − g_{k−1}ᵀp), with G_kg̃_{k−1} ≈ g_{k−1}
 	PolakRibierePlus             // max(PR, 0)
 )
 
@@ -108,11 +108,11 @@ type Search int
 
 // Step rules.
 const (
-	// Parabolic is the line search of notes §3.4: a trial step α₀, one parabola through F(0), F'(0), F(α₀)
+	// Parabolic is the line search (the paper asks only for a cheap, early-stopping one, §3): a trial step α₀, one parabola through F(0), F'(0), F(α₀)
 	// clamped to [Shrink·α₀, Grow·α₀], expansion ×2 (at most MaxExpand) under negative curvature, Armijo
 	// acceptance with C1, backtracking ×Backtrack (at most MaxBacktrack), then a restart along −g̃.
 	Parabolic Search = iota
-	// Unit takes α = 1 (notes §9). On an increase of F it reverts and resets the direction
+	// Unit takes α = 1. On an increase of F it reverts and resets the direction
 	// to −g̃; if the reset step also increases F it backtracks ×Backtrack with Armijo acceptance.
 	Unit
 )
@@ -136,7 +136,7 @@ type LineSearch struct {
 	// [1e-3, 1e2].
 	MinAlpha, MaxAlpha float64
 	// OldUp, OldDown are Old's per-element multiplier factors on a repeated and a flipped step sign [1.05, 0.8]
-	// (notes §4.2.7).
+	// (Valpola & Karhunen 2002).
 	OldUp, OldDown float64
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/geovb/geovb/rng"
 )
 
-// toy is the closed-form free energy of notes §6.1 for p(x, y) ∝ exp[−9(xy − 1)² − x² − y²] with a diagonal
+// toy is the closed-form free energy of §6.1 (Fig. 1) for p(x, y) ∝ exp[−9(xy − 1)² − x² − y²] with a diagonal
 // Gaussian q: x = (x̄, ȳ) by gradient steps, variances (x̃, ỹ) by the fixed point (13) in Update.
 type toy struct{ vx, vy float64 }
 
@@ -50,7 +50,7 @@ func (o *toy) SetState(s []float64) error {
 }
 
 // Test 12: RCG from (0.1, 0.2) with unit variances reaches (±0.912871, ±0.912871), variances 0.0555556 and
-// F = 5.779261 (notes §6.1, closed form √(5/6), 1/18), in fewer gradient evaluations than GD.
+// F = 5.779261 (§6.1, closed form √(5/6), 1/18), in fewer gradient evaluations than GD.
 func TestToyOptimum(t *testing.T) {
 	var evals [2]int
 	for i, m := range []Method{RCG, GD} {
@@ -442,7 +442,7 @@ func TestCheckpointResume(t *testing.T) {
 	}
 }
 
-// The line search of notes §3.4 on a 1-D quadratic along p: the parabola through F(0), F'(0), F(α₀) is exact, so
+// The parabolic line search on a 1-D quadratic along p: the parabola through F(0), F'(0), F(α₀) is exact, so
 // two evaluations give the minimiser when it lies in [0.1α₀, 4α₀]; outside, the clamp applies; a negative-curvature
 // (here: linear) model expands ×2.
 func TestLineSearchParabola(t *testing.T) {

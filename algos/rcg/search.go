@@ -6,7 +6,7 @@ import "math"
 // trial is the step at which it wants F next, feed takes that F. Minimize and MinimizeBatch drive it alike, one
 // evaluation per round; the batch evaluates the trial points of all its runs still searching in one Value call.
 //
-// Parabolic (notes §3.4): a trial step α₀, one parabola through F(0), F'(0), F(α₀) clamped to [Shrink·α₀,
+// Parabolic: a trial step α₀, one parabola through F(0), F'(0), F(α₀) clamped to [Shrink·α₀,
 // Grow·α₀], expansion ×2 (at most MaxExpand) under negative curvature, Armijo acceptance with C1, then backtracking
 // ×Backtrack (at most MaxBacktrack, or MaxBacktrackSteepest along −g̃, past MaxBacktrack only to a strictly lower
 // F), and on acceptance up to Refine unclamped parabolic refits through F(0), F'(0) and the best point, each kept

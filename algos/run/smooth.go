@@ -2,8 +2,8 @@ package run
 
 import "math"
 
-// Smoother is the smoothed lower-bound stopping rule of the manifold VB methods (paper 000 Algorithm 1, notes
-// 2.1.5): the objective is averaged over a moving window; after BurnIn iterations each smoothed value is compared
+// Smoother is the smoothed lower-bound stopping rule of the manifold VB methods (paper 000 Algorithm 1, as the
+// authors' code implements it): the objective is averaged over a moving window; after BurnIn iterations each smoothed value is compared
 // with the best so far, and the run stops with Patience once Patience consecutive values fail to beat it. The
 // caller keeps its best parameters when Add reports an improvement (the output of the method is the best iterate,
 // not the last).

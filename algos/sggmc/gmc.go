@@ -8,9 +8,10 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// GMC is geodesic Monte Carlo (Byrne & Girolami 2013; notes §3.7) on a product of spheres: per sample a fresh
+// GMC is geodesic Monte Carlo (Byrne & Girolami 2013) on a product of spheres: per sample a fresh
 // velocity v ~ Λ(x)𝒩(0, I), L leapfrog steps whose drift is the exact geodesic flow, and a Metropolis–Hastings test
-// on H = U(x) + ½‖v‖² per chain. A non-finite energy is a rejection (notes P12).
+// on H = U(x) + ½‖v‖² per chain. A non-finite energy is a rejection (a test "r < 1 && u > r" would
+// accept a NaN ratio).
 type GMC struct {
 	b      backend.Backend
 	tgt    Energy
@@ -113,7 +114,7 @@ func (g *GMC) kick(h float64) error {
 }
 
 // Sample draws one GMC sample for every chain. A target that is a SampleHook is told first (e.g. to redraw the
-// latent θ that its potential holds fixed, as in the GMC baselines of the spherical admixture model, notes §7.4).
+// latent θ that its potential holds fixed, as in the GMC baselines of the spherical admixture model, §5.3).
 func (g *GMC) Sample() error {
 	b := g.b
 	if h, ok := g.tgt.(SampleHook); ok {

@@ -9,7 +9,7 @@ import (
 	"github.com/geovb/geovb/models/vmf"
 )
 
-// TestReproToyCircle is paper 001 Section 5.1 / notes §9 test 9: the two-component vMF mixture on the circle,
+// TestReproToyCircle is paper 001 Section 5.1 (Fig. 3): the two-component vMF mixture on the circle,
 // E[x] = (0.446692, −0.257897), P(angle > 0) = 0.338483 (recomputed here by quadrature), with the exact gradient,
 // with gradient noise 𝒩(0, 1000 I) corrected by V̂ = 1000, and the negative control V̂ = 0, which must land on the
 // tempered target π^{1/T}, T = (2Cε + 1000ε²)/(2Cε) = 1.5. Independent batched chains give the standard errors.
@@ -32,7 +32,7 @@ func TestReproToyCircle(t *testing.T) {
 		eps         float64
 		burn, keep  int // samples of L = 10 steps
 		wx, wy, wp  float64
-		tx, ty, tp  float64 // tolerances (notes §9 test 9)
+		tx, ty, tp  float64 // tolerances
 	}{
 		{"exact", 0, 0, 0.01, 100, 4000, ex, ey, pu, 0.003, 0.015, 0.01},
 		{"noise-vhat", 1000, 1000, 1e-3, 300, 5000, ex, ey, pu, 0.006, 0.03, 0.02},
@@ -110,7 +110,7 @@ func vmfRun(t *testing.T, cfg Config, noise float64, chains, burn, keep int) (m,
 	return m, se, kin / float64(k), xi / float64(k), mean
 }
 
-// TestReproVMFTarget is notes §9 tests 6–8 on vMF(μ, 20), d = 10 (E[μᵀx] = A₁₀(20) = 0.795519): SGGMC with ε = 0.05,
+// TestReproVMFTarget checks the samplers on vMF(μ, 20), d = 10 (E[μᵀx] = A₁₀(20) = 0.795519): SGGMC with ε = 0.05,
 // C = 1; κ̂ and mean direction from its samples; gSGNHT under unknown gradient noise 𝒩(0, 25 I) with V̂ = 0 (ξ →
 // C + εσ²/2 = 1.625), and the negative controls (SGGMC with the same noise; the thermostat dividing by n).
 func TestReproVMFTarget(t *testing.T) {
@@ -162,7 +162,7 @@ func TestReproVMFTarget(t *testing.T) {
 	})
 	t.Run("gsgnht-dim-n-control", func(t *testing.T) {
 		m, _, _, _, _ := vmfRun(t, Config{Method: GSGNHT, Step: 0.025, Friction: 1, Dim: 10, Seed: 4}, 0, chains, 4000, 6000)
-		want, _ := vmf.A(10, 20*0.9) // tempered by n/m = 10/9 (notes P7)
+		want, _ := vmf.A(10, 20*0.9) // tempered by n/m = 10/9 (the thermostat dividing by the embedding dimension)
 		t.Logf("E[μᵀx] = %.5f with m := n (tempered target %.5f)", m, want)
 		if math.Abs(m-want) > 0.003 {
 			t.Errorf("thermostat with n: E = %.5f, want ≈ %.5f", m, want)

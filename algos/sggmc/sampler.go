@@ -11,7 +11,8 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Sampler runs SGGMC or gSGNHT chains (notes §3.4–3.6). The velocity (and ξ) is kept across samples (notes P9).
+// Sampler runs SGGMC or gSGNHT chains (§3.3). The velocity (and ξ) is kept across samples, not refreshed as in
+// GMC.
 type Sampler struct {
 	b   backend.Backend
 	m   manifold.Geodesic
@@ -31,7 +32,7 @@ type Sampler struct {
 	noise0      noiseStream
 	steps       uint64 // gradient evaluations so far
 	samples     int
-	clamped     int // noise variances clamped at 0 (NoiseEstimator targets, notes P4)
+	clamped     int // noise variances clamped at 0 (NoiseEstimator targets: 2Cε − V̂ε² must be ≥ 0)
 	mem         scratch
 }
 
@@ -105,7 +106,7 @@ func (s *Sampler) Steps() uint64 { return s.steps }
 // Samples returns the number of samples done.
 func (s *Sampler) Samples() int { return s.samples }
 
-// flow is sub-dynamics A for time h: the exact geodesic flow and, for gSGNHT, ξ += (vᵀv/m − 1)h (notes §3.2).
+// flow is sub-dynamics A for time h: the exact geodesic flow and, for gSGNHT, ξ += (vᵀv/m − 1)h (the exact solution of the sub-dynamics, §3.3).
 func (s *Sampler) flow(h float64) error {
 	if err := s.m.Flow(s.b, s.x, s.v, h); err != nil {
 		return err
@@ -123,7 +124,7 @@ func (s *Sampler) flow(h float64) error {
 }
 
 // damping computes the B factor: e^{−Cε/2} (SGGMC, returned as a scalar) or e^{−ξε/2} per chain into s.d (gSGNHT,
-// recomputed from the current ξ, notes P10).
+// recomputed from the current ξ, which A has just moved).
 func (s *Sampler) damping() (float64, error) {
 	if s.cfg.Method == SGGMC {
 		return math.Exp(-s.cfg.Friction * s.cfg.Step / 2), nil
@@ -140,7 +141,7 @@ func (s *Sampler) applyB(dc float64) error {
 }
 
 // kick is sub-dynamics O for time ε: v += Λ(x)(−ε∇Ũ(x) + 𝒩(0, 2Cε − V̂ε²)), projecting gradient and noise alike
-// (paper eq. (8), notes P1).
+// (paper eq. (8); projecting the gradient only would let v leave the tangent space).
 func (s *Sampler) kick() error {
 	b, eps := s.b, s.cfg.Step
 	if err := s.tgt.GradU(b, s.grad, s.x, s.steps); err != nil {
@@ -196,7 +197,7 @@ func (s *Sampler) perRowSigma(ne NoiseEstimator) error {
 }
 
 // Sample advances every chain by one sample: L ABOBA steps with consecutive half-flows fused into one flow of
-// length ε (notes §3.6; the flow is exact, so A(ε/2)A(ε/2) = A(ε)).
+// length ε (as the authors' code does; the flow is exact, so A(ε/2)A(ε/2) = A(ε)).
 func (s *Sampler) Sample() error {
 	if h, ok := s.tgt.(SampleHook); ok {
 		if err := h.BeginSample(s.b, s.x, s.samples); err != nil {
@@ -238,7 +239,8 @@ func (s *Sampler) Sample() error {
 	return nil
 }
 
-// Diagnostics are the per-run health numbers of notes P18, averaged over chains.
+// Diagnostics are the per-run health numbers (with the paper's SAM settings SGGMC without V̂ runs at ‖v‖²/m ≈ 1e5),
+// averaged over chains.
 type Diagnostics struct {
 	Kinetic  float64 // mean over chains of ‖v‖²/m (1 at equilibrium)
 	Xi       float64 // mean thermostat ξ (gSGNHT; C for SGGMC)

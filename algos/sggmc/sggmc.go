@@ -1,8 +1,8 @@
 // Package sggmc holds the stochastic-gradient geodesic MCMC samplers of paper 001 (Liu, Zhu & Song 2016) on a
 // product of spheres: SGGMC (constant friction C) and gSGNHT (Nosé–Hoover thermostat ξ), integrated with the
-// symmetric splitting A(ε/2) B(ε/2) O(ε) B(ε/2) A(ε/2) of the notes §3.3, where A is the exact geodesic flow
+// symmetric splitting A(ε/2) B(ε/2) O(ε) B(ε/2) A(ε/2) of §3.3 (second order, no Metropolis test), where A is the exact geodesic flow
 // (backend.SphereFlow, paper eq. (7)), B the friction e^{−Cε/2} or e^{−ξε/2} and O the projected stochastic-gradient
-// kick with injected noise 𝒩(0, 2Cε − V̂ε²) (paper eq. (8)); and GMC (Byrne & Girolami 2013, notes §3.7), the
+// kick with injected noise 𝒩(0, 2Cε − V̂ε²) (paper eq. (8)); and GMC (Byrne & Girolami 2013), the
 // full-gradient baseline with a Metropolis–Hastings test.
 //
 // Points of the product of K spheres S^{n−1} are the rows of a K×n matrix; a batch×K×n tensor holds one chain per
@@ -28,7 +28,7 @@ type T = tensor.Tensor
 // and noise from counters derived from step — so that runs are reproducible and resume exactly from a checkpoint.
 type Target interface {
 	// GradU writes ∇_x Ũ(x) for every chain of x (batch×K×n) into grad (same shape): the Euclidean gradient of any
-	// smooth extension of U off the spheres (the samplers project it, notes §3.2), possibly a stochastic estimate.
+	// smooth extension of U off the spheres (the samplers project it with Λ(x), which removes the normal part), possibly a stochastic estimate.
 	// step counts the gradient evaluations of the run.
 	GradU(b backend.Backend, grad, x *T, step uint64) error
 }
@@ -48,7 +48,7 @@ type NoiseEstimator interface {
 }
 
 // SampleHook is a Target that wants to know when a sample (L inner steps) starts, e.g. to redraw latent variables
-// that stay fixed during the inner steps (the θ samples of the spherical admixture model, notes §5.5).
+// that stay fixed during the inner steps (the θ samples of the spherical admixture model, §4).
 type SampleHook interface {
 	BeginSample(b backend.Backend, x *T, sample int) error
 }
@@ -58,8 +58,8 @@ type Method int
 
 // Methods.
 const (
-	SGGMC  Method = iota // constant friction C (notes §3.4)
-	GSGNHT               // scalar Nosé–Hoover thermostat ξ per chain, initialised at C (notes §3.5)
+	SGGMC  Method = iota // constant friction C (dynamics (5))
+	GSGNHT               // scalar Nosé–Hoover thermostat ξ per chain, initialised at C (dynamics (6))
 )
 
 func (m Method) String() string {
@@ -87,7 +87,8 @@ type Config struct {
 	// Dim is the intrinsic dimension m of the thermostat ξ += (vᵀv/m − 1)h; 0 means the manifold's dimension
 	// (K(n−1) on K spheres, the right value). Setting it to Kn on spheres reproduces the authors' code.
 	Dim int
-	// RenormEvery renormalises x and re-projects v every so many steps against rounding drift (notes P3); 0 means
+	// RenormEvery renormalises x and re-projects v every so many steps against rounding drift (the flow keeps the
+	// constraints only to rounding, about 1e-12 after 2e7 steps); 0 means
 	// 100, a negative value never.
 	RenormEvery int
 	// Seed and Stream name the counter-based random stream of the injected noise.

@@ -13,7 +13,7 @@ import (
 	"github.com/geovb/geovb/models/vmf"
 )
 
-// The flow invariants (‖x‖ = 1, xᵀv = 0, group properties, 2e7-step drift; notes §9 tests 1–3) are tested once for
+// The flow invariants (‖x‖ = 1, xᵀv = 0, group properties, 2e7-step drift) are tested once for
 // every backend in backend/backendtest/sphere.go; here the samplers are tested.
 
 func vmfTarget(t testing.TB, d int, kappa, noise float64) (*vmf.Mixture, []float64) {
@@ -180,8 +180,8 @@ func TestCheckpointResume(t *testing.T) {
 	}
 }
 
-// SGGMC and gSGNHT on vMF(μ, 20) in d = 10 (notes §9 test 6), a short run with many batched chains: E[μᵀx] = A₁₀(20)
-// within 5 SE (plus the O(ε²) bias the notes measured, 3e-4), ‖v‖²/m ≈ 1.
+// SGGMC and gSGNHT on vMF(μ, 20) in d = 10, a short run with many batched chains: E[μᵀx] = A₁₀(20)
+// within 5 SE (plus the O(ε²) bias of the integrator, measured 3e-4), ‖v‖²/m ≈ 1.
 func TestVMFTargetShort(t *testing.T) {
 	b := testbackend.Open(t)
 	a, _ := vmf.A(10, 20)

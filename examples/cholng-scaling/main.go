@@ -2,7 +2,7 @@
 // paper 003, natural gradient + Snngm) on synthetic Epilepsy-like Poisson random-slope data (4 visits per group,
 // p = 6, r = 2) as the number of groups n grows, and prints one JSON line per n: seconds per iteration (median over
 // the timed iterations of all repeats), per group, and the log–log slope against the previous n (≈ 1 for linear
-// growth). It also times the Euclidean gradient with Adam for comparison (notes §9 J.27). The family's algebra and
+// growth). It also times the Euclidean gradient with Adam for comparison. The family's algebra and
 // the optimiser run on the backend chosen with -backend (the model's log joint on the host), in float64.
 package main
 

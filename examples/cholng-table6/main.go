@@ -1,15 +1,15 @@
 // Command cholng-table6 reproduces Table 6 of paper 003 (GLMMs) for Epilepsy (Poisson random slope) and Toenail
 // (logistic random intercept): the GVA rows (Alg 2c sparse precision, μ = 0, T = 10·I) and the RVB rows (Alg 1c,
-// block-diagonal C over the reparametrised locals b̃_i and θ_G, μ = 0, C = diag(1 … 1, 0.1 … 0.1); notes §7.3.4).
+// block-diagonal C over the reparametrised locals b̃_i and θ_G, μ = 0, C = diag(1 … 1, 0.1 … 0.1); §8.2).
 // For each family and method — Euclidean (Adam), Natural (Adam), Natural (Snngm) — it prints one JSON line with T
 // (iterations), L̂ (1000-draw mean of h under the log joint with all constants), L̂ in the paper's Poisson convention
 // (+Σ log y!), the paper's values, and the time. The paper's absolute GLMM L̂ differ from this log joint by an
-// unexplained offset (+14.9 Epilepsy, +11.3 Toenail; notes §7.3.5 [OPEN]); compare iteration counts and
+// unexplained offset (+14.9 Epilepsy, +11.3 Toenail); compare iteration counts and
 // differences between methods and families.
 //
-// RVB: the transform b_i = λ_i(θ_G) + L_i(θ_G)b̃_i is not given in paper 003 (notes §7.3.4 [OPEN]); this program
+// RVB: the transform b_i = λ_i(θ_G) + L_i(θ_G)b̃_i is not given in paper 003; this program
 // uses the expansion at the conditional mode of b_i (glmm.Reparam with AtMode, [INFERRED]) and prints it as
-// "rvb-mode-1c" next to the paper's RVB2 row (and RVB1 for reference). HERS: the data are not available (notes §7.4),
+// "rvb-mode-1c" next to the paper's RVB2 row (and RVB1 for reference). HERS: the data are not available,
 // so its column is not run; the program prints one line saying so and no numbers. The fits run on the backend
 // chosen with -backend (the models' log joints on the host), in float64.
 package main

@@ -1,4 +1,4 @@
-// Command mgvb-garch reproduces paper 000's Fig. 6 (notes 4.2): GARCH(1,1) in the paper's naming on weekly S&P 500
+// Command mgvb-garch reproduces paper 000's Fig. 6 (Section 5.2): GARCH(1,1) in the paper's naming on weekly S&P 500
 // returns (the first -n values of ../shared/data/sp500/SP500_weekly_y.csv; the paper used 1000, the file has 1612),
 // fitted by MGVB (score-function gradient, natural gradient) and by the two gold standards of models/garch:
 // likelihood-tempered SMC (the paper's, 10,000 particles with ESS ≥ 80 %; it also estimates log p(y)) and

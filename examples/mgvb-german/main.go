@@ -1,17 +1,17 @@
-// Command mgvb-german reproduces paper 000's Figs. 4 and 5 (notes 4.1) on German credit: Bayesian logistic
+// Command mgvb-german reproduces paper 000's Figs. 4 and 5 (Section 5.1) on German credit: Bayesian logistic
 // regression, d = 25 (intercept + 24 columns, 15 of them z-scored), prior N(0, 50 I), μ₀ = 0, Σ₀ = 0.04 I.
 //
 //   - MGVB with the natural gradient (S = -s draws, ε₀ = -step);
-//   - MGVB without it ("plain", notes 6.2: Euclidean gradient, same retraction and transport; S = -plain-s,
-//     ε₀ = -plain-step, much smaller because the clipped plain step moves Σ by ε₀·100, notes 6.2);
-//   - NAGVAC (one-factor covariance bbᵀ + diag(c²), deepGLM's approximate natural gradient, notes 6.1; or the
+//   - MGVB without it ("plain": Euclidean gradient, same retraction and transport; S = -plain-s,
+//     ε₀ = -plain-step, much smaller because the clipped plain step moves Σ by ε₀·100);
+//   - NAGVAC (one-factor covariance bbᵀ + diag(c²), deepGLM's approximate natural gradient; or the
 //     exact Fisher solve, -nagvac-fisher exact, or both side by side).
 //
 // -draws rqmc gives every method scrambled-Sobol' draws in place of Philox normals.
 //
-// Every method runs -iters iterations with the initial gradient clipped (notes 5.4 item 18), or stops earlier under
+// Every method runs -iters iterations with the initial gradient clipped (against premature stopping), or stops earlier under
 // the smoothed lower-bound rule when -patience is set (the paper's runs stopped so: MGVB after 921 iterations,
-// NAGVAC after 1280; -burnin delays the rule past the initial dip, notes pitfall 18). It prints one JSON
+// NAGVAC after 1280; -burnin delays the rule past the initial dip). It prints one JSON
 // line per method (final and best smoothed lower bound, the exact quadrature ELBO at the best iterate, time), can
 // write every method's lower-bound trace as CSV (-trace) and draws the smoothed traces as SVG (-svg).
 package main

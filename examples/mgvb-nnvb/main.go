@@ -1,4 +1,4 @@
-// Command mgvb-nnvb reproduces paper 000's Fig. 7 (notes 4.3): manifold NNVB (algos/nnvb) with and without the
+// Command mgvb-nnvb reproduces paper 000's Fig. 7 (Section 5.3): manifold NNVB (algos/nnvb) with and without the
 // K-FAC natural gradient for the deepGLM-style 2×10 Bayesian neural-net classifier on German credit (models/nnet:
 // p = 24 inputs without an intercept column, d = 361, tanh hidden units, prior N(0, I)). Both runs start from the
 // same Haar-random W₁, W₂ and b = 0 and use the same draws; -project-first adds a third run, the natural gradient

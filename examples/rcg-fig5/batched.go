@@ -18,7 +18,7 @@ import (
 )
 
 // batchLine is the JSON line of one method in -batched mode. A batch has no per-run times, so runs are compared in
-// evaluations (F and gradient, per run; device-independent, notes §7.12).
+// evaluations (F and gradient, per run; device-independent).
 type batchLine struct {
 	Method        string  `json:"method"`
 	Backend       string  `json:"backend"`

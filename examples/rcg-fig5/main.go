@@ -1,4 +1,4 @@
-// Command rcg-fig5 reproduces the method comparison of paper 004 Fig. 5 (§6.2 of the notes) on the synthetic
+// Command rcg-fig5 reproduces the method comparison of paper 004 Fig. 5 (§6.2) on the synthetic
 // mixture: N = 500 points of five 2-D Gaussians with R = 0.3, K = 5, ε = 1e-7·N, several initialisations. It
 // prints one JSON line per method (median time and evaluations to reach RCG's median final F, median final F) and
 // writes F(t) of every run as an SVG. Each method's end is logged on stderr as it comes.

@@ -1,4 +1,4 @@
-// Command rcg-fig6 reproduces the overlap sweep of paper 004 Fig. 6 (notes §6.3): N = 1000, K = 8, ε = 1e-12·N;
+// Command rcg-fig6 reproduces the overlap sweep of paper 004 Fig. 6: N = 1000, K = 8, ε = 1e-12·N;
 // RCG, RG and VB-EM (-methods) over a grid of R. It prints one JSON line per (R, method) with the median run time and
 // time-to-target, and writes median run time against R as an SVG.
 //

@@ -1,4 +1,4 @@
-// Command rcg-fig8 reproduces the scaling in N of paper 004 Fig. 8 (notes §6.5): K = 8, R = 0.3 (the paper does
+// Command rcg-fig8 reproduces the scaling in N of paper 004 Fig. 8: K = 8, R = 0.3 (the paper does
 // not state R here), ε = 1e-8·N; RCG and VB-EM (-methods). It prints one JSON line per (N, method) and, for a grid
 // of more than one N, the log–log slopes of median run time against N, and writes the curves as an SVG.
 //

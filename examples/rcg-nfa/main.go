@@ -1,5 +1,5 @@
 // Command rcg-nfa runs the nonlinear factor analysis comparison of paper 004 Fig. 11 on the synthetic substitute
-// NFA-SYN (notes §6.8, §6.10): RCG, CG and RG (-methods: also GD, Old) over a grid of data sizes, printing one JSON
+// NFA-SYN (the synthetic substitute for Fig. 11's speech data): RCG, CG and RG (-methods: also GD, Old) over a grid of data sizes, printing one JSON
 // line per (size, method) with the median time-to-target (target: RCG's median final F + ε) and final F, and an SVG
 // of median time-to-target against size. Non-RCG runs are capped at -cap × RCG's median run time. The moments are
 // Gauss–Hermite, the hybrid of Honkela & Valpola (2005) that the paper cites for NFA; -gh=false takes Taylor's.

@@ -1,5 +1,5 @@
 // Command rcg-nssm runs the nonlinear state-space model comparison of paper 004 Fig. 9 on the synthetic substitute
-// NSSM-SYN (Lorenz states through a random MLP, notes §6.6, §6.10): RCG, CG, RG and the heuristic Old of Valpola &
+// NSSM-SYN (Lorenz states through a random MLP): RCG, CG, RG and the heuristic Old of Valpola &
 // Karhunen 2002 (-methods) over a grid of data sizes, printing one JSON line per (size, method) with the median
 // time-to-target (target: RCG's median final F + ε) and final F, and an SVG of median time-to-target against size.
 // Non-RCG runs are capped at -cap × RCG's median run time. The line of each method other than RCG also carries the

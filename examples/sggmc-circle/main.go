@@ -1,4 +1,4 @@
-// Command sggmc-circle reproduces paper 001 Fig. 3 (notes §7.1): the toy target ∝ e^{5μ₁ᵀx} + 2e^{5μ₂ᵀx} on the
+// Command sggmc-circle reproduces paper 001 Fig. 3 (Section 5.1): the toy target ∝ e^{5μ₁ᵀx} + 2e^{5μ₂ᵀx} on the
 // circle (μ at ±π/3), sampled by SGGMC with the exact gradient, with gradient noise 𝒩(0, 1000 I) corrected by
 // V̂ = 1000, and with the same noise uncorrected (V̂ = 0, which samples the tempered target). It prints the error
 // ‖Ê[x] − E[x]‖ of the running mean against wall time per method as JSON lines and draws it as SVG.
@@ -71,7 +71,7 @@ func main() {
 		m.GradNoise, m.Seed = noise, *seed
 		return m
 	}
-	// E[x] by the trapezoidal rule on the circle (the exact value of notes §7.1).
+	// E[x] by the trapezoidal rule on the circle (spectrally accurate for a smooth periodic integrand: the reference the running means are scored against).
 	var ex, ey, z float64
 	ref := newTarget(0)
 	for i := 0; i < 1<<14; i++ {

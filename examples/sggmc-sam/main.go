@@ -1,8 +1,8 @@
-// Command sggmc-sam reproduces paper 001 Fig. 5a (notes §7.3): the spherical admixture model on 20News-diff
+// Command sggmc-sam reproduces paper 001 Fig. 5a (Section 5.3): the spherical admixture model on 20News-diff
 // (K = 20, the authors' hyper-parameters) sampled by gSGNHT, SGGMC, GMC-apprMH and GMC-bGibbs and fitted by the
 // mean-field baselines VI and StoVI (internal/repro/samvi), printing the test log-perplexity against sampling or
 // fitting wall time (evaluation excluded) as JSON lines and drawing the curves as SVG. VI and StoVI are scored with their point
-// estimate by the samplers' protocol (notes §5.9).
+// estimate by the samplers' protocol.
 package main
 
 import (

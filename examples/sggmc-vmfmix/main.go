@@ -1,4 +1,4 @@
-// Command sggmc-vmfmix reproduces paper 001 Fig. 4 (notes §7.2): the posterior of the two-vMF mixture on S¹×S¹
+// Command sggmc-vmfmix reproduces paper 001 Fig. 4 (Section 5.2): the posterior of the two-vMF mixture on S¹×S¹
 // sampled by SGGMC with minibatches of 10 and the empirical-Fisher V̂, by SGGMC with V̂ = 0 and by full-gradient
 // GMC. It prints, per method, the total-variation distance of the v₁ and v₂ angle marginals (2° bins) from the
 // 720² grid posterior against wall time as JSON lines and draws TV(v₁) as SVG.

@@ -1,6 +1,6 @@
-// Package cholnglr is the Bayesian logistic regression of paper 003 §8.1 (notes §7.2) with the data codings that
+// Package cholnglr is the Bayesian logistic regression of paper 003 §8.1 with the data codings that
 // reproduce Table 5: German credit (d = 49), Heart (d = 19) and ICU (d = 20). Prior θ ~ N(0, 10² I); the log joint
-// keeps every constant (notes §7.2.1: L̂ matches the paper only with −(d/2)log(2πσ₀²)).
+// keeps every constant (L̂ matches the paper only with −(d/2)log(2πσ₀²)).
 package cholnglr
 
 import (
@@ -28,7 +28,7 @@ type Model struct {
 func (m *Model) Dim() int { return m.D }
 
 // LogJoint returns log p(y, θ) = yᵀXθ − Σ log(1 + e^{η}) − (d/2)log(2πσ₀²) − θᵀθ/(2σ₀²) and its gradient
-// Xᵀ(y − π) − θ/σ₀² (notes §7.2.1), with log(1+e^η) evaluated stably (notes §8.12).
+// Xᵀ(y − π) − θ/σ₀², with log(1+e^η) evaluated stably (η + log1p(e^{−η}) for η > 0).
 func (m *Model) LogJoint(th, grad []float64) float64 {
 	s2 := m.Sigma0 * m.Sigma0
 	lp := -0.5 * float64(m.D) * math.Log(2*math.Pi*s2)
@@ -74,7 +74,7 @@ func (b *builder) add(name string, c []float64) {
 	b.names = append(b.names, name)
 }
 
-// std adds a column standardised with the sample sd (notes §7.2.2). The column is first divided by its largest
+// std adds a column standardised with the sample sd (§8.1). The column is first divided by its largest
 // magnitude, which leaves the standardised values as they are but keeps the sums finite for any finite input; a
 // constant column, or a single row, has no sd and is only centred.
 func (b *builder) std(name string, c []float64) {
@@ -163,7 +163,7 @@ func scol(t *datasets.Table, j int) []string {
 	return out
 }
 
-// Heart builds the Heart design (notes §7.2.2, d = 19): intercept; age, resting BP, cholesterol, max heart rate,
+// Heart builds the Heart design (§8.1, d = 19): intercept; age, resting BP, cholesterol, max heart rate,
 // oldpeak, major vessels standardised; sex, fasting blood sugar, angina 0/1; dummies for chest pain, resting ECG,
 // slope and thal; y = class − 1.
 func Heart(t *datasets.Table) *Model {
@@ -184,7 +184,7 @@ func Heart(t *datasets.Table) *Model {
 	return b.model(y)
 }
 
-// ICU builds the ICU design (notes §7.2.2, d = 20): intercept; AGE, SYS, HRA standardised; the 0/1 covariates as
+// ICU builds the ICU design (§8.1, d = 20): intercept; AGE, SYS, HRA standardised; the 0/1 covariates as
 // given; RACE = 1 if white (code 1) and LOC = 1 if no coma/stupor (code 0), the coding that reproduces the paper's
 // diagonal L̂; y = STA.
 func ICU(t *datasets.Table) *Model {
@@ -226,7 +226,7 @@ func GermanFile(path string) (*Model, error) {
 	return German(f, path)
 }
 
-// German builds the paper-003 coding of the categorical German credit file (notes §7.2.2, d = 49): the 7 numeric
+// German builds the paper-003 coding of the categorical German credit file (§8.1, d = 49): the 7 numeric
 // attributes standardised, the 13 categorical ones dummy coded with the first level present as reference. The
 // numeric file read by datasets.ReadGerman (paper 000's coding) cannot give this coding, so the categorical file is
 // parsed here: an optional header line, then 21 fields per row (20 attributes, class 1 = good / 0 or 2 = bad).

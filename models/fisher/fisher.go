@@ -1,5 +1,5 @@
 // Package fisher holds the Fisher metrics of the fixed-form posterior families q used with Riemannian
-// conjugate gradient (paper 004, notes §2): diagonal, full-mean and Gaussian Markov chain metrics of Gaussian means,
+// conjugate gradient (paper 004, §2–3 and App. B): diagonal, full-mean and Gaussian Markov chain metrics of Gaussian means,
 // the softmax metric of categorical responsibilities and the mixture-of-Gaussians mean metric. Each gives the natural
 // gradient G⁻¹g in closed form and linear time. The cheap inner products of §2.2 (⟨G⁻¹a, G⁻¹b⟩_G = aᵀG⁻¹b) make
 // products with G unnecessary in the optimiser; the Apply forms exist for tests and diagnostics.
@@ -23,7 +23,7 @@ func GaussianFisher(v float64) (iMuMu, iMuV, iVV float64) { return 1 / v, 0, 1 /
 // VarianceNatGrad returns the natural gradient 2v²·∂F/∂v of a Gaussian variance (eq. 17).
 func VarianceNatGrad(v, dFdv float64) float64 { return 2 * v * v * dFdv }
 
-// ChainNatGrad writes Σg = L⁻¹DL⁻ᵀg into dst for one scalar Gaussian Markov chain (eq. 20, notes §2.4) with
+// ChainNatGrad writes Σg = L⁻¹DL⁻ᵀg into dst for one scalar Gaussian Markov chain (eq. 20) with
 // q(s_t | s_{t−1}) = N(s̄_t + breve_t(s_{t−1} − s̄_{t−1}), ring_t); breve[0] is unused. Two linear scans: backward
 // y_t = g_t + breve_{t+1}y_{t+1}, forward g̃_t = ring_t·y_t + breve_t·g̃_{t−1}. dst may alias g.
 func ChainNatGrad(dst, g, breve, ring []float64) {
@@ -42,7 +42,7 @@ func ChainNatGrad(dst, g, breve, ring []float64) {
 	}
 }
 
-// ChainApply writes Λx into dst for the chain precision Λ = LᵀD⁻¹L (notes §2.4): Λ_tt = 1/ring_t +
+// ChainApply writes Λx into dst for the chain precision Λ = LᵀD⁻¹L: Λ_tt = 1/ring_t +
 // breve_{t+1}²/ring_{t+1}, Λ_{t,t−1} = −breve_t/ring_t. dst must not alias x.
 func ChainApply(dst, x, breve, ring []float64) {
 	T := len(x)
@@ -70,7 +70,7 @@ func ChainMarginalVar(dst, breve, ring []float64) {
 }
 
 // affineScan solves y_t = a_t·y_{t−1} + b_t (y_{−1} = 0) in place in b by recursive doubling (Hillis–Steele):
-// ⌈log₂T⌉ passes, each of which is data-parallel — the associative-scan form a GPU kernel runs (notes §2.4). a is
+// ⌈log₂T⌉ passes, each of which is data-parallel — the associative-scan form a GPU kernel runs. a is
 // overwritten.
 func affineScan(a, b []float64) {
 	T := len(b)
@@ -122,7 +122,7 @@ func ChainNatGradScan(dst, g, breve, ring []float64) {
 }
 
 // SoftmaxNatGrad writes the centred natural gradient φ_nk − φ̄_n (φ̄_n = Σ_k r_nk φ_nk) of softmax-parametrised
-// responsibilities into dst (notes §2.5), rows of length K; phi and r are N×K row-major. A unit step γ ← γ − g̃
+// responsibilities into dst (App. B), rows of length K; phi and r are N×K row-major. A unit step γ ← γ − g̃
 // is the VB-E step (62). It equals the (K−1) form φ_k − φ_K up to a per-row shift, which softmax ignores.
 func SoftmaxNatGrad(dst, phi, r []float64, K int) {
 	for n := 0; n+K <= len(phi); n += K {
@@ -136,7 +136,7 @@ func SoftmaxNatGrad(dst, phi, r []float64, K int) {
 	}
 }
 
-// SoftmaxNatGradRef writes the (K−1) form φ_nk − φ_nK (k < K) into dst, rows of length K−1 (notes §2.5):
+// SoftmaxNatGradRef writes the (K−1) form φ_nk − φ_nK (k < K) into dst, rows of length K−1 (App. B):
 // B_n⁻¹∇_γ with B_n = diag(r_n) − r_nᵀr_n and B_n⁻¹ = diag(1/r) + 11ᵀ/r_K (Sherman–Morrison), without any matrix.
 func SoftmaxNatGradRef(dst, phi []float64, K int) {
 	for n, o := 0, 0; n+K <= len(phi); n, o = n+K, o+K-1 {
@@ -160,7 +160,7 @@ func SoftmaxGrad(dst, phi, r []float64, K int) {
 }
 
 // SoftmaxFisherApply writes B v into dst for one row, B = diag(r₁..r_{K−1}) − rrᵀ the Fisher block of the (K−1)
-// softmax parameters (notes §2.5); len(v) = K−1, r has all K entries.
+// softmax parameters (App. B); len(v) = K−1, r has all K entries.
 func SoftmaxFisherApply(dst, v, r []float64) {
 	var rv float64
 	for k := range v {
@@ -172,7 +172,7 @@ func SoftmaxFisherApply(dst, v, r []float64) {
 }
 
 // MoGMeanNatGrad returns, for one component, the natural gradient of the mean m_k under the metric
-// A_k = β_kν_kW_k (notes §2.6): (N_k(m_k − x̄_k) + β₀(m_k − m₀))/β_k, where s1 = N_k(x̄_k − m_k) = Σ_n r_nk(x_n − m_k)
+// A_k = β_kν_kW_k (App. B): (N_k(m_k − x̄_k) + β₀(m_k − m₀))/β_k, where s1 = N_k(x̄_k − m_k) = Σ_n r_nk(x_n − m_k)
 // is passed to avoid dividing by N_k. W_k cancels, so there is no D×D solve.
 func MoGMeanNatGrad(dst, m, s1, m0 []float64, beta0, betak float64) {
 	for i := range dst {

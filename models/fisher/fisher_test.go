@@ -12,7 +12,7 @@ import (
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rng.NewSource(seed, 4)) }
 
-// Test 1 (notes §8): Monte-Carlo Fisher information of N(μ, v) from score outer products matches (15)–(17) within
+// Test 1: Monte-Carlo Fisher information of N(μ, v) from score outer products matches (15)–(17) within
 // 3 standard errors; the log-variance Fisher is ½.
 func TestGaussianFisherMonteCarlo(t *testing.T) {
 	r := newRand(1)

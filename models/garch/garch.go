@@ -1,10 +1,10 @@
-// Package garch is the GARCH(1,1) model of paper 000 §5.2 in the paper's naming (notes 4.2.1; α and β are swapped
+// Package garch is the GARCH(1,1) model of paper 000 §5.2 in the paper's naming (α and β are swapped
 // relative to the usual convention): y_t = σ_t ε_t, ε_t ~ N(0, 1), σ²_t = w + α σ²_{t−1} + β y²_{t−1}, with
 // w > 0 and α = ψ₁(1 − ψ₂), β = ψ₁ψ₂ for ψ₁, ψ₂ ∈ (0, 1) (so α + β = ψ₁ < 1), priors w ~ IG(1, 1), ψ₁, ψ₂ ~ U(0, 1),
 // and the unconstrained parameter θ = (log w, logit ψ₁, logit ψ₂) in which the log prior, Jacobians included, is
 // −θ_w − e^{−θ_w} + Σ_j [θ_ψj − 2 log(1 + e^{θ_ψj})].
 //
-// The paper does not say how σ²₁ starts (notes 4.2.1); we fix σ²₁ to the sample variance of y (mean zero
+// The paper does not say how σ²₁ starts; we fix σ²₁ to the sample variance of y (mean zero
 // assumed: (1/T) Σ y²_t), a constant that does not depend on θ, and sum the log-likelihood over t = 1..T.
 package garch
 
@@ -52,7 +52,7 @@ func Natural(theta []float64) (w, alpha, beta float64) {
 // ∂σ²_t = (∂w: 1, ∂α: σ²_{t−1}, ∂β: y²_{t−1}) + α ∂σ²_{t−1}, with ∂σ²₁ = 0.
 func (m *Model) LogPostGradHost(theta, grad []float64) float64 {
 	w, a, b := Natural(theta)
-	// log prior in θ (notes 4.2.1), Jacobians included.
+	// log prior in θ, Jacobians included.
 	lp := -theta[0] - math.Exp(-theta[0])
 	for _, t := range theta[1:] {
 		lp += t - 2*stablemath.Softplus(t)
@@ -141,8 +141,8 @@ func (m *Model) LogDensityBatch(b backend.Backend, lp, grad, theta *tensor.Tenso
 	return nil
 }
 
-// Simulate draws T returns from the model at (w, α, β) in the paper's naming with σ²₁ = w/(1 − α − β) (notes
-// 4.2.4 synthetic recipe), using the standard normals eps (length T).
+// Simulate draws T returns from the model at (w, α, β) in the paper's naming with σ²₁ = w/(1 − α − β) (the
+// stationary variance), using the standard normals eps (length T).
 func Simulate(w, alpha, beta float64, eps []float64) []float64 {
 	y := make([]float64, len(eps))
 	s2 := w / (1 - alpha - beta)

@@ -93,7 +93,7 @@ func TestBatched(t *testing.T) {
 }
 
 // TestMetropolisQuadrature checks the gold-standard sampler against an independent reference: on simulated data
-// (T = 200, the notes' synthetic recipe w = 0.1, α = 0.85, β = 0.10) the posterior means and sds of θ from a 48³
+// (T = 200, a synthetic truth w = 0.1, α = 0.85, β = 0.10) the posterior means and sds of θ from a 48³
 // midpoint grid over mean ± 7 sd are matched by the chain (20,000 kept draws) to 0.15 sd and 10%.
 func TestMetropolisQuadrature(t *testing.T) {
 	m := synth(t, 200)

@@ -17,8 +17,8 @@ type MCMCResult struct {
 	Acceptance float64
 }
 
-// Metropolis is one of the two gold standards of paper 000's GARCH experiment (notes 6.5 allows a long random-walk
-// MCMC in place of tempered SMC; SMC, the paper's own, also estimates log p(y)): random-walk Metropolis in
+// Metropolis is one of the two gold standards of paper 000's GARCH experiment (a long random-walk MCMC is a
+// gold standard as good as tempered SMC; SMC, the paper's own, also estimates log p(y)): random-walk Metropolis in
 // θ = (log w, logit ψ₁, logit ψ₂) from θ₀. An adaptive pilot of
 // `burn` iterations (proposal covariance (2.38²/3)·Cov of the pilot's second half, refreshed four times) is
 // discarded; then n iterations with the proposal fixed are kept, so the kept chain is a plain Metropolis chain.
@@ -151,7 +151,7 @@ func GaussianDraws(mu, sigma []float64, n int, seed uint64) []float64 {
 // GaussianELBO estimates the lower bound of q = N(mu, sigma) (3-vector, row-major 3×3) for the model,
 // E_q[log p(θ) + log p(y|θ)] + ½ log det(2πe Σ), from n draws of q (GaussianDraws with seed); it returns the
 // estimate and its Monte Carlo standard error (the entropy is exact). Since KL(q‖p(·|y)) = log p(y) − ELBO ≥ 0, it
-// is compared with the SMC log-evidence estimate (notes 4.2.4). NaN if sigma is not positive definite.
+// is compared with the SMC log-evidence estimate (KL ≥ 0, so the ELBO must lie below it). NaN if sigma is not positive definite.
 func (m *Model) GaussianELBO(mu, sigma []float64, n int, seed uint64) (elbo, se float64) {
 	th := GaussianDraws(mu, sigma, n, seed)
 	if th == nil {

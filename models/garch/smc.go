@@ -25,7 +25,7 @@ type Tempered interface {
 }
 
 // SMCConfig holds the settings of SMC; DefaultSMCConfig gives those of paper 000's GARCH experiment where it states
-// them (10,000 particles, ESS ≥ 80 %, notes 6.5) and ours where it does not (the move kernel).
+// them (10,000 particles, ESS ≥ 80 %) and ours where it does not (the move kernel).
 type SMCConfig struct {
 	N       int     // particles (≥ 10)
 	ESS     float64 // relative effective sample size kept at each tempering step, in (0, 1)
@@ -48,7 +48,7 @@ type SMCResult struct {
 }
 
 // SMC is likelihood-tempered (annealed) sequential Monte Carlo, the gold standard of paper 000's GARCH experiment
-// (Section 5.2; notes 6.5): the targets π_k(θ) ∝ p(θ) p(y|θ)^{γ_k}, 0 = γ₀ < γ₁ < … < γ_K = 1, start from N prior
+// (Section 5.2): the targets π_k(θ) ∝ p(θ) p(y|θ)^{γ_k}, 0 = γ₀ < γ₁ < … < γ_K = 1, start from N prior
 // draws; each step chooses γ_{k+1} by bisection so that the ESS of the incremental weights p(y|θ)^{γ_{k+1}−γ_k}
 // is cfg.ESS·N (or takes γ = 1 when that keeps more), adds log mean_i w_i to the evidence estimate
 // (log p(y) ≈ Σ_k log mean_i w_i^{(k)}, the particles being equally weighted after each resampling), resamples
@@ -271,7 +271,7 @@ func (m *Model) SamplePrior(r *rand.Rand, theta []float64) {
 	}
 }
 
-// LogPrior is the normalised log prior density in θ, Jacobians included (notes 4.2.1):
+// LogPrior is the normalised log prior density in θ, Jacobians included:
 // −θ_w − e^{−θ_w} + Σ_j [θ_ψj − 2 log(1 + e^{θ_ψj})].
 func (m *Model) LogPrior(theta []float64) float64 {
 	lp := -theta[0] - math.Exp(-theta[0])

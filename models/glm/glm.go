@@ -1,6 +1,6 @@
-// Package glm holds the streaming generalised-linear observation models of paper 002 (L-RVGA; implementer notes
-// ../shared/notes/paper-002-lrvga.md): the synthetic data recipes of its experiments (linear regression, Fig. 2,
-// notes §4.4; logistic regression as a two-class Gaussian mixture, Figs. 3–4, notes §4.5) and the logistic model
+// Package glm holds the streaming generalised-linear observation models of paper 002 (L-RVGA, Lambert, Bonnabel &
+// Bach): the synthetic data recipes of its experiments (linear regression, Fig. 2, Sec. 5.2; logistic regression as
+// a two-class Gaussian mixture, Figs. 3–4, Sec. 5.3–5.4, as the authors' code generates it) and the logistic model
 // in the form the general nonlinear L-RVGA asks for (∂h/∂θ and Cov(y|θ), Sec. 4.2).
 package glm
 
@@ -28,7 +28,8 @@ type Data struct {
 func (d *Data) Row(n int) []float64 { return d.X[n*d.D : (n+1)*d.D] }
 
 // Design generates inputs x ~ N(0, C), C = Qᵀ Diag(v) Q with Q a Haar rotation and v_i = i^{−c}/Σ_j j^{−2c} (the
-// code's normalisation by the squared norm of the eigenvalue vector, notes §2.14 item 9; condition number d^c). It
+// authors' code's normalisation by the squared norm of the eigenvalue vector, not the trace the text suggests;
+// condition number d^c). It
 // holds Q (nil: the identity) and √v to draw from.
 type Design struct {
 	D     int
@@ -122,7 +123,7 @@ func (ds *Design) draw(dst []float64, r *rand.Rand, shift []float64) {
 	}
 }
 
-// Linear is the linear-regression recipe of notes §4.4 ((48)–(49)): θ* ~ U(−1,1)^d normalised to ‖θ*‖ = 1 and
+// Linear is the linear-regression recipe of Sec. 5.2 ((48)–(49)): θ* ~ U(−1,1)^d normalised to ‖θ*‖ = 1 and
 // y = xᵀθ* + N(0, σ_w²). It returns the data and θ*.
 func Linear(ds *Design, n int, sigmaW float64, seed uint64) (*Data, []float64) {
 	d := ds.D
@@ -145,7 +146,8 @@ func Linear(ds *Design, n int, sigmaW float64, seed uint64) (*Data, []float64) {
 	return out, theta
 }
 
-// LogisticMixture is the logistic recipe of the authors' code (notes §4.5, erratum §2.14 item 8): direction
+// LogisticMixture is the logistic recipe of the authors' code (Sec. 5.3 says the labels come
+// from y_t = σ(μᵀx_t); the code draws a two-class Gaussian mixture): direction
 // u ~ U(0,1)^d normalised, class 0 around +u s/2 and class 1 around −u s/2 with s = 1/d^{coefS}, shared
 // covariance C, N/2 per class, shuffled. Labels are 0/1.
 func LogisticMixture(ds *Design, n int, coefS float64, seed uint64) *Data {
@@ -180,7 +182,7 @@ func LogisticMixture(ds *Design, n int, coefS float64, seed uint64) *Data {
 }
 
 // Logistic is Bayesian logistic regression p(y=1|θ, x) = σ(xᵀθ) as an exponential family with η = h(θ, x) = xᵀθ
-// (m = 1): ∂h/∂θ = x, T(y) − E[T|θ] = y − σ(xᵀθ), Cov(y|θ) = σ'(xᵀθ) (notes §2.7, (57)). It implements
+// (m = 1): ∂h/∂θ = x, T(y) − E[T|θ] = y − σ(xᵀθ), Cov(y|θ) = σ'(xᵀθ) (Sec. 4.2, (57)). It implements
 // lrvga.Model and lrvga.ConstantJacobian.
 type Logistic struct{}
 
@@ -228,7 +230,7 @@ func (Logistic) Eval(b backend.Backend, jac, theta, x *tensor.Tensor, y float64,
 	return nil
 }
 
-// FactorInputs is the synthetic recipe of Fig. 1 (notes §4.2): ψ_true ~ U(0,1)^d, W_true ~ N(0,1)^{d×p},
+// FactorInputs is the synthetic recipe of Fig. 1 (Sec. 5.1, App. C): ψ_true ~ U(0,1)^d, W_true ~ N(0,1)^{d×p},
 // x_i ~ N(0, Diag(ψ_true) + W_true W_trueᵀ), each normalised to unit norm (inputs on the sphere). Rows of the
 // result (N×d) are the inputs.
 func FactorInputs(d, p, n int, seed uint64) []float64 {

@@ -1,10 +1,10 @@
-// Package glmm is the generalized linear mixed models of paper 003 §8.2 (notes §7.3): y_ij in an exponential family
+// Package glmm is the generalized linear mixed models of paper 003 §8.2: y_ij in an exponential family
 // with link η_ij = X_ijᵀβ + Z_ijᵀb_i, b_i ~ N(0, B⁻¹), β ~ N(0, σ_β²I) with σ_β = 10, B ~ Wishart(ν, S) with the
-// Kass–Natarajan default ν and S (notes §7.3.2), and the unconstrained ω transformation B = WWᵀ, W lower with
+// Kass–Natarajan default ν and S (KassNatarajan), and the unconstrained ω transformation B = WWᵀ, W lower with
 // W_kk = exp(ω_kk) (ω = vech W*). θ = (b_1, …, b_n, β, ω) is the local–global layout of eq. (10) that Alg 2c
 // (cholng.Arrow) expects: n blocks of size r and a global block of size d_G = p + r(r+1)/2.
 //
-// The log joint keeps every constant, including −Σ log y! for Poisson (notes §7.3.5: the paper's positive Epilepsy
+// The log joint keeps every constant, including −Σ log y! for Poisson (the paper's positive Epilepsy
 // values drop it, and an unexplained offset remains [OPEN]; LogFactorial reports the dropped sum).
 package glmm
 
@@ -164,7 +164,7 @@ func (m *Model) LogFactorial() float64 { return m.lfact }
 // OmegaIndex is the position of ω_kl (k ≥ l, 0-based) in ω = vech W*, column by column.
 func OmegaIndex(r, k, l int) int { return l*r - l*(l-1)/2 + (k - l) }
 
-// LogJacobian is log|∂vech B/∂ω| = r log 2 + Σ_k (r − k + 2)ω_kk (k from 1; notes §7.3.1).
+// LogJacobian is log|∂vech B/∂ω| = r log 2 + Σ_k (r − k + 2)ω_kk (k from 1).
 func LogJacobian(r int, omega []float64) float64 {
 	s := float64(r) * math.Ln2
 	for k := 0; k < r; k++ {
@@ -202,7 +202,7 @@ func BFromOmega(r int, omega []float64) []float64 {
 	return b
 }
 
-// LogJoint returns log p(y, θ) (notes §7.3.1) and writes its gradient:
+// LogJoint returns log p(y, θ) (§8.2) and writes its gradient:
 // ∇_{b_i} = Σ_j (y_ij − μ_ij)Z_ij − WWᵀb_i; ∇_β = Σ (y − μ)X − β/σ_β²; with A = S⁻¹ + Σ b_i b_iᵀ and M = AW,
 // ∂/∂ω_kk = (n + ν − r − 1) + (r − k + 2) − M_kk W_kk and ∂/∂ω_kl = −M_kl (k > l). O(n_obs(p + r) + n r²).
 func (m *Model) LogJoint(th, grad []float64) float64 {
@@ -403,7 +403,7 @@ func glmMean(fam Family, eta float64) (mu, w float64) {
 
 // KassNatarajan returns the default Wishart scale S = (1/(nν)) Σ_i Z_iᵀŴ_iZ_i, with Ŵ the working weights of the
 // fixed-effects GLM fit, so that the prior mean νS is the average per-cluster information (Kass & Natarajan 2006;
-// rule as reconstructed and checked in notes §7.3.2).
+// the rule reconstructed here reproduces the paper's constants).
 func KassNatarajan(fam Family, x, z, y []float64, start []int, p, r int, nu float64) (s, betaHat []float64, err error) {
 	betaHat, err = GLMFit(fam, x, y, p)
 	if err != nil {
@@ -430,7 +430,7 @@ func KassNatarajan(fam Family, x, z, y []float64, start []int, p, r int, nu floa
 	return s, betaHat, nil
 }
 
-// Epilepsy is the Poisson random-slope model on the coded Epilepsy data (notes §7.3.3): log μ_ij = β₁ + β₂Base_i +
+// Epilepsy is the Poisson random-slope model on the coded Epilepsy data (§8.2): log μ_ij = β₁ + β₂Base_i +
 // β₃Trt_i + β₄Base_i×Trt_i + β₅Age_i + β₆Visit_ij + b_i1 + b_i2Visit_ij; ν = 3 and the Kass–Natarajan S.
 func Epilepsy(g *datasets.Grouped) (*Model, error) {
 	const p, r = 6, 2
@@ -447,7 +447,7 @@ func Epilepsy(g *datasets.Grouped) (*Model, error) {
 	return fromGroups(Poisson, g, x, z, y, p, r, 3)
 }
 
-// Toenail is the logistic random-intercept model (notes §7.3.3, with the β₃t_ij/β₄Trt×t correction): logit p_ij =
+// Toenail is the logistic random-intercept model (§8.2, with the β₃t_ij/β₄Trt×t correction): logit p_ij =
 // β₁ + β₂Trt_i + β₃t_ij + β₄Trt_i×t_ij + b_i; ν = 1 (Gamma(½, rate 1/(2S))) and the Kass–Natarajan S.
 func Toenail(g *datasets.Grouped) (*Model, error) {
 	const p, r = 4, 1

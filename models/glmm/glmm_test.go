@@ -39,7 +39,7 @@ func toenail(t testing.TB) *Model {
 
 // Acceptance test 20: Kass–Natarajan constants from the GLM fit: Epilepsy (ν = 3) S = [[11.0169, −0.1616],
 // [−0.1616, 0.5516]] to 4 decimals, and Toenail (ν = 1) rate 1/(2S) = 0.4962 within 1e-4 (paper 003 §8.2 prints
-// 0.4962; the fit gives 0.496259, i.e. the paper truncated rather than rounded — notes §7.3.2).
+// 0.4962; the fit gives 0.496259, i.e. the paper truncated rather than rounded).
 func TestKassNatarajanConstants(t *testing.T) {
 	e := epilepsy(t)
 	want := []float64{11.0169, -0.1616, -0.1616, 0.5516}

@@ -25,7 +25,7 @@ var table6Methods = []method{
 	{"natural-snngm", cholng.Snngm, cholng.Natural},
 }
 
-// FitGVA fits the GVA family (Alg 2c, μ = 0, T = 10·I, notes §7.3.4) to m.
+// FitGVA fits the GVA family (Alg 2c, μ = 0, T = 10·I, §8.2) to m.
 func fitGVA(t testing.TB, m *Model, me method, seed uint64) *cholng.SparseResult {
 	f, err := cholng.NewArrow(testbackend.Open(t), m.Groups(), m.GlobalDim(), 10)
 	if err != nil {
@@ -68,7 +68,7 @@ func table6(t *testing.T, m *Model, name string, paper map[string][2]float64, of
 // Acceptance test 24 (Table 6, Epilepsy GVA): Snngm median T ∈ [8, 16]k (paper 10), Euclidean-Adam T ∈ [30, 55]k
 // (paper 42), L̂(Snngm) − L̂(Euc-Adam) ∈ [+2, +6] (paper +3.7), and the absolute L̂(Snngm) under the documented log
 // joint (all constants) −687.3 ± 0.3. The paper's absolute values differ by an unexplained +14.9 after dropping
-// Σ log y! (notes §7.3.5 [OPEN]), so they are printed, not asserted.
+// Σ log y! (not explained), so they are printed, not asserted.
 func TestReproTable6Epilepsy(t *testing.T) {
 	repro.Require(t)
 	m := epilepsy(t)
@@ -113,7 +113,7 @@ func TestReproTable6Toenail(t *testing.T) {
 }
 
 // fitRVB fits the RVB family: Alg 1c over θ̃ = (b̃_1, …, b̃_n, θ_G) with the expansion at the conditional mode,
-// μ = 0 and C diagonal, 1 on the transformed locals and 0.1 on θ_G (notes §7.3.4).
+// μ = 0 and C diagonal, 1 on the transformed locals and 0.1 on θ_G (§8.2).
 func fitRVB(t testing.TB, m *Model, me method, seed uint64) *cholng.SparseResult {
 	q := NewReparam(m)
 	q.AtMode = true
@@ -137,10 +137,10 @@ func fitRVB(t testing.TB, m *Model, me method, seed uint64) *cholng.SparseResult
 
 // reproRVB runs the three methods on the RVB family over 3 seeds and checks, against the paper's RVB2 row (the
 // row our expansion at the conditional mode — a Laplace approximation of p(b_i | θ_G, y_i) — is assumed to
-// correspond to; the transform is [INFERRED], notes §7.3.4 [OPEN]):
+// correspond to; the transform is inferred: the paper does not give it):
 //   - the gain over GVA, mean L̂(Snngm) − L̂_GVA, within ±0.5 of the paper's RVB2 − GVA(Snngm) difference, with
-//     L̂_GVA the checked GVA value under our log joint (notes §9 I.24–25; absolute GLMM values carry an [OPEN]
-//     offset, differences do not);
+//     L̂_GVA the checked GVA value under our log joint (TestReproTable6Epilepsy and …Toenail; absolute GLMM
+//     values carry an unexplained offset, differences do not);
 //   - the methods agree: |mean L̂(method) − mean L̂(Snngm)| ≤ 0.3 (paper: equal to 0.1);
 //   - median T(Snngm) within tT of the paper's.
 func reproRVB(t *testing.T, m *Model, name string, gva, paperGain float64, paperT map[string]float64, lo, hi float64) {
@@ -178,7 +178,7 @@ func reproRVB(t *testing.T, m *Model, name string, gva, paperGain float64, paper
 }
 
 // Table 6, Epilepsy RVB: gain over GVA +0.8 ± 0.5 (paper RVB2 3140.2 − GVA 3139.4; RVB1 +0.7), methods agree, Snngm
-// median T ∈ [2, 10]k (paper RVB2 6k, RVB1 5k). HERS: no data (notes §7.4), not run.
+// median T ∈ [2, 10]k (paper RVB2 6k, RVB1 5k). HERS: no public data, not run.
 func TestReproTable6EpilepsyRVB(t *testing.T) {
 	repro.Require(t)
 	reproRVB(t, epilepsy(t), "epilepsy", -687.3, 0.8,

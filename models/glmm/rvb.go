@@ -6,12 +6,12 @@ import (
 )
 
 // Reparam is the GLMM after the local reparametrisation of "reparametrised VB" (RVB, Tan 2021, as used for the
-// RVB rows of paper 003 Table 6; notes §7.3.4): each random effect becomes b_i = λ_i(θ_G) + L_i(θ_G) b̃_i, where
+// RVB rows of paper 003 Table 6, §8.2): each random effect becomes b_i = λ_i(θ_G) + L_i(θ_G) b̃_i, where
 // N(λ_i, L_iL_iᵀ) is the Gaussian from a second-order Taylor expansion of log p(y_i | b_i, β) + log p(b_i | ω) in
 // b_i. VB then fits q(b̃_1) ⋯ q(b̃_n) q(θ_G), a block-diagonal covariance (Alg 1c: cholng.Block with the sizes of
 // BlockSizes). θ̃ = (b̃_1, …, b̃_n, β, ω) and the log joint is that of Model at b(θ̃) plus the Jacobian Σ_i log|L_i|.
 //
-// [INFERRED] Our copy of paper 003 does not give the expansion point or the closed forms (notes §7.3.4 [OPEN]), so
+// [INFERRED] Our copy of paper 003 does not give the expansion point or the closed forms, so
 // two points are offered; neither is known to be Tan's RVB1 or RVB2. Both are exact changes of variables, so the
 // ELBO is of the same posterior and L̂ is comparable with the GVA fits; they differ in how much posterior dependence
 // between b̃_i and θ_G is left for the block-diagonal family.

@@ -7,7 +7,7 @@ import (
 	"github.com/geovb/geovb/rng"
 )
 
-// SyntheticEpilepsy draws an Epilepsy-like Poisson random-slope data set for scaling runs (notes §7.4): n groups of
+// SyntheticEpilepsy draws an Epilepsy-like Poisson random-slope data set for scaling runs: n groups of
 // 4 visits (−0.3, −0.1, 0.1, 0.3), p = 6 (intercept, base, treatment, base×treatment, age, visit), r = 2, known
 // β = (0.2, 0.9, −0.9, 0.3, 0.5, −0.3) and b_i ~ N(0, B⁻¹) with B⁻¹ = diag(0.25, 0.5). The prior is ν = 3, S = B/ν
 // (prior mean B). Deterministic in seed.

@@ -1,8 +1,8 @@
 // Package logistic is Bayesian logistic regression with a N(0, σ₀² I) prior, the model of paper 000's German credit
-// experiment (Section 5.1; notes 4.1.1: prior N(0, 50 I) from the authors' code, d = 25 with an intercept). It gives
+// experiment (Section 5.1; prior N(0, 50 I) from the authors' code, d = 25 with an intercept). It gives
 // the log posterior (up to log p(y)) and its gradient batched over many parameter vectors on a backend, the same on
 // the host for checks, and the exact Gaussian-VB lower bound by Gauss–Hermite quadrature with the fixed-point
-// solver of its optimum (notes 4.1.4), which is the reference the MGVB acceptance tests compare against.
+// solver of its optimum, which is the reference the MGVB acceptance tests compare against.
 package logistic
 
 import (
@@ -235,7 +235,7 @@ func (m *Model) logPost(g, theta []float64) float64 {
 	return lp
 }
 
-// Quadrature is the number of Gauss–Hermite points of the exact ELBO (notes 4.1.4: 80 points, exact to ~1e-10).
+// Quadrature is the number of Gauss–Hermite points of the exact ELBO (80 points, exact to ~1e-10 on German credit).
 const Quadrature = 80
 
 type gh struct{ x, w []float64 }
@@ -265,7 +265,7 @@ func expect(mean, sd float64) (sp, sg, dsg float64) {
 
 // ExactELBO returns the Gaussian-VB lower bound L(μ, Σ) = E_q[log p(θ) + log p(y|θ)] + H(q) with no Monte Carlo
 // error: the prior and entropy terms in closed form and E stablemath.Softplus(x_iᵀθ) by 80-point Gauss–Hermite quadrature in
-// the scalar x_iᵀθ ~ N(x_iᵀμ, x_iᵀΣx_i) (notes 4.1.4). Σ (D×D) must be SPD.
+// the scalar x_iᵀθ ~ N(x_iᵀμ, x_iᵀΣx_i). Σ (D×D) must be SPD.
 func (m *Model) ExactELBO(mu []float64, sigma *mat.SymDense) (float64, error) {
 	var ch mat.Cholesky
 	if !ch.Factorize(sigma) {
@@ -289,7 +289,7 @@ func (m *Model) ExactELBO(mu []float64, sigma *mat.SymDense) (float64, error) {
 	return elbo, nil
 }
 
-// Optimum returns the Gaussian-VB optimum (μ*, Σ*) and its exact ELBO by the fixed-point iteration of notes 4.1.4:
+// Optimum returns the Gaussian-VB optimum (μ*, Σ*) and its exact ELBO by the fixed-point iteration:
 // Σ⁻¹ = Xᵀ diag(E[s(1−s)]) X + I/σ₀², μ ← μ + Σ ∇_μ L, with the expectations by quadrature. The ELBO is concave in
 // (μ, chol Σ) for this log-concave likelihood, so the optimum is unique. It stops when ‖∇_μ‖∞ and the change of Σ
 // fall below 1e-10 or after 500 iterations (an error).

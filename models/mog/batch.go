@@ -12,12 +12,12 @@ import (
 )
 
 // Batch is the collapsed objective (see Collapsed) of B independent mixtures with equal N, K and D — different data
-// sets, seeds or priors — evaluated together on a backend: the batch of problems of notes §5. The runs' parameters
+// sets, seeds or priors — evaluated together on a backend: a batch of problems. The runs' parameters
 // are one tensor x of B×1×Dim (run b's x = (log r (N×K), m (K×D)) as for Collapsed), in backend memory.
 //
 // What runs on the backend (O(NKD²) per run, all runs in one call each): r = exp(log r); Σ r log r (71) by RowDots;
 // the sufficient statistics N_k, Σ_n r_nk x_n and Σ_n r_nk x_n x_nᵀ as one batched GEMM Rᵀ Z with the design
-// Z = [vec(x xᵀ), x, 1] (N×(D²+D+1)); φ_nk (notes §2.5) as a second GEMM log r + Z Cᵀ, where row k of C holds the
+// Z = [vec(x xᵀ), x, 1] (N×(D²+D+1)); φ_nk as a second GEMM log r + Z Cᵀ, where row k of C holds the
 // coefficients of the quadratic ν_k/2 (x − m_k)ᵀW_k(x − m_k) (op. 1 of §5) and the constants of φ; φ̄_n = Σ_k r_nk φ_nk
 // by RowDots; g = r ⊙ (φ − φ̄) (82)–(84); and the log-domain step (86). What stays on the host (O(KD³) per run,
 // op. 4 of §5): the K×(D²+D+1) statistics come back, the Model's own code forms the conditional optima (65)–(69),
@@ -302,7 +302,7 @@ func (bt *Batch) Value(f []float64, x *tensor.Tensor) error {
 }
 
 // Grad writes F into f, the Euclidean gradient with respect to (γ = log r, m) into g ((82)–(84), (81)) and the
-// closed-form natural gradient (φ − φ̄, notes §2.5; the W-free mean form, §2.6) into gt, for the first n runs of x.
+// closed-form natural gradient (φ − φ̄; the W-free mean form) into gt, for the first n runs of x.
 // A run with a non-finite F gets NaN in f; its gradients are then undefined.
 func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 	n, err := bt.check("Grad", g, gt, x)
@@ -334,7 +334,7 @@ func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 	if err := be.RowDots(phibar, r, phi); err != nil {
 		return err
 	}
-	// Natural gradient of γ: φ − φ̄ (notes §2.5); Euclidean: r ⊙ (φ − φ̄) (82)–(84).
+	// Natural gradient of γ: φ − φ̄ (App. B); Euclidean: r ⊙ (φ − φ̄) (82)–(84).
 	gtl := bt.logr(gt, n)
 	if err := be.Copy(gtl, phi); err != nil {
 		return err
@@ -352,7 +352,7 @@ func (bt *Batch) Grad(f []float64, g, gt, x *tensor.Tensor) error {
 }
 
 // coefs writes run i's coefficients C on the host, from its EM parameters and means (after finish): row k holds
-// φ_nk − log r_nk = −log π̃_k − ½(log Λ̃_k − D/β_k − D log 2π − ν_k (x_n − m_k)ᵀW_k(x_n − m_k)) (notes §2.5) as a
+// φ_nk − log r_nk = −log π̃_k − ½(log Λ̃_k − D/β_k − D log 2π − ν_k (x_n − m_k)ᵀW_k(x_n − m_k)) (App. B) as a
 // linear function of z_n = [vec(x'x'ᵀ), x', 1]. With bad (F not finite) it zeroes them and returns false.
 func (bt *Batch) coefs(i int, bad bool) bool {
 	D, K, P := bt.D, bt.K, bt.P
@@ -462,7 +462,7 @@ func (bt *Batch) maxInto(dst, a, b *tensor.Tensor, n int) error {
 }
 
 // Step writes the trial points of the first n runs into dst: x + α_b p with the responsibilities renormalised in the
-// log domain (86), u = max(ℓ + αp, max_k(ℓ + αp) − 700), ℓ' = u − LSE(u) (notes §7.2), as Collapsed.Step. alpha
+// log domain (86), u = max(ℓ + αp, max_k(ℓ + αp) − 700), ℓ' = u − LSE(u) (the clamp at −700 keeps exp(ℓ) from underflowing), as Collapsed.Step. alpha
 // holds one step per run. dst may be x.
 func (bt *Batch) Step(dst, x, p *tensor.Tensor, alpha []float64) error {
 	n, err := bt.check("Step", dst, x, p)

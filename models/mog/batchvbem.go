@@ -20,7 +20,7 @@ import (
 //     previous iteration (after its E-step, with its M-step's α, β, ν, W, as VBEM evaluates it), the means (68) and
 //     the M-step (65)–(67), (69);
 //   - the E-step (62): the batched GEMM Z Cᵀ of Grad's φ pass and the log-domain normalisation of Step, i.e. the
-//     unit natural step on the responsibilities (notes §2.5; test 7, TestUnitStepIsVBStep).
+//     unit natural step on the responsibilities (App. B; TestUnitStepIsVBStep).
 //
 // So an iteration costs one Grad and one Step of the batch, and F comes one pass late, with no extra evaluation. A
 // run whose M-step gives a W that is not positive definite stops with reason NotFinite (VBEM returns an error

@@ -11,7 +11,7 @@ import (
 
 // Collapsed is the MoG free energy as a function of x = (log r (N×K, row-major), m (K×D)) with α, β, ν, W at their
 // conditional optima at every point: VB-EM inside the line search (App. B.3). With the default (exact) forms of
-// notes §4.1.6 its gradient is the partial gradient (81)–(84) by the envelope theorem. It implements
+// the conditional optima (see the package comment) its gradient is the partial gradient (81)–(84) by the envelope theorem. It implements
 // rcg.Objective, rcg.Stepper (log-domain softmax steps, eqs. 85–86) and rcg.Sizer (n = N(K−1) + KD).
 type Collapsed struct {
 	M    *Model
@@ -66,7 +66,7 @@ func (c *Collapsed) NatGrad(dst, g, x []float64) {
 }
 
 // Step writes x + αp with the responsibilities renormalised in the log domain (86): ℓ' = u − LSE(u),
-// u = max(ℓ + αp, max(ℓ + αp) − 700) (notes §7.2).
+// u = max(ℓ + αp, max(ℓ + αp) − 700) (against underflow of exp(ℓ)).
 func (c *Collapsed) Step(dst, x, p []float64, alpha float64) {
 	N, K := c.M.N, c.M.K
 	nk := N * K
@@ -119,7 +119,7 @@ func Synthetic(R float64, N int, s2 float64, seed uint64) []float64 {
 
 // Init returns the starting point of §6.2 as an x for Collapsed: m_k ~ N(0, 0.16I), and responsibilities from
 // one VB-E step (62) with α_k = 1, β_k = 10, ν_k = D, W_k = (4/D)I (the initial r is unspecified by the paper;
-// notes §6.2 [I]). All methods start from it.
+// this is our choice). All methods start from it.
 func Init(m *Model, seed uint64) ([]float64, error) {
 	src := rand.New(rng.NewSource(seed, 0x696e6974))
 	x := make([]float64, m.N*m.K+m.K*m.D)

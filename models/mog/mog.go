@@ -1,10 +1,10 @@
 // Package mog is the variational Bayesian mixture of Gaussians of paper 004 §4.1 (Honkela et al. 2010; Kuusela et
 // al. 2009; Bishop ch. 10.2): the free energy (70)–(79), its gradients with respect to the responsibilities and the
-// component means (81)–(84), the closed-form natural gradients of notes §2.5–2.6, VB-EM (61)–(69) as the
+// component means (81)–(84), the closed-form natural gradients (App. B), VB-EM (61)–(69) as the
 // comparator, and a collapsed objective for algos/rcg in which the conjugate parameters (α, β, ν, W) are set to
 // their conditional optima at every trial point (VB-EM inside the line search, App. B.3).
 //
-// Two corrections to the printed formulas (notes §4.1.6) are the defaults: ν_k = ν₀ + N_k (the printed (67) has a
+// Two corrections to the printed formulas are the defaults (both verified: ∂F = 0 at them): ν_k = ν₀ + N_k (the printed (67) has a
 // spurious +1) and the exact conditional optimum W_k⁻¹ = W₀⁻¹ + Σ_n r_nk(x_n − m_k)(x_n − m_k)ᵀ + β₀(m_k − m₀)(m_k −
 // m₀)ᵀ, valid for any m_k (the printed (69) is optimal only at m_k = m_k*). Options.NuPlusOne and Options.PrintedW
 // select the printed forms.
@@ -199,7 +199,7 @@ func expGuard(l float64) float64 {
 }
 
 // MStep sets post to the conditional optima of α, β, ν, W given the responsibilities exp(logr) and means mu
-// (65)–(67), (69) with the corrections of notes §4.1.6 unless Options ask for the printed forms.
+// (65)–(67), (69) with the corrections above unless Options ask for the printed forms.
 func (m *Model) MStep(post *Post, logr, mu []float64) {
 	m.stats(logr, mu)
 	m.mstepFromStats(post, mu)
@@ -356,7 +356,7 @@ func (m *Model) componentEnergy(acc *kahan, mu []float64, post *Post) float64 {
 	return acc.sum()
 }
 
-// Phi computes φ_nk = ∂F/∂r_nk with post held fixed (notes §2.5, without the irrelevant +1) into phi (N×K), and
+// Phi computes φ_nk = ∂F/∂r_nk with post held fixed (App. B, without the irrelevant +1) into phi (N×K), and
 // leaves r, N_k and s1 in the model's scratch. It returns false when a W_k is not positive definite.
 func (m *Model) phi(phi, logr, mu []float64, post *Post) bool {
 	s := &m.scratch
@@ -437,7 +437,7 @@ func (m *Model) MeanStep(mu, logr []float64) {
 
 // Gradients writes ∂F/∂γ (eqs. 82–84, γ_n = log r_n with all K entries, post fixed) into gGamma (N×K) and
 // ∂F/∂m_k = ν_kW_k(N_k(m_k − x̄_k) + β₀(m_k − m₀)) (81) into gMu (K×D), and the centred natural gradients
-// φ − φ̄ (notes §2.5) and (N_k(m_k − x̄_k) + β₀(m_k − m₀))/β_k (§2.6) into nGamma and nMu when they are not nil.
+// φ − φ̄ and (N_k(m_k − x̄_k) + β₀(m_k − m₀))/β_k (App. B: A_k = β_kν_kW_k for m_k) into nGamma and nMu when they are not nil.
 // It returns F.
 func (m *Model) Gradients(gGamma, gMu, nGamma, nMu, logr, mu []float64, post *Post) float64 {
 	s := &m.scratch
@@ -456,7 +456,7 @@ func (m *Model) gradFromPhi(gGamma, gMu, nGamma, nMu, mu []float64, post *Post) 
 	m.meanGrad(gMu, nMu, mu, post)
 }
 
-// meanGrad writes ∂F/∂m_k (81) into gMu and the natural gradient of notes §2.6 into nMu (when not nil) from the
+// meanGrad writes ∂F/∂m_k (81) into gMu and the natural gradient A_k⁻¹∂F/∂m_k into nMu (when not nil) from the
 // statistics in the scratch.
 func (m *Model) meanGrad(gMu, nMu, mu []float64, post *Post) {
 	s := &m.scratch
@@ -553,7 +553,7 @@ func normaliseRows(rows []float64, K int) {
 	}
 }
 
-// kahan is Neumaier-compensated summation (notes §7.1).
+// kahan is Neumaier-compensated summation (ε = 10⁻¹²N on an F of order N needs it).
 type kahan struct{ s, c float64 }
 
 func (k *kahan) add(x float64) {

@@ -81,7 +81,7 @@ func relErr(a, b float64) float64 { return math.Abs(a-b) / math.Max(math.Abs(b),
 
 // Test 6: central differences (h = 1e-6) of F match (81) and (82)–(83) to relative error < 1e-5, both with the EM
 // parameters held fixed and for the collapsed objective (envelope theorem, exact W form). With the printed W (69)
-// the collapsed gradient in γ does not match (notes §4.1.6, discrepancy 2).
+// the collapsed gradient in γ does not match (the printed (69) is optimal only at m_k = m_k*).
 func TestGradientsFiniteDifferences(t *testing.T) {
 	const h = 1e-6
 	for _, opt := range []Options{{}, {PrintedW: true}} {
@@ -123,7 +123,7 @@ func TestGradientsFiniteDifferences(t *testing.T) {
 			}
 			if opt.PrintedW && collapsed {
 				// (69) depends on r through N_k, S_k, x̄_k but is not the conditional optimum, so the envelope
-				// theorem fails for γ (notes §4.1.6, discrepancy 2).
+				// theorem fails for γ (the printed (69) is optimal only at m_k = m_k*).
 				if worstG < 1e-3 {
 					t.Errorf("printed W: collapsed γ gradient matches (%.3g); the discrepancy should show", worstG)
 				}

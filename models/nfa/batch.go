@@ -12,12 +12,12 @@ import (
 
 // Batch is nonlinear factor analysis or the nonlinear state-space model of B independent runs with equal T, p, d,
 // H (and HG) and Gauss–Hermite order — different data sets or initialisations — evaluated together on a backend: the
-// batch of problems of notes §5 for the experiments' repetitions. The runs' means are one tensor x of B×1×Dim (run
+// batch of problems for the experiments' repetitions. The runs' means are one tensor x of B×1×Dim (run
 // b's x as Model's: s̄ (T×d), the f weights A, a, B, b, and for the NSSM the g weights C, c, D, d), in backend
 // memory; each run's Model holds its state (variances, chain parameters and noise hyperparameters), which the batch
 // mirrors on the backend.
 //
-// What runs on the backend, all runs and time steps in one call each (ops 5–10 and 13 of notes §5; mlpBatch): the
+// What runs on the backend, all runs and time steps in one call each (the MLP passes and the chain scans; mlpBatch): the
 // layer-1 moments Y = S̄Āᵀ + 1āᵀ, the weight part (S̄² + S̃)Ãᵀ + 1ãᵀ and the source part S̃(Ā²)ᵀ as batched GEMMs; the
 // Gauss–Hermite nonlinearity (backend.GHTanh and, in reverse, GHTanhBack: all Q nodes in one call), with the clamp
 // max(v, 0) as (v + |v|)/2; the output mean and weight-variance terms as GEMMs; the Jacobian term Σ_j J_tij² s̃_tj without a loop over t, as one GEMM per
@@ -239,8 +239,8 @@ func (bt *Batch) RunEvaluations() int { return bt.runsForwarded }
 // Model returns the model in slot i (after MinimizeBatch returns, run i's).
 func (bt *Batch) Model(i int) *Model { return bt.models[i] }
 
-// sync uploads the state of the model in slot i — the marginal variances s̃ (for the NSSM from the chains, notes
-// §2.4, left in Model.sTil for the fixed point) and the weight variances in x's layout, the chains' s̆ and s̊, the
+// sync uploads the state of the model in slot i — the marginal variances s̃ (for the NSSM from the chains, s̃_t = s̊_t +
+// s̆_t²s̃_{t−1}, left in Model.sTil for the fixed point) and the weight variances in x's layout, the chains' s̆ and s̊, the
 // noise precisions — and recomputes the terms of F that depend on the state alone: T Σ_i(½log 2π + v̄_n,i) of (102)
 // and (T − 1) Σ_i(½log 2π + v̄_m,i) of (103), the constants of the N(0, 1) priors (98)–(99), ½Σw̃ − ½Σlog(2πe w̃)
 // of the weights, the log-stds' priors and entropies (100)–(101) and the sources' or states' entropy −½Σlog(2πe s̃)
@@ -420,7 +420,7 @@ func (bt *Batch) forward(x *tensor.Tensor, n int) error {
 	o.sum(sums.Slice(0, 1, 0, P), backend.AxisRows, e)
 	prior := it(f.sq) // the N(0, 1) prior of every source, or of the states at t = 0
 	if bt.dyn {
-		// Transitions (103) with h = s + g(s) (notes §4.2.4): Eb = (s̄_t − h̄)² + s̃_t + h̃ − 2(J_ii + 1)s̆_t s̃_{t−1}.
+		// Transitions (103) with h = s + g(s) (eq. 34): Eb = (s̄_t − h̄)² + s̃_t + h̃ − 2(J_ii + 1)s̆_t s̃_{t−1}.
 		g := bt.g
 		SP, ST, _ := bt.lagged(S, n)
 		VP, VT, VPf := bt.lagged(V, n)

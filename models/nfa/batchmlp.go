@@ -7,7 +7,7 @@ import (
 
 // mlpBatch propagates Gaussian moments through one MLP x = B tanh(As + a) + b (plus s with the skip of the NSSM's
 // g) for n runs and R time steps at once, with the Gauss–Hermite rule: prop.forward and prop.backward in matrix
-// form (notes §5, ops 5–10). Every intermediate of forward stays in the scratch for backward.
+// form. Every intermediate of forward stays in the scratch for backward.
 type mlpBatch struct {
 	l      layer
 	R, Q   int

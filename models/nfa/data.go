@@ -11,7 +11,7 @@ import (
 )
 
 // Lorenz returns T states (T×3, row-major) of the Lorenz system σ = 10, ρ = 28, β = 8/3 integrated by RK4 with
-// dt = 0.01, keeping every 5th step after a burn-in of 1000 steps, each component standardised (notes §6.10).
+// dt = 0.01, keeping every 5th step after a burn-in of 1000 steps, each component standardised (a substitute for the paper's speech data).
 func Lorenz(T int) []float64 {
 	f := func(s [3]float64) [3]float64 {
 		return [3]float64{10 * (s[1] - s[0]), s[0]*(28-s[2]) - s[1], s[0]*s[1] - 8.0/3*s[2]}
@@ -63,7 +63,7 @@ func standardise(x []float64, T, d int) {
 }
 
 // Observe maps T sources (T×d) through a random MLP x = B tanh(As + a) + b + n with p outputs and H hidden units:
-// A, B entries N(0, 1/fan-in), a, b from N(0, 0.1²), noise std 0.1 (notes §6.10). The MLP is drawn from seed.
+// A, B entries N(0, 1/fan-in), a, b from N(0, 0.1²), noise std 0.1. The MLP is drawn from seed.
 func Observe(S []float64, T, d, p, H int, seed uint64) []float64 {
 	r := rand.New(rng.NewSource(seed, 0x6f6273))
 	A, a, B, b := make([]float64, H*d), make([]float64, H), make([]float64, p*H), make([]float64, p)
@@ -100,11 +100,11 @@ func Observe(S []float64, T, d, p, H int, seed uint64) []float64 {
 	return X
 }
 
-// SyntheticNSSM is NSSM-SYN of notes §6.10: a standardised Lorenz trajectory through a random MLP to p = 21
+// SyntheticNSSM is NSSM-SYN, our substitute for the paper's speech data: a standardised Lorenz trajectory through a random MLP to p = 21
 // outputs (H = 20, noise 0.1).
 func SyntheticNSSM(T int, seed uint64) []float64 { return Observe(Lorenz(T), T, 3, 21, 20, seed) }
 
-// SyntheticNFA is NFA-SYN of notes §6.10: i.i.d. s ~ N(0, I₃) through a random MLP to p = 21 (H = 20, noise 0.1).
+// SyntheticNFA is NFA-SYN, our substitute for the paper's speech data: i.i.d. s ~ N(0, I₃) through a random MLP to p = 21 (H = 20, noise 0.1).
 func SyntheticNFA(T int, seed uint64) []float64 {
 	r := rand.New(rng.NewSource(seed, 0x736f75))
 	S := make([]float64, 3*T)
@@ -114,7 +114,8 @@ func SyntheticNFA(T int, seed uint64) []float64 {
 	return Observe(S, T, 3, 21, 20, seed)
 }
 
-// Init sets the posterior state for one run from seed and returns the initial means [I; notes §10.8]: sources from
+// Init sets the posterior state for one run from seed and returns the initial means (the paper does not give its
+// initialisation; Valpola & Karhunen used PCA): sources from
 // PCA of the data (the d leading components, unit variance) plus N(0, 0.1²) noise, f weights N(0, 1/fan-in)
 // (biases 0), g weights near zero (dynamics ≈ identity), variances 0.01 (sources, states) and 1e-4 (weights),
 // breve 0, noise log-stds at log 0.5 with variance 1e-4, ARD log-stds (Config.ARD) at 0 with variance 1e-4, and the

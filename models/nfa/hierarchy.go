@@ -2,7 +2,7 @@ package nfa
 
 import "math"
 
-// The hierarchical priors of notes §4.2.2 (eqs. 92–96), switched on by Config.Hierarchical. Each group is a set of
+// The hierarchical priors of eqs. 92–96, switched on by Config.Hierarchical. Each group is a set of
 // children γ_i ~ N(m, e^{2v}) that share one mean node m and one log-std node v, both with q = N(mean, var) under the
 // vague N(0, 100²) prior:
 //   - the biases φ ∈ {a, b} of f and {c, d} of g: φ_i ~ N(m_φ, e^{2v_φ});
@@ -133,7 +133,7 @@ func (m *Model) children(k int, x []float64) (mean, vr []float64) {
 }
 
 // topTerms adds the top-level nodes' vague-prior costs and entropies to F and, when gr is not nil, writes their
-// gradient from the children's sums Σ(γ̄ − m̄) and ΣE of the evaluation (notes §4.2.4, eq. 101):
+// gradient from the children's sums Σ(γ̄ − m̄) and ΣE of the evaluation (eq. 101):
 // ∂/∂m̄ = −ψΣ(γ̄ − m̄) + 10⁻⁴m̄, ∂/∂m̃ = ½Mψ + ½·10⁻⁴ − ½/m̃, ∂/∂v̄ = M − ψΣE + 10⁻⁴v̄, ∂/∂ṽ = ψΣE + ½·10⁻⁴ − ½/ṽ.
 func (m *Model) topTerms(gr *Grad) float64 {
 	var F float64
@@ -155,7 +155,7 @@ func (m *Model) topTerms(gr *Grad) float64 {
 }
 
 // updateTop sets q of every group's mean node and then of its log-std node to their minimisers of F given the rest
-// (notes §4.2.6): m̃ = 1/(Mψ + 10⁻⁴), m̄ = m̃ψΣγ̄_i in closed form, then the log-std by the Newton scheme of
+// (App. C.4): m̃ = 1/(Mψ + 10⁻⁴), m̄ = m̃ψΣγ̄_i in closed form, then the log-std by the Newton scheme of
 // newtonLogStd with S = Σ[(γ̄_i − m̄)² + γ̃_i + m̃].
 func (m *Model) updateTop(x []float64) {
 	for k := range m.groups {

@@ -38,8 +38,8 @@ func TestPriorCostMonteCarlo(t *testing.T) {
 	}
 }
 
-// TestHierarchyUpdate checks the between-step update of the hierarchy's nodes (notes §4.2.6), for NFA and NSSM with
-// ARD: each group's children are collected here from the layout of notes §4.2.1 (biases a, b of f and c, d of g;
+// TestHierarchyUpdate checks the between-step update of the hierarchy's nodes, for NFA and NSSM with
+// ARD: each group's children are collected here from the model's layout (biases a, b of f and c, d of g;
 // the noise log-stds; the ARD log-stds of B, C, D), independently of the model's bookkeeping.
 //   - After one hyperparameter stage, q(m) of each group is the closed form m̃ = 1/(Mψ + 10⁻⁴), m̄ = m̃ψΣγ̄ with the
 //     ψ of the log-std node before the stage (1e-12), and central differences of F in v̄ and ṽ of the log-std node,

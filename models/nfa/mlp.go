@@ -8,7 +8,7 @@ import (
 	"github.com/geovb/geovb/internal/vmath"
 )
 
-// Moments picks how the mean and variance of tanh(y), y ~ N(ȳ, ỹ), are approximated (notes §4.2.5).
+// Moments picks how the mean and variance of tanh(y), y ~ N(ȳ, ỹ), are approximated (Taylor, or Gauss–Hermite as in Honkela & Valpola 2005).
 type Moments int
 
 const (
@@ -27,7 +27,7 @@ func (mo Moments) String() string {
 }
 
 // layer is the shape of one two-layer MLP x = B tanh(As + a) + b (eqs. 89–90), with an identity skip x += s for
-// the NSSM prior mean h(s) = s + g(s) (eq. 34, notes §4.2.4). Weights are stored as (A, a, B, b), row-major.
+// the NSSM prior mean h(s) = s + g(s) (eq. 34). Weights are stored as (A, a, B, b), row-major.
 type layer struct {
 	in, hid, out int
 	skip         bool
@@ -51,7 +51,7 @@ func (l layer) split(w []float64) (A, a, B, b []float64) {
 
 // prop propagates Gaussian moments through one MLP. For every hidden unit it tracks the mean, the source-driven
 // variance (through the Jacobian with respect to the inputs, which are shared between units) and the "extra"
-// variance from the weights (independent across units), as in notes §4.2.5. forward leaves the per-unit values,
+// variance from the weights (independent across units). forward leaves the per-unit values,
 // the tanh at every quadrature node and the Jacobian in p, and backward (at the same point) reads them back instead
 // of evaluating tanh again.
 //

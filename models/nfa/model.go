@@ -1,12 +1,13 @@
 // Package nfa is nonlinear factor analysis (NFA, eq. 36, Table 3) and the nonlinear state-space model (NSSM,
 // eqs. 87–91) of paper 004 (Honkela et al. 2010) with fixed-form Gaussian posteriors: diagonal for the weights,
 // hyperparameters and the NFA sources, independent scalar Gaussian Markov chains for the NSSM states (eq. 20).
-// Moments of the MLP outputs are propagated with the Taylor or the Gauss–Hermite rule (notes §4.2.5). The free
+// Moments of the MLP outputs are propagated with the Taylor or the Gauss–Hermite rule (Honkela & Valpola 2005, which the paper
+// cites for the NSSM). The free
 // energy (eqs. 97–103) includes every constant; its gradient with respect to all means, variances and
 // hyperparameters is hand-written reverse mode. The model is an rcg.Objective (Dim, Value, Grad, NatGrad, Update,
 // State, SetState; it does not import algos/rcg, which adapts it) over the means (sources/states and
 // weights); variances follow the fixed point (13) and the noise hyperparameters a VB-EM-type Newton update
-// between steps (notes §4.2.6), and so do the ARD weight log-stds when Config.ARD is set and the top-level nodes of
+// between steps (App. C.4, Table 2), and so do the ARD weight log-stds when Config.ARD is set and the top-level nodes of
 // the hierarchical priors when Config.Hierarchical is (hierarchy.go). See docs/rcg.md for the deviations.
 package nfa
 
@@ -26,13 +27,13 @@ type Config struct {
 	Moments Moments // Taylor or GaussHermite
 	GHOrder int     // quadrature nodes for GaussHermite; 0 means 10
 	// ARD gives the weights Φ ∈ {B, C, D} the priors Φ_ij ~ N(0, e^{2v_Φj}), one latent log-std per column j
-	// (notes §4.2.2, eqs. 92–96): the columns of B for f (its hidden units), of C (state components) and D (hidden
+	// (eqs. 92–96): the columns of B for f (its hidden units), of C (state components) and D (hidden
 	// units) for g. Each v_Φj has q = N(v̄, ṽ) under the vague N(0, 100²) prior (or, with Hierarchical, under
 	// N(m_vΦ, e^{2v_vΦ}) shared by the columns of Φ) and is updated between steps like the noise log-stds. Without
 	// ARD every weight has the N(0, 1) prior.
 	ARD bool
 	// Hierarchical gives the biases, the noise log-stds and (with ARD) the ARD log-stds the hierarchical priors of
-	// notes §4.2.2: the members of each group share a latent mean and log-std, whose posteriors are updated between
+	// eqs. 92–96: the members of each group share a latent mean and log-std, whose posteriors are updated between
 	// steps (hierarchy.go). Without it those priors are fixed: N(0, 1) for the biases, N(0, 100²) for the log-stds.
 	Hierarchical bool
 	// HyperDelay is the number of between-step updates (Update calls after Init, one per iteration of every rcg
@@ -51,7 +52,7 @@ const DefaultHyperDelay = 100
 const (
 	log2pi    = 1.8378770664093453 // log 2π
 	hyperPrec = 1e-4               // precision of the vague N(0, 100²) prior of the top-level hyperparameters
-	minVar    = 1e-12              // floor of fixed-point variances (notes §7.7)
+	minVar    = 1e-12              // floor of fixed-point variances (they must stay > 0)
 )
 
 // ErrBadInput reports unusable data or configuration.
@@ -185,7 +186,7 @@ func New(X []float64, T, P int, cfg Config) (*Model, error) {
 
 // ardGroups maps each weight of l (order A, a, B, b) to its ARD group, numbered from first: the columns of the
 // second-layer matrix B (one per hidden unit) and, when first is set, before them the columns of the first-layer
-// matrix A (one per input); −1 for the rest (notes §4.2.2: Φ ∈ {B, C, D}, the NSSM's g = D tanh(Cs + c) + d).
+// matrix A (one per input); −1 for the rest (eqs. 92–96: Φ ∈ {B, C, D}, the NSSM's g = D tanh(Cs + c) + d).
 func ardGroups(l layer, first bool, from int) []int {
 	grp := make([]int, l.size())
 	for i := range grp {
@@ -239,7 +240,7 @@ func (m *Model) split(x []float64) (s, wf, wg []float64) {
 	return x[:n], x[n : n+m.f.size()], x[n+m.f.size():]
 }
 
-// kahan is Neumaier-compensated summation (notes §7.1).
+// kahan is Neumaier-compensated summation (convergence tests compare F to 1e-12 relative).
 type kahan struct{ s, c float64 }
 
 func (k *kahan) add(x float64) {
@@ -303,7 +304,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 	F.add(m.timeSteps(&stepArgs{sm: sm, sTil: sTil, wf: wf, wg: wg, psiN: psiN, psiM: psiM, grad: gr != nil, gsm: gsm,
 		gsTil: gsTil}, gwf, gwvf, gwg, gwvg))
 	// Sources / states.
-	prior0 := func(t int) { // N(0, 1): NFA sources and the NSSM's s(1) [I, notes §4.2.2]
+	prior0 := func(t int) { // N(0, 1): NFA sources and the NSSM's s(1) (the text's prior; Table 3 has e^{2v_s})
 		var ft float64
 		for i := range d {
 			j := t*d + i
@@ -400,7 +401,8 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 	F.add(ent)
 	if gr != nil {
 		if dyn {
-			// Through s̃_t = s̊_t + s̆_t² s̃_{t−1} (notes §2.4): κ_t = ∂C/∂s̃_t + s̆_{t+1}²κ_{t+1} (notes §4.2.6).
+			// Through s̃_t = s̊_t + s̆_t² s̃_{t−1} (eq. 20): κ_t = ∂C/∂s̃_t + s̆_{t+1}²κ_{t+1}, the total derivative through the later
+			// s̃.
 			for i := range d {
 				kap := 0.0
 				for t := T - 1; t >= 0; t-- {
@@ -428,7 +430,7 @@ func (m *Model) eval(x []float64, gr *Grad) float64 {
 }
 
 // marginals fills m.sTil with the sources' variances, or the chains' marginal variances s̃_t = s̊_t + s̆_t² s̃_{t−1}
-// (notes §2.4), and returns it.
+// (eq. 20), and returns it.
 func (m *Model) marginals() []float64 {
 	if !m.Cfg.Dynamic {
 		copy(m.sTil, m.SVar)

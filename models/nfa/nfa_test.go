@@ -310,7 +310,7 @@ func TestHyperNewton(t *testing.T) {
 	}
 }
 
-// TestARDHyperUpdate checks the ARD update of notes §4.2.6 (Config.ARD): after the hyperparameter stage each
+// TestARDHyperUpdate checks the ARD update (Config.ARD): after the hyperparameter stage each
 // q(v_Φj) sits at the joint stationary point of its closed form C(v̄, ṽ) = M v̄ + ½S e^{2ṽ−2v̄} + ½·10⁻⁴(v̄² + ṽ) −
 // ½log ṽ, where S = Σ_i(Φ̄_ij² + Φ̃_ij) over the M weights of column j is summed here from the weights (columns of B,
 // and for the NSSM of C and D): M − S e^{2ṽ−2v̄} + 10⁻⁴v̄ = 0 (to 1e-9·M) and ṽ(2S e^{2ṽ−2v̄} + 10⁻⁴) = 1 (1e-9).

@@ -24,7 +24,7 @@ func (m *Model) Grad(g, x []float64) float64 {
 
 // NatGrad writes G⁻¹g into dst (rcg.Objective): the Fisher metric of the means of a Gaussian q is its precision
 // (eq. 18), so the natural gradient is Σg (35): w̃ ⊙ g for the diagonal weights and NFA sources, and the two
-// linear scans of one Gaussian Markov chain per state component for the NSSM (eq. 20, notes §2.4).
+// linear scans of one Gaussian Markov chain per state component for the NSSM (eq. 20).
 func (m *Model) NatGrad(dst, g, x []float64) {
 	d, T := m.Cfg.D, m.T
 	n := T * d
@@ -49,7 +49,7 @@ func (m *Model) NatGrad(dst, g, x []float64) {
 	}
 }
 
-// Update runs the between-step updates of notes §4.2.6 in the order hyperparameters → fixed-point variances
+// Update runs the between-step updates (App. C.4, Table 2) in the order hyperparameters → fixed-point variances
 // (rcg.Updater): the noise log-stds by the VB-EM-type Newton scheme (after Config.HyperDelay calls also the ARD
 // log-stds and the hierarchy's nodes), then the variances by the fixed point (13) (all at once from one gradient). The fixed point is exact only where C_p is linear in the variances; through the
 // Taylor/GH moments it is not, so [I] the update is damped: the first of λ = 1, ½, ¼, ⅛ with
@@ -97,9 +97,9 @@ func (m *Model) Update(x []float64) error {
 func (m *Model) FixedPointRejected() int { return m.fpRejected }
 
 // fixedPoint applies eq. (13) to every variance from the gradient gr taken at the current state: for a diagonal
-// variance θ̃ ← 1/(2∂C_p/∂θ̃) (notes §2.1); for the chains s̊_t = 1/(2κ_t) and s̆_t from ∂F/∂s̆_t = 0 with κ_t the
-// total derivative of C_p with respect to the marginal variance s̃_t (notes §4.2.6). A non-positive derivative keeps
-// the old value (notes §7.7).
+// variance θ̃ ← 1/(2∂C_p/∂θ̃) (eq. 13); for the chains s̊_t = 1/(2κ_t) and s̆_t from ∂F/∂s̆_t = 0 with κ_t the
+// total derivative of C_p with respect to the marginal variance s̃_t, accumulated backwards. A non-positive derivative keeps
+// the old value (the Taylor moments can make it ≤ 0).
 func (m *Model) fixedPoint(gr *Grad) {
 	diag := func(v, g []float64) {
 		for i := range v {
@@ -117,7 +117,7 @@ func (m *Model) fixedPoint(gr *Grad) {
 	// Chains: a backward sweep, exact for a linear-Gaussian chain (the backward information recursion). With a_t the
 	// partial ∂C_p/∂s̃_t without the lag-1 term of step t+1, and b_t = ∂C_p/∂Cov(s_t, s_{t−1}) (the direct term of eq.
 	// 103 over s̃_{t−1}), the total derivative is κ_t = a_t + b_{t+1}s̆_{t+1} + s̆_{t+1}²κ_{t+1} with the already updated
-	// s̆_{t+1}, κ_{t+1}; then s̊_t = 1/(2κ_t) and s̆_t = −b_t/(2κ_t) (notes §4.2.6).
+	// s̆_{t+1}, κ_{t+1}; then s̊_t = 1/(2κ_t) and s̆_t = −b_t/(2κ_t) (∂F/∂s̆_t = 0).
 	d, T := m.Cfg.D, m.T
 	for i := range d {
 		var kapN, bN, brOldN, brNewN float64
@@ -153,7 +153,7 @@ func (m *Model) hyperDue() bool {
 	return m.updates >= delay
 }
 
-// updateHyper sets q(v) of every noise log-std from the squared-error sums of the last evaluation (notes §4.2.6),
+// updateHyper sets q(v) of every noise log-std from the squared-error sums of the last evaluation,
 // and when all is set those of the ARD log-stds, then (Config.Hierarchical) the hierarchy's nodes from their
 // children at means x.
 func (m *Model) updateHyper(x []float64, all bool) {
@@ -170,7 +170,7 @@ func (m *Model) updateHyper(x []float64, all bool) {
 	if !all {
 		return
 	}
-	for k := range m.VPhiMean { // ARD: the children of v_Φk are the weights of column k (notes §4.2.6)
+	for k := range m.VPhiMean { // ARD: the children of v_Φk are the weights of column k
 		pr, _ := m.childPrior(srcPhi, k, vague)
 		newtonLogStd(m.phiE[k], m.phiM[k], pr, &m.VPhiMean[k], &m.VPhiVar[k])
 	}
@@ -180,7 +180,7 @@ func (m *Model) updateHyper(x []float64, all bool) {
 }
 
 // newtonLogStd minimises over q(v) = N(v̄, ṽ) the cost of a log-std node with prior pr and M children whose squared
-// errors sum to S (notes §4.2.6): C(v̄, ṽ) = M v̄ + ½ S e^{2ṽ−2v̄} + ½[(v̄ − m)² + ṽ]ψ − ½ log ṽ, convex in v̄ (Newton)
+// errors sum to S: C(v̄, ṽ) = M v̄ + ½ S e^{2ṽ−2v̄} + ½[(v̄ − m)² + ṽ]ψ − ½ log ṽ, convex in v̄ (Newton)
 // and with the fixed point ṽ = 1/(2S e^{2ṽ−2v̄} + ψ); jointly convex, so the stationary point is the minimum.
 func newtonLogStd(S, M float64, pr prior, vm, vv *float64) {
 	if !(S > 0) || math.IsInf(S, 0) {
@@ -199,7 +199,7 @@ func newtonLogStd(S, M float64, pr prior, vm, vv *float64) {
 			}
 			v -= step
 		}
-		v = math.Max(v, -20) // notes §7.6
+		v = math.Max(v, -20) // e^{2ṽ−2v̄} overflows as v̄ → −∞
 		for range 4 {
 			w = 1 / (2*S*math.Exp(2*w-2*v) + pr.psi)
 		}

@@ -143,7 +143,7 @@ func (m *Model) runChunk(c *chunk, s *stepArgs) {
 		if !m.Cfg.Dynamic || t == 0 {
 			continue
 		}
-		// State transition t−1 → t, eq. (103) with h = s + g (notes §4.2.4).
+		// State transition t−1 → t, eq. (103) with h = s + g (eq. 34).
 		sp, vp := s.sm[(t-1)*d:t*d], s.sTil[(t-1)*d:t*d]
 		c.pg.forward(sp, vp, c.hm, c.hv)
 		ft = 0

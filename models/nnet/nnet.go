@@ -1,8 +1,7 @@
-// Package nnet is the Bayesian neural-network classifier of paper 000's NNVB experiment (§5.3, Fig. 7; notes
-// 4.3.1), in the deepGLM style of Tran et al. (2019): a Bernoulli likelihood whose logit is a feed-forward network
+// Package nnet is the Bayesian neural-network classifier of paper 000's NNVB experiment (§5.3, Fig. 7), in the deepGLM style of Tran et al. (2019): a Bernoulli likelihood whose logit is a feed-forward network
 // with two hidden layers of 10 units.
 //
-// Choices the paper leaves open (notes 4.3.1, 9.6), documented here:
+// Choices the paper leaves open, documented here:
 //   - layout, d = 10p + 10·11 + 11 (= 361 for German credit's p = 24 columns without an intercept column): layer 1
 //     maps the p inputs to 10 units with no bias (deepGLM's count: its first layer has none); layer 2 maps 10 → 10
 //     with a bias; the output is one logit from 10 units plus a bias;

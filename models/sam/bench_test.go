@@ -26,7 +26,7 @@ func benchModel(b *testing.B) (*Model, backend.Backend, *tensor.Tensor) {
 	return md, be, InitTopics(m, 20, 1)
 }
 
-// BenchmarkGradU: one Gram-trick gradient of eq. (10) for K = 20, V = 5000, S = 50, N = 20 (notes §5.6).
+// BenchmarkGradU: one Gram-trick gradient of eq. (10) for K = 20, V = 5000, S = 50, N = 20.
 func BenchmarkGradU(b *testing.B) {
 	md, be, x := benchModel(b)
 	if err := md.BeginSample(be, x, 0); err != nil {
@@ -42,7 +42,7 @@ func BenchmarkGradU(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grad/s")
 }
 
-// BenchmarkThetaPhase: the θ chains of one minibatch (50 documents × 60 GMC samples × 10 steps, notes §5.5).
+// BenchmarkThetaPhase: the θ chains of one minibatch (50 documents × 60 GMC samples × 10 steps, the authors' setting).
 func BenchmarkThetaPhase(b *testing.B) {
 	md, be, x := benchModel(b)
 	for i := 0; i < b.N; i++ {

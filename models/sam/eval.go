@@ -12,7 +12,7 @@ import (
 	"github.com/geovb/geovb/rng"
 )
 
-// Evaluator is the log-perplexity protocol of notes §5.9 (the authors' lbaylog): π(v_d|β) is estimated by
+// Evaluator is the log-perplexity protocol of Section 5.3 (the authors' lbaylog): π(v_d|β) is estimated by
 // importance sampling from the prior with NTheta Dirichlet(α) draws shared by all test documents and all β samples,
 // and over the last Window samples β^{(1…M)} added
 //

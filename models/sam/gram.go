@@ -9,7 +9,7 @@ import (
 	"github.com/geovb/geovb/datasets"
 )
 
-// gramTo writes G = ββᵀ (K×K, both triangles) for β K×V row-major (notes §5.6, H4).
+// gramTo writes G = ββᵀ (K×K, both triangles) for β K×V row-major.
 func gramTo(G, beta []float64, K, V int) {
 	blas64.Implementation().Dsyrk(blas.Upper, blas.NoTrans, K, V, 1, beta, V, 0, G, K)
 	for i := 0; i < K; i++ {
@@ -19,7 +19,7 @@ func gramTo(G, beta []float64, K, V int) {
 	}
 }
 
-// projectTo writes y = βv_d (K) for the sparse document d, a gather of nnz·K (notes §5.6, H5).
+// projectTo writes y = βv_d (K) for the sparse document d, a gather of nnz·K.
 func projectTo(y, beta []float64, K, V int, c *datasets.Corpus, d int) {
 	ids, vals := c.Doc(d)
 	for k := 0; k < K; k++ {
@@ -47,13 +47,13 @@ func quad(gt, G, th []float64, K int) float64 {
 	return q
 }
 
-// likAccum holds the K×K and S×K accumulations of the Gram-trick gradient (notes §5.6).
+// likAccum holds the K×K and S×K accumulations of the Gram-trick gradient.
 type likAccum struct {
 	T1, M2, gt []float64
 }
 
 // accumulate fills T1_s = Σ_n θ_sn/‖b_sn‖ and M2 = Σ_{s,n} (θ_snᵀy_s/‖b_sn‖³) θ_snθ_snᵀ from G, the S×K rows y_s and
-// the S×N×K θ samples, where ‖b_sn‖² = θ_snᵀGθ_sn and b_snᵀv_s = θ_snᵀy_s (notes §5.6, H6). It returns
+// the S×N×K θ samples, where ‖b_sn‖² = θ_snᵀGθ_sn and b_snᵀv_s = θ_snᵀy_s. It returns
 // Σ_{s,n} θ_snᵀy_s/‖b_sn‖ = Σ_{s,n} v_sᵀv̄(β,θ_sn).
 func (a *likAccum) accumulate(G, Y, theta []float64, S, N, K int) float64 {
 	if len(a.M2) != K*K || len(a.T1) != S*K {
@@ -84,7 +84,7 @@ func (a *likAccum) accumulate(G, Y, theta []float64, S, N, K int) float64 {
 	return tot
 }
 
-// likGradAdd adds f·∇_β Σ_{s,n} v_sᵀv̄(β,θ_sn) = f·(T1ᵀV_𝒮 − M2β) to g (K×V) (notes §5.6, H7, in the K×V layout:
+// likGradAdd adds f·∇_β Σ_{s,n} v_sᵀv̄(β,θ_sn) = f·(T1ᵀV_𝒮 − M2β) to g (K×V) (in the K×V layout:
 // row k gets Σ_s T1[s,k] v_s − Σ_j M2[k,j] β_j).
 func (a *likAccum) likGradAdd(g, beta []float64, K, V int, c *datasets.Corpus, docs []int, f float64) {
 	for s, d := range docs {

@@ -13,13 +13,13 @@ import (
 
 // Options are the model's sampling settings.
 type Options struct {
-	// Batch is the number S of documents per minibatch, drawn without replacement at the start of each sample
-	// (notes P6); 0 or ≥ D means the whole training set.
+	// Batch is the number S of documents per minibatch, drawn without replacement at the start of each sample;
+	// 0 or ≥ D means the whole training set.
 	Batch int
 	// Theta sets the θ_d chains (PaperTheta if zero).
 	Theta ThetaConfig
 	// Warm continues each document's θ chain from its previous state instead of the least-squares start (the
-	// alternating sampler GMC-bGibbs, notes §7.4).
+	// alternating sampler GMC-bGibbs of Fig. 5).
 	Warm bool
 	// Workers run the θ chains in parallel (GOMAXPROCS if 0).
 	Workers int
@@ -29,12 +29,13 @@ type Options struct {
 // Model is the collapsed SAM target π(β|v) of eq. (9) for the samplers of algos/sggmc, on points batch×K×V (one
 // chain per batch item). At the start of every sample (BeginSample) it draws, for each chain, a minibatch 𝒮 of S
 // documents and N samples θ_sn of each π(θ_d|β, v_d) by GMC on the simplex; GradU then evaluates the corrected
-// eq. (10) (notes §5.4)
+// eq. (10)
 //
 //	∇_βŨ = −σA_V(‖m̄‖)m̂1ᵀ − κ·D/(N·S)·Σ_{s,n} ∇_β v_sᵀv̄(β, θ_sn)
 //
-// at the current β with those fixed θ (notes §5.5), through the Gram matrix (notes §5.6). U is the matching
-// potential log c_V(‖m̄‖) − κ·D/(N·S)·Σ_{s,n} v_sᵀv̄(β, θ_sn), the approximate potential of GMC-apprMH (notes §7.4)
+// at the current β with those fixed θ (Fisher's identity: the gradient is E_θ[∇_β log π(v, β, θ)]),
+// through the Gram matrix. U is the matching
+// potential log c_V(‖m̄‖) − κ·D/(N·S)·Σ_{s,n} v_sᵀv̄(β, θ_sn), the approximate potential of GMC-apprMH
 // and, with N = 1 and all documents, the exact conditional potential of β|θ (GMC-bGibbs).
 type Model struct {
 	Train *datasets.Corpus
@@ -103,7 +104,7 @@ func (md *Model) Options() Options { return md.opt }
 // ThetaAcceptance returns the acceptance rate of the θ chains so far.
 func (md *Model) ThetaAcceptance() float64 { return float64(md.acc[0]) / float64(md.acc[1]) }
 
-// Dim is the intrinsic dimension K(V−1) of the product of spheres (notes P7).
+// Dim is the intrinsic dimension K(V−1) of the product of spheres (not the embedding dimension KV).
 func (md *Model) Dim() int { return md.K * (md.Train.V - 1) }
 
 func (md *Model) download(b backend.Backend, x *tensor.Tensor) ([]float64, error) {
@@ -122,7 +123,7 @@ func (md *Model) download(b backend.Backend, x *tensor.Tensor) ([]float64, error
 
 // BeginSample draws each chain's minibatch and θ samples at the current topics (sggmc.SampleHook). Chain c's
 // minibatch comes from stream (Seed, 1<<56|sample), the θ chain of its s-th document from stream
-// (Seed, 2<<56|sample<<20|c) at offset s<<32 (independent reproducible streams, notes P19).
+// (Seed, 2<<56|sample<<20|c) at offset s<<32 (independent reproducible streams).
 func (md *Model) BeginSample(b backend.Backend, x *tensor.Tensor, sample int) error {
 	xd, err := md.download(b, x)
 	if err != nil {
@@ -205,12 +206,12 @@ func (md *Model) drawTheta(ch *chainState, beta []float64, c, sample int) {
 	ch.sample = sample
 }
 
-// scale is the factor κ·D/(N·S) of eq. (10) (notes P6: D the training-set size, S documents, N θ samples each).
+// scale is the factor κ·D/(N·S) of eq. (10) (D the training-set size, S documents, N θ samples each).
 func (md *Model) scale() float64 {
 	return md.H.Kappa * float64(md.Train.Docs()) / float64(md.opt.Theta.N*md.opt.Batch)
 }
 
-// GradU writes ∇_βŨ (eq. (10), notes §5.4) of every chain into grad with the θ of the current sample (drawn here
+// GradU writes ∇_βŨ (eq. (10)) of every chain into grad with the θ of the current sample (drawn here
 // first if no sample has begun).
 func (md *Model) GradU(b backend.Backend, grad, x *tensor.Tensor, step uint64) error {
 	xd, err := md.download(b, x)

@@ -1,12 +1,14 @@
-// Package sam is the spherical admixture model (Reisinger et al. 2010) as used by paper 001 Section 4 (notes §5):
+// Package sam is the spherical admixture model (Reisinger et al. 2010) as used by paper 001 Section 4:
 // topics β_k ∈ S^{V−1} (the rows of a K×V matrix — a point of a product of K spheres, the layout of package
 // algos/sggmc), document proportions θ_d ∈ Δ^{K−1}, L2-normalised tf-idf documents v_d ∈ S^{V−1} and the corpus
 // mean μ integrated out (eq. (9)).
 //
-// Model is a target for the samplers of algos/sggmc: the stochastic gradient of eq. (10) (notes §5.4, P5, P6) over
-// minibatches of documents, evaluated with the Gram matrix G = ββᵀ (notes §5.6, never forming a V-vector βθ), with
-// the θ_d drawn per minibatch document by geodesic Monte Carlo on the simplex with reflection (notes §5.5) at the
-// start of each sample and held fixed over its inner steps. Evaluator is the log-perplexity protocol of notes §5.9.
+// Model is a target for the samplers of algos/sggmc: the stochastic gradient of eq. (10) (with ∇_β on the data term, which the printed (10) drops, and the scale
+// κ·D/(N·S)) over
+// minibatches of documents, evaluated with the Gram matrix G = ββᵀ (never forming a V-vector βθ: ‖βθ‖² = θᵀGθ and
+// (βθ)ᵀv = θᵀ(βv)), with
+// the θ_d drawn per minibatch document by geodesic Monte Carlo on the simplex with reflection at the
+// start of each sample and held fixed over its inner steps. Evaluator is the log-perplexity protocol of Section 5.3.
 //
 // Everything runs on the host in float64 (the K×K work and sparse documents are latency-bound); the chains'
 // topics are read from and written to backend tensors through Download/Upload.
@@ -28,7 +30,7 @@ type Hyper struct {
 	Kappa0, Sigma, Kappa, Alpha float64
 }
 
-// News20Hyper are the authors' 20News-diff settings (notes §5.8): σ = κ₀ = 1e4, κ = 3e4, α = 10.
+// News20Hyper are the authors' 20News-diff settings: σ = κ₀ = 1e4, κ = 3e4, α = 10.
 var News20Hyper = Hyper{Kappa0: 1e4, Sigma: 1e4, Kappa: 3e4, Alpha: 10}
 
 func (h Hyper) check() error {
@@ -62,7 +64,7 @@ func CheckCorpora(train, test *datasets.Corpus) error {
 }
 
 // CheckCorpus checks a corpus of documents over V words for use by the model: V ≥ 2, every document non-empty,
-// word ids in [0, V) and increasing, finite weights and unit norm within UnitTol (notes P15). The error names the
+// word ids in [0, V) and increasing, finite weights and unit norm within UnitTol. The error names the
 // corpus (name, e.g. its file) and the document.
 func CheckCorpus(c *datasets.Corpus, name string) error {
 	const op = "sam"
@@ -97,7 +99,7 @@ func CheckCorpus(c *datasets.Corpus, name string) error {
 	return nil
 }
 
-// MeanDirection returns m = normalize(Σ_d v_d), the prior mean the authors use (notes §5.7).
+// MeanDirection returns m = normalize(Σ_d v_d), the prior mean the authors use.
 func MeanDirection(c *datasets.Corpus) []float64 {
 	m := make([]float64, c.V)
 	for i, id := range c.Idx {
@@ -107,8 +109,7 @@ func MeanDirection(c *datasets.Corpus) []float64 {
 	return m
 }
 
-// InitTopics returns a 1×K×V host tensor of topics β_k = normalize(m + 𝒩(0, I/V)) (the authors' initialisation,
-// notes §5.7), drawn from stream (seed, 0).
+// InitTopics returns a 1×K×V host tensor of topics β_k = normalize(m + 𝒩(0, I/V)) (the authors' initialisation), drawn from stream (seed, 0).
 func InitTopics(m []float64, K int, seed uint64) *tensor.Tensor {
 	V := len(m)
 	h := tensor.NewHost(1, K, V)
@@ -151,7 +152,7 @@ func hostData(t *tensor.Tensor) []float64 {
 }
 
 // priorTerm returns log c_V(‖m̄‖) for m̄ = κ₀m + σΣ_kβ_k and, when g is not nil, adds its gradient −σA_V(‖m̄‖)m̂ to
-// every row of g (K×V) (notes §5.2, §5.4, P5: the c_V(‖m̄‖)⁻¹ factor of eq. (9) gives +log c_V in U).
+// every row of g (K×V) (the c_V(‖m̄‖)⁻¹ factor of eq. (9) gives +log c_V in U).
 func priorTerm(h Hyper, m, beta []float64, K int, g []float64, mbar []float64) (float64, error) {
 	V := len(m)
 	for i := range mbar {

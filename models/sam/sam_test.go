@@ -49,7 +49,7 @@ func randomTopics(K, V int, seed uint64) []float64 {
 
 var smallHyper = Hyper{Kappa0: 40, Sigma: 15, Kappa: 60, Alpha: 2}
 
-// smallModel is the instance of notes §9 test 11: V = 30, K = 4, S = 5, N = 3, with θ samples drawn at β.
+// smallModel is a small instance: V = 30, K = 4, S = 5, N = 3, with θ samples drawn at β.
 func smallModel(t *testing.T, beta []float64) (*Model, *chainState) {
 	c := randomCorpus(12, 30, 8, 1)
 	md, err := New(c, smallHyper, 4, MeanDirection(c), Options{Batch: 5, Theta: ThetaConfig{Burn: 3, N: 3, L: 4, Eps: 1e-3}, Seed: 7})
@@ -75,7 +75,7 @@ func maxAbs(x []float64) float64 {
 	return m
 }
 
-// naiveGrad is the dense reference of eq. (10) (notes §5.4): b = βᵀθ formed explicitly (a V-vector per (s, n)),
+// naiveGrad is the dense reference of eq. (10): b = βᵀθ formed explicitly (a V-vector per (s, n)),
 // ∇ = −σA_V(‖m̄‖)m̂ per row − κD/(NS) Σ (I − b̂b̂ᵀ)v θᵀ/‖b‖ (written in the K×V layout).
 func naiveGrad(md *Model, ch *chainState, beta []float64) []float64 {
 	K, V, N := md.K, md.Train.V, md.opt.Theta.N

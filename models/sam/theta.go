@@ -6,18 +6,18 @@ import (
 	"github.com/geovb/geovb/rng"
 )
 
-// ThetaConfig sets the θ_d sampler: geodesic Monte Carlo on the simplex (notes §3.2, §3.7, §5.5), Burn + N samples
+// ThetaConfig sets the θ_d sampler: geodesic Monte Carlo on the simplex (Byrne & Girolami 2013, as the authors' code), Burn + N samples
 // of L leapfrog steps of size Eps per chain, the last N kept.
 type ThetaConfig struct {
 	Burn, N, L int
 	Eps        float64
 }
 
-// PaperTheta is the authors' setting for SGGMC/gSGNHT (notes §5.5): 40 + 20 samples of 10 steps of 1e-6.
+// PaperTheta is the authors' setting for SGGMC/gSGNHT (their settings files): 40 + 20 samples of 10 steps of 1e-6.
 var PaperTheta = ThetaConfig{Burn: 40, N: 20, L: 10, Eps: 1e-6}
 
 // thetaTarget is the conditional π(θ|β, v_d) ∝ Dir(θ|α) exp(κ v_dᵀβθ/‖βθ‖) of one document through G = ββᵀ and
-// y = βv_d (notes §5.5): U(θ) = −κθᵀy/√(θᵀGθ) − (α−1)Σ log θ_k, O(K²) per evaluation.
+// y = βv_d: U(θ) = −κθᵀy/√(θᵀGθ) − (α−1)Σ log θ_k, O(K²) per evaluation.
 type thetaTarget struct {
 	G, y      []float64
 	K         int
@@ -25,7 +25,7 @@ type thetaTarget struct {
 	gt        []float64
 }
 
-// eval returns U(θ) and writes ∇U(θ) = −(α−1)/θ − (κ/‖βθ‖)[y − (θᵀy/‖βθ‖²)Gθ] into g (notes §5.5).
+// eval returns U(θ) and writes ∇U(θ) = −(α−1)/θ − (κ/‖βθ‖)[y − (θᵀy/‖βθ‖²)Gθ] into g.
 func (t *thetaTarget) eval(g, th []float64) float64 {
 	q := quad(t.gt, t.G, th, t.K)
 	nb := math.Sqrt(q)
@@ -38,7 +38,7 @@ func (t *thetaTarget) eval(g, th []float64) float64 {
 	return u
 }
 
-// simplexProject removes the mean of v: Λ = I − (1/K)11ᵀ, the tangent projection of the simplex (notes §3.1).
+// simplexProject removes the mean of v: Λ = I − (1/K)11ᵀ, the tangent projection of the simplex.
 func simplexProject(v []float64) {
 	m := 0.0
 	for _, x := range v {
@@ -50,7 +50,7 @@ func simplexProject(v []float64) {
 	}
 }
 
-// simplexFlow moves θ along v for time h with specular reflection off the faces θ_j = 0 (notes §3.2): advance to
+// simplexFlow moves θ along v for time h with specular reflection off the faces θ_j = 0: advance to
 // the first face hit, reflect v_j ← −v_j, v_i ← v_i + 2v_j/(K−1) (i ≠ j, pre-reflection v_j), repeat. ‖v‖, Σv and
 // Σθ are preserved. It reports false when the reflections do not finish (the proposal is then rejected).
 func simplexFlow(th, v []float64, h float64) bool {
@@ -94,7 +94,7 @@ func newThetaWork(K int) *thetaWork {
 }
 
 // initTheta sets θ to the least-squares weights (G + ridge·I)⁻¹y, entries ≤ 1e-6 raised to 1e-6, L1-normalised
-// (the authors' start, notes §5.5, P13); a failed factorisation gives the uniform θ.
+// (the authors' start; βᵀβ is nearly singular early on); a failed factorisation gives the uniform θ.
 func (w *thetaWork) initTheta(th, G, y []float64) {
 	K := len(th)
 	L := w.L
@@ -157,7 +157,7 @@ func (w *thetaWork) initTheta(th, G, y []float64) {
 
 // chain runs GMC on the simplex from th (updated to the final state) for cfg.Burn + cfg.N samples and writes the
 // last cfg.N into out (N×K). Draws come from ctr: K normals then one uniform per sample. A non-finite energy is a
-// rejection (notes P12). It returns the number of accepted proposals.
+// rejection (a NaN ratio must not pass the test). It returns the number of accepted proposals.
 func (w *thetaWork) chain(out, th []float64, cfg ThetaConfig, ctr rng.Counter) int {
 	K := len(th)
 	t := &w.t

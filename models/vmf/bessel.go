@@ -3,11 +3,11 @@ package vmf
 import "math"
 
 // debyeMinNu is the order from which the four-term Debye expansion alone is accurate to about 1e-13 in log I
-// (its error falls like ν⁻⁵; notes §4.3 measured 7e-11 at ν = 49). Lower orders start there and recur downwards.
+// (its error falls like ν⁻⁵; about 7e-11 at ν = 49). Lower orders start there and recur downwards.
 const debyeMinNu = 200
 
 // LogBesselI returns log I_ν(x), the logarithm of the modified Bessel function of the first kind, for ν ≥ 0 and
-// x > 0, in log space so that it neither overflows (x ≫ 700) nor underflows (ν ≫ x) (notes §4.3, P11).
+// x > 0, in log space so that it neither overflows (x ≫ 700) nor underflows (ν ≫ x).
 // x = 0 gives 0 for ν = 0 and −Inf otherwise; invalid arguments give NaN.
 func LogBesselI(nu, x float64) float64 {
 	l, _ := logBesselIRatio(nu, x)
@@ -16,7 +16,7 @@ func LogBesselI(nu, x float64) float64 {
 
 // logBesselIRatio returns log I_ν(x) and the ratio I_{ν+1}(x)/I_ν(x).
 //
-// For ν ≥ debyeMinNu both come from the Debye uniform expansion (notes §4.3). Below, the expansion is evaluated at
+// For ν ≥ debyeMinNu both come from the Debye uniform expansion. Below, the expansion is evaluated at
 // ν₀ = ν + N ≥ debyeMinNu and the three-term recurrence I_{k−1} = (2k/x) I_k + I_{k+1} is run downwards on the
 // ratios R_k = I_{k−1}/I_k = 2k/x + 1/R_{k+1}: every term is positive, so the recurrence is stable and
 // log I_ν = log I_{ν₀} + Σ_{k=ν+1}^{ν₀} log R_k.
@@ -78,7 +78,7 @@ func besselISeriesScaled(nu, x float64) (float64, float64) {
 	return nu*math.Log(x/2) - lg + math.Log(s), s
 }
 
-// debyeLogI is the Debye uniform asymptotic expansion of log I_ν(νz) with terms up to u₄ (notes §4.3; Abramowitz
+// debyeLogI is the Debye uniform asymptotic expansion of log I_ν(νz) with terms up to u₄ (Abramowitz
 // & Stegun 9.7.7), ν > 0.
 func debyeLogI(nu, x float64) float64 {
 	z := x / nu

@@ -10,7 +10,7 @@ import (
 
 // Mixture is the target π(x) = Σ_j w_j vMF(x|μ_j, κ_j) on S^{n−1}, as a potential U = −log π with gradient for the
 // samplers of package algos/sggmc (points are batch×1×n, one chain per batch item). Paper 001 Section 5.1 (the toy
-// circle) is w = (1/3, 2/3), κ = 5, μ at ±π/3; one component is a plain vMF target (notes §9 test 6).
+// circle) is w = (1/3, 2/3), κ = 5, μ at ±π/3; one component is a plain vMF target.
 //
 // GradNoise > 0 adds 𝒩(0, GradNoise·I) to every gradient (drawn from the counter stream Seed and the step, so a
 // run is reproducible), the noisy gradient of the paper's toy experiment (Section 5.1).

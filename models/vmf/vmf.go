@@ -1,5 +1,4 @@
-// Package vmf is the von Mises–Fisher distribution on the sphere S^{p−1} ⊂ R^p (paper 001 Sections 4 and 5.2;
-// notes §4): the log density with respect to the surface measure, the log normaliser log c_p(κ) evaluated in log
+// Package vmf is the von Mises–Fisher distribution on the sphere S^{p−1} ⊂ R^p (paper 001 Sections 4 and 5.2): the log density with respect to the surface measure, the log normaliser log c_p(κ) evaluated in log
 // space from p = 2 to p ≥ 1e4 and κ up to 1e5 and beyond, the mean resultant length A_p(κ) = I_{p/2}(κ)/I_{p/2−1}(κ),
 // Wood's rejection sampler in its cancellation-free form, and the maximum-likelihood concentration.
 //
@@ -49,7 +48,7 @@ func CheckUnit(name string, x []float64) error {
 }
 
 // LogNormalizer returns log c_p(κ) = (p/2−1) log κ − (p/2) log 2π − log I_{p/2−1}(κ), the log normaliser of
-// vMF(x|μ,κ) = c_p(κ) exp(κ μᵀx) on S^{p−1} (notes §4.1).
+// vMF(x|μ,κ) = c_p(κ) exp(κ μᵀx) on S^{p−1}, c_p(κ) = κ^{p/2−1}/((2π)^{p/2} I_{p/2−1}(κ)).
 func LogNormalizer(p int, kappa float64) (float64, error) {
 	if err := checkPK(p, kappa); err != nil {
 		return math.NaN(), err
@@ -63,7 +62,7 @@ func logNormalizer(p int, kappa float64) float64 {
 }
 
 // A returns the mean resultant length A_p(κ) = I_{p/2}(κ)/I_{p/2−1}(κ) ∈ (0, 1): E[x] = A_p(κ) μ and
-// d/dκ log c_p(κ) = −A_p(κ) (notes §4.2). It never divides two overflowing Bessel values (notes P11).
+// d/dκ log c_p(κ) = −A_p(κ). It never divides two overflowing Bessel values: A = exp(log I_{ν+1} − log I_ν).
 func A(p int, kappa float64) (float64, error) {
 	if err := checkPK(p, kappa); err != nil {
 		return math.NaN(), err
@@ -72,7 +71,7 @@ func A(p int, kappa float64) (float64, error) {
 	return r, nil
 }
 
-// APrime returns dA_p/dκ = 1 − A² − ((p−1)/κ) A (notes §4.2).
+// APrime returns dA_p/dκ = 1 − A² − ((p−1)/κ) A.
 func APrime(p int, kappa float64) (float64, error) {
 	a, err := A(p, kappa)
 	if err != nil {
@@ -104,7 +103,7 @@ func LogPdf(x, mu []float64, kappa float64) (float64, error) {
 }
 
 // FitKappa returns the maximum-likelihood concentration on S^{p−1} for a mean resultant length rbar ∈ (0, 1),
-// the root of A_p(κ) = r̄ (notes §4.4): Newton's method from Banerjee's κ ≈ r̄(p−r̄²)/(1−r̄²), safeguarded by
+// the root of A_p(κ) = r̄: Newton's method from Banerjee's κ ≈ r̄(p−r̄²)/(1−r̄²), safeguarded by
 // bisection on a bracket (A_p is increasing in κ).
 func FitKappa(p int, rbar float64) (float64, error) {
 	if p < 2 {
@@ -144,7 +143,7 @@ func FitKappa(p int, rbar float64) (float64, error) {
 	return k, nil
 }
 
-// Sampler draws from vMF(μ, κ) on S^{p−1} with Wood's (1994) rejection algorithm in its stable form (notes §4.4).
+// Sampler draws from vMF(μ, κ) on S^{p−1} with Wood's (1994) rejection algorithm in its stable form.
 type Sampler struct {
 	mu    []float64
 	kappa float64
@@ -198,7 +197,7 @@ func (s *Sampler) Rand(dst []float64) []float64 {
 		panic("vmf: Rand destination has the wrong length")
 	}
 	w, omw := s.W()
-	// Uniform direction ξ ⊥ μ: a Gaussian with μ projected out, normalised (notes §4.4 step 5).
+	// Uniform direction ξ ⊥ μ: a Gaussian with μ projected out, normalised.
 	for {
 		for i := range dst {
 			dst[i] = s.rnd.NormFloat64()

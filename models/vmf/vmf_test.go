@@ -12,7 +12,7 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// notesTable is the reference table of notes §4.3 (mpmath, 50 digits).
+// notesTable is a reference table computed independently with mpmath (50 digits).
 var notesTable = []struct {
 	p             int
 	kappa         float64
@@ -40,7 +40,7 @@ func TestNotesTable(t *testing.T) {
 		}
 		a, _ := A(c.p, c.kappa)
 		li := LogBesselI(float64(c.p)/2-1, c.kappa)
-		// Tolerances of notes §9 test 4: 1e-12 absolute for small p, 1e-9 absolute in log c for ν ≥ 2499 (and
+		// Tolerances: 1e-12 absolute for small p, 1e-9 absolute in log c for ν ≥ 2499 (and
 		// 1e-10 relative there, the bound), A to 1e-10 relative.
 		tolLog := 1e-12
 		if c.p >= 5000 {
@@ -94,7 +94,7 @@ func TestSeries(t *testing.T) {
 	}
 }
 
-// d/dκ log c_p = −A_p and A' (notes §9 test 4), by central differences.
+// d/dκ log c_p = −A_p and A', by central differences.
 func TestDerivatives(t *testing.T) {
 	for _, c := range []struct {
 		p int
@@ -196,7 +196,7 @@ func TestLogPdfNormalised(t *testing.T) {
 	}
 }
 
-// Wood sampler (notes §9 test 5): E[μᵀx] = A_p(κ) within 4 SE over 1e5 draws; unit norm to 1e-14.
+// Wood sampler: E[μᵀx] = A_p(κ) within 4 SE over 1e5 draws; unit norm to 1e-14.
 func TestWoodMean(t *testing.T) {
 	n := 100000
 	if testing.Short() {
@@ -241,7 +241,7 @@ func TestWoodMean(t *testing.T) {
 	}
 }
 
-// KS test of w against the density ∝ e^{κw}(1−w²)^{(p−3)/2} (notes §9 test 5), the CDF by Gauss–Legendre
+// KS test of w against the density ∝ e^{κw}(1−w²)^{(p−3)/2}, the CDF by Gauss–Legendre
 // quadrature on many panels; p > 1e-3 required.
 func TestWoodKS(t *testing.T) {
 	for i, c := range []struct {
@@ -319,7 +319,7 @@ func ksPValue(x float64) float64 {
 	return math.Min(1, math.Max(0, s))
 }
 
-// FitKappa inverts A (notes §9 test 7) and recovers κ from samples.
+// FitKappa inverts A and recovers κ from samples.
 func TestFitKappa(t *testing.T) {
 	for _, c := range []struct {
 		p int

@@ -1,6 +1,6 @@
 // Package qmc generates randomised quasi-Monte Carlo points: the Sobol' sequence with the direction numbers of Joe
 // and Kuo, scrambled by Matoušek's random linear scramble and a random digital shift, and mapped to standard normals
-// by Φ⁻¹. Paper 000's reference code draws MGVB's Monte Carlo samples so (notes 2.1.1: MATLAB's sobolset with the
+// by Φ⁻¹. Paper 000's reference code draws MGVB's Monte Carlo samples so (MATLAB's sobolset with the
 // "MatousekAffineOwen" scramble, 2^⌈log₂ S⌉ points of which the first S are kept, blocks of at most 1111
 // dimensions).
 //

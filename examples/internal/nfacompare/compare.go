@@ -304,7 +304,7 @@ func finals(runs []*rcgexp.Trace) []float64 {
 }
 
 // rankSums returns the exact one-sided Wilcoxon rank-sum p-value (rcgexp.RankSumLess) of RCG's times-to-target
-// against other's for the alternative "RCG reaches the target sooner" (notes §6.6): p with every run that missed the
+// against other's for the alternative "RCG reaches the target sooner" (the paper's claim for Fig. 9): p with every run that missed the
 // target counted at its budget (rcgexp.Trace.TimeOrBound), worst with RCG's missed runs ranked after every run of
 // other instead (NaN when either has no runs).
 //

@@ -68,7 +68,7 @@ func overheadCases(b *testing.B) []overheadCase {
 	return []overheadCase{{"MoG-N=1e4", mog.NewCollapsed(m), xm}, {"NSSM-T=200", s, xs}}
 }
 
-// BenchmarkOverhead is test 14 as a benchmark (notes §8, "negligible overhead"): what RCG adds to an iteration of
+// BenchmarkOverhead is test 14 as a benchmark (the paper's "negligible overhead"): what RCG adds to an iteration of
 // CG is the natural gradient G⁻¹g (closed form for the mixture, two chain scans and a diagonal scaling for the
 // NSSM) and one dot product; everything else (gradient, line-search evaluations) is shared. Sub-benchmarks time
 // one gradient evaluation ("grad"), one F evaluation ("value") and the natural gradient plus the extra dot product

@@ -69,7 +69,7 @@ var MoGMethods = []string{"RCG", "RG", "CG", "GD", "VBEM"}
 
 // RunMoG runs one method on the mixture m from x0 (see mog.Init) with the |ΔF| < tol rule over 2 iterations and a
 // cap of limit process CPU time (0: none). RCG and CG use the √n restart of §6.2; all gradient methods run the
-// VB-EM updates inside the line search (the collapsed objective), as assumed in notes §10.11. Times in the trace are
+// VB-EM updates inside the line search (the collapsed objective), as App. B.3 does for RCG (an assumption for the comparators). Times in the trace are
 // seconds of process CPU time (run.CPUTime), the paper's measure.
 func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.Duration) (*Trace, error) {
 	tr := &Trace{Method: method, Limit: limit.Seconds()}

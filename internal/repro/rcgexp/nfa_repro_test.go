@@ -12,7 +12,7 @@ import (
 	"github.com/geovb/geovb/models/nfa"
 )
 
-// The long NFA/NSSM experiments of paper 004 (notes §6.6–6.8, gates 19–20) and the curvature premise of RCG on the
+// The long NFA/NSSM experiments of paper 004 (Figs. 9–11, gates 19–20) and the curvature premise of RCG on the
 // NSSM; they moved here from models/nfa, which no longer imports this package.
 
 // gateNSSM returns the gate's NSSM (NSSM-SYN, d = 5, H = 20, Fig. 9's model) of size T with moments mo.
@@ -44,7 +44,7 @@ func warmNSSM(t *testing.T, T int, mo nfa.Moments, iters int) (*nfa.Model, []flo
 	return m, res.X
 }
 
-// TestReproMetricIsCurvature checks the premise of RCG on the NSSM (notes §2.1): with the fixed-point variances
+// TestReproMetricIsCurvature checks the premise of RCG on the NSSM: with the fixed-point variances
 // (13), the Fisher metric of q matches the curvature of F in the means (Price/Bonnet), so a unit natural-gradient
 // step is a (block-diagonal) Newton step. On the gate's NSSM-SYN (T = 100) after 100 RCG iterations with the
 // Gauss–Hermite moments (≈ 10 s):
@@ -83,7 +83,8 @@ func TestReproMetricIsCurvature(t *testing.T) {
 }
 
 // checkCurvature checks that the metric is the curvature of F in the means x[from+k] whose variances are v[k], k a
-// multiple of every (notes §2.1): the diagonal Hessian ∂²F/∂x̄² times the variance (curvatureRatios) has median in
+// multiple of every (with the fixed-point variances (13) the
+// Fisher metric should be the curvature): the diagonal Hessian ∂²F/∂x̄² times the variance (curvatureRatios) has median in
 // [0.9, 1.1] and 5–95 % quantiles in [0.75, 1.33].
 func checkCurvature(t *testing.T, what string, m *nfa.Model, x []float64, from int, v []float64, every int) {
 	t.Helper()
@@ -241,7 +242,7 @@ func medianTimeToTarget(t *testing.T, method string, runs []*Trace, target float
 	return med
 }
 
-// TestReproNSSMGate is acceptance gate 19 on NSSM-SYN (notes §6.10): RCG ≥ 10× faster than RG and CG to RCG's
+// TestReproNSSMGate is acceptance gate 19 on NSSM-SYN (the synthetic substitute for the speech data): RCG ≥ 10× faster than RG and CG to RCG's
 // median final F at the largest size run here — T = 100, 2 seeds, RCG capped at 1600 iterations (≈ 8 s of CPU time),
 // the others at 10× RCG's median run time (the paper's sizes are 200–500 and 1000), with the Gauss–Hermite moments.
 // The iteration cap makes the target the same on every machine (median final F 43.79: RCG's runs end at 40.21 and
@@ -261,7 +262,7 @@ func TestReproNSSMGate(t *testing.T) {
 	}
 }
 
-// TestReproNFAGate is acceptance gate 20 on NFA-SYN (notes §6.8): RCG fastest, and CG faster than RG. T = 100, 3
+// TestReproNFAGate is acceptance gate 20 on NFA-SYN (Fig. 11's claims): RCG fastest, and CG faster than RG. T = 100, 3
 // seeds, Gauss–Hermite moments, RCG capped at 3000 iterations, CG and RG at 3× RCG's median run time (≈ 25 s of
 // CPU time). RCG's runs must converge on their own before the cap (in 407, 473 and 886 iterations, a median 1.5 s),
 // so the target (F 412.5525) is the same on every machine, as a CPU-time cap could not promise (TestReproNSSMGate).

@@ -237,7 +237,7 @@ func TestSweepFirstSeedFixedTarget(t *testing.T) {
 }
 
 // TestNFAHierarchicalFit fits NFA-SYN (T = 200, d = 3, H = 10, Gauss–Hermite) with the ARD and hierarchical priors
-// of notes §4.2.2 by RCG to convergence. The data's 21 channels share the noise std 0.1 (nfa.Observe); the noise
+// of eqs. 92–96 by RCG to convergence. The data's 21 channels share the noise std 0.1 (nfa.Observe); the noise
 // group's mean node learns it (e^{m̄_vn} within 10 % of 0.1) and its log-std node finds the channels alike
 // (e^{v̄_vn} < 0.1, a spread of the log-stds below 10 %). F falls from its initial value.
 func TestNFAHierarchicalFit(t *testing.T) {

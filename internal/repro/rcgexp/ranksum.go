@@ -9,7 +9,7 @@ import (
 // probability, over all C(n+m, n) equally likely assignments of the pooled values to a sample of size n = len(a),
 // that the rank sum of a is at least as far from its mean n(n+m+1)/2 as observed. Ties get mid-ranks and the
 // permutation distribution is computed exactly for those mid-ranks (no normal approximation), so it is exact for
-// the small samples of the experiments (notes §6.4, §7.11). NaN when a or b is empty.
+// the small samples of the experiments (the paper uses rank-sum tests for Fig. 7 and the NSSM times). NaN when a or b is empty.
 func RankSum(a, b []float64) float64 {
 	d, ok := rankSumDist(a, b)
 	if !ok {

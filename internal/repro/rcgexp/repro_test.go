@@ -84,7 +84,7 @@ func TestReproMoGFig5(t *testing.T) {
 }
 
 // sweepMoG runs methods over seeds on the synthetic mixture (R, N, K = 8) with ε = epsN·N and a CPU-time cap per
-// run (Fig. 6–8 settings, notes §6.3–6.5) and returns the traces per method.
+// run (Fig. 6–8 settings) and returns the traces per method.
 func sweepMoG(t *testing.T, R float64, N, seeds int, epsN float64, methods []string, limit time.Duration) map[string][]*rcgexp.Trace {
 	m, err := mog.New(mog.Synthetic(R, N, 0.03, 2024), N, 2, 8, mog.DefaultPrior(2), mog.Options{})
 	if err != nil {
@@ -125,7 +125,7 @@ func spread(v map[float64]float64) float64 {
 	return hi / lo
 }
 
-// TestReproMoGFig6 is acceptance gates 16 and 17 on a reduced grid (notes §6.3–6.4): N = 1000, K = 8,
+// TestReproMoGFig6 is acceptance gates 16 and 17 on a reduced grid (Figs. 6–7): N = 1000, K = 8,
 // ε = 1e-12·N, R ∈ {0.1, 0.2, 0.25, 0.3, 0.4} (paper: 13 values), 5 initialisations (paper: 30), runs capped at
 // 20 s of CPU time. Gate 16: the spread max_R/min_R of the median time to convergence is smaller for RCG than for
 // VB-EM and for RG, and at R = 0.2 RCG's median time is below VB-EM's. Gate 17: the final F of RCG and VB-EM do not
@@ -175,7 +175,7 @@ func TestReproMoGFig6(t *testing.T) {
 	}
 }
 
-// TestReproMoGFig8 is acceptance gate 18 on a reduced grid (notes §6.5): K = 8, R = 0.3, ε = 1e-8·N,
+// TestReproMoGFig8 is acceptance gate 18 on a reduced grid (Fig. 8): K = 8, R = 0.3, ε = 1e-8·N,
 // N ∈ {250, 500, …, 8000} (paper: a wide unstated range), 6 initialisations (paper: 30), runs capped at 30 s of CPU
 // time: the least-squares log–log slope of VB-EM's median time to convergence against N is above 1, RCG's is
 // below VB-EM's, and at the largest N RCG is faster than VB-EM.

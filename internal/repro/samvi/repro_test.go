@@ -25,9 +25,9 @@ func at(c []curvePoint, sec float64) float64 {
 	return v
 }
 
-// TestReproSAMVI: the qualitative claims of Fig. 5a about the variational baselines (notes §7.3, claims 1–3) on
-// 20News-diff with the authors' settings (K = 20, notes §5.8; StoVI S = 50, τ₀ = 5, r = 0.8, notes §7.4), all
-// methods scored by the same protocol (notes §5.9; VI/StoVI with their point estimate) and seed, in about 70 s of
+// TestReproSAMVI: the qualitative claims of Fig. 5a about the variational baselines (claims 1–3: VI converges fastest, StoVI more slowly to the same limit, the samplers end below) on
+// 20News-diff with the authors' settings (K = 20; StoVI S = 50, τ₀ = 5, r = 0.8), all
+// methods scored by the same protocol (Section 5.3; VI/StoVI with their point estimate) and seed, in about 70 s of
 // fitting: VI 12 s, StoVI 12 s (process CPU time, so that a loaded machine does not stop VI short of its plateau; a
 // CI run measured in wall time once failed the plateau check that way), gSGNHT 30 s of sampling.
 //   - VI converges fastest: at 3 s its log-perplexity is below StoVI's and gSGNHT's at that time;

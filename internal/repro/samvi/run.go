@@ -11,7 +11,7 @@ import (
 	"github.com/geovb/geovb/models/sam"
 )
 
-// Method names (paper 001 Fig. 5, notes §7.4).
+// Method names (paper 001 Fig. 5).
 const (
 	MethodVI    = "VI"
 	MethodStoVI = "StoVI"
@@ -20,7 +20,7 @@ const (
 // Methods lists the methods Run knows.
 var Methods = []string{MethodVI, MethodStoVI}
 
-// Config sets a run with the authors' 20News-diff settings by default (notes §5.8, §7.4).
+// Config sets a run with the authors' 20News-diff settings by default.
 type Config struct {
 	Method string
 	K      int       // topics (20)
@@ -42,8 +42,8 @@ type Config struct {
 	CPUClock bool
 }
 
-// Point is one evaluation: the log-perplexity of the point estimate (notes §5.9, M = 1) against fitting time
-// (evaluation excluded, notes P16), with the JSON keys of sggmcexp.SAMPoint.
+// Point is one evaluation: the log-perplexity of the point estimate (Section 5.3, M = 1) against fitting time
+// (evaluation excluded), with the JSON keys of sggmcexp.SAMPoint.
 type Point struct {
 	Method      string  `json:"method"`
 	Iter        int     `json:"iter"`

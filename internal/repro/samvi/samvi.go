@@ -1,17 +1,17 @@
-// Package samvi is the mean-field variational baselines of paper 001's SAM experiments (notes §7.3–7.4): VI, the
+// Package samvi is the mean-field variational baselines of paper 001's SAM experiments (Section 5.3, Fig. 5a): VI, the
 // batch variational EM of Reisinger et al. (2010) with the hyper-parameters held fixed, and StoVI, its stochastic
 // (Hoffman-style) version over minibatches of documents. Reisinger et al.'s paper is not at hand; the updates are
-// derived here from the model of notes §5.1 and written out in docs/sggmc.md ("Mean-field VI for SAM").
+// derived here from the model of paper 001 Section 4 and written out in docs/sggmc.md ("Mean-field VI for SAM").
 //
 // # Variational family and bound
 //
 // The model is the uncollapsed eq. (9): μ ~ vMF(m, κ₀), β_k ~ vMF(μ, σ), θ_d ~ Dir(α), v_d ~ vMF(v̄(β,θ_d), κ) with
-// v̄(β,θ) = βθ/‖βθ‖ (notes §5.1). The family is fully factorised,
+// v̄(β,θ) = βθ/‖βθ‖. The family is fully factorised,
 //
 //	q(μ) = vMF(μ̃, ζ),   q(β_k) = vMF(β̃_k, ξ_k),   q(θ_d) = Dir(γ_d),                                      (V1)
 //
 // with the vMF factors in natural parameters, η_k = ξ_kβ̃_k, and mean parameters E[β_k] = m_k = A_V(ξ_k)β̃_k
-// (A_V the mean resultant length, notes §4.2). The data term E_q[v_dᵀ v̄(β,θ_d)] has no closed form; as Reisinger
+// (A_V the mean resultant length I_{V/2}/I_{V/2−1}). The data term E_q[v_dᵀ v̄(β,θ_d)] has no closed form; as Reisinger
 // et al. do, it is replaced by the ratio of the expectations of the numerator and of the squared norm,
 //
 //	E_q[v_dᵀβθ/‖βθ‖] ≈ ℓ_d/κ = p_d/n_d,   p_d = Σ_k e_dk m_kᵀv_d,   n_d² = E_q‖βθ_d‖² = tr(HΘ_d),               (V2)
@@ -50,9 +50,9 @@
 //
 // StoVI replaces the sum over documents in (V5) by D/S times the sum over a minibatch of S documents (their γ_d
 // first updated by (V6)) and takes ρ_t = (τ₀ + t)^(−r) with no line search (Hoffman et al. 2013's step sizes;
-// the authors' 20News settings S = 50, τ₀ = 5, r = 0.8, notes §7.4), then updates μ by (V7).
+// the authors' 20News settings S = 50, τ₀ = 5, r = 0.8), then updates μ by (V7).
 //
-// All work is on the host in float64 through the Gram matrix of the topics (notes §5.6): per sweep nnz·K for the
+// All work is on the host in float64 through the Gram matrix of the topics: per sweep nnz·K for the
 // projections, VK² for the Gram matrix and the W·m product, and O(DK²) per ascent step of the γ_d.
 package samvi
 
@@ -454,7 +454,7 @@ func drawBatch(D, n int, u rng.Counter) []int {
 }
 
 // Topics returns the point estimate of the topics, the mean directions β̃_k of q(β_k) (K×V row-major, a copy):
-// the β̂ scored by the evaluator (notes §5.9, "VI/StoVI: the point estimate").
+// the β̂ scored by the evaluator (Section 5.3: the variational methods are scored on their point estimate).
 func (v *VI) Topics() []float64 { return append([]float64(nil), v.beta...) }
 
 // Concentrations returns ξ_k of the q(β_k) (a copy).

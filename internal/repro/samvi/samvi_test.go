@@ -19,7 +19,7 @@ import (
 	"github.com/geovb/geovb/rng"
 )
 
-// synth is a corpus drawn from SAM itself (notes §5.1) with the topics that generated it.
+// synth is a corpus drawn from SAM itself with the topics that generated it.
 type synth struct {
 	train *datasets.Corpus
 	m     []float64

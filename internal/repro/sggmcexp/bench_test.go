@@ -12,7 +12,7 @@ import (
 
 // BenchmarkSAMIteration: one gSGNHT sample on SAM with the authors' 20News-diff settings (K = 20, S = 50, btL = 10:
 // the θ phase and ten Gram-trick gradients and ABOBA steps), reported as iterations/s (the authors' code: ≈ 1/s
-// on 2 cores, notes/issue 7).
+// on 2 cores).
 func BenchmarkSAMIteration(b *testing.B) {
 	be := testbackend.Open(b)
 	train, err := datasets.ReadNews20File(datatest.Require(b, "20news-diff", "diff.train.tfidf1.data"))

@@ -70,12 +70,12 @@ func mixtureRun(t *testing.T, m *TwoVMF, cfg sggmc.Config, chains, burn, keep in
 	return h1, h2, upper / n, (e12 - e1*e2) / math.Sqrt((e11-e1*e1)*(e22-e2*e2)), kin
 }
 
-// TestReproVMFMixture is paper 001 Section 5.2 (Fig. 4) / notes §9 test 10: SGGMC with minibatches of 10 of the 100
+// TestReproVMFMixture is paper 001 Section 5.2 (Fig. 4): SGGMC with minibatches of 10 of the 100
 // points and the empirical-Fisher V̂ (through the NoiseEstimator hook) samples the posterior of (v₁, v₂): with 10⁵
 // samples (500 chains × 200) the marginals of both angles lie within TV 0.05 of the 720² grid posterior (histograms
 // of 4-cell = 2° bins), the mode θ₂ > 0 holds the grid's mass within ±0.1, the angles' correlation is the grid's
 // within ±0.1, and the kinetic temperature is 1 ± 0.05. Negative control: with V̂ reported as 0 and a step where
-// V̂ε is comparable to 2C, the chains run at the tempered T = 1 + V̄ε/(2C) (notes P4) and the correlation is
+// V̂ε is comparable to 2C, the chains run at the tempered T = 1 + V̄ε/(2C) (unmodelled gradient noise heats the chain) and the correlation is
 // visibly weakened.
 func TestReproVMFMixture(t *testing.T) {
 	repro.Require(t)
@@ -83,7 +83,7 @@ func TestReproVMFMixture(t *testing.T) {
 	m.Batch, m.Seed = 10, 5
 	g := m.Grid(mixGrid)
 	t.Logf("grid: P(θ₂ > 0) = %.4f, corr(θ₁, θ₂) = %.4f", g.Upper, g.Corr)
-	// The posterior must be bimodal with strong correlation for the test to mean anything (notes §7.2).
+	// The posterior must be bimodal with strong correlation for the test to mean anything.
 	if !(g.Upper > 0.1 && g.Upper < 0.9) || !(g.Corr < -0.5) {
 		t.Fatalf("grid posterior: P(θ₂ > 0) = %.3f, corr %.3f", g.Upper, g.Corr)
 	}

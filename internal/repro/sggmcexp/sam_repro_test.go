@@ -25,7 +25,7 @@ func news20(t *testing.T) (train, test *datasets.Corpus) {
 
 // samRepro runs one SG method for 1000 samples with the authors' 20News-diff settings (K = 20, S = 50, btL = 10,
 // γ = α_a = 1e-2) and checks that the log-perplexity does not rise between evaluations and that θ-GMC accepts
-// > 95 % (notes §9 test 14).
+// > 95 %.
 func samRepro(t *testing.T, meth string) SAMPoint {
 	b := testbackend.Open(t)
 	train, test := news20(t)
@@ -50,7 +50,7 @@ func samRepro(t *testing.T, meth string) SAMPoint {
 	return last
 }
 
-// TestReproSAMgSGNHT: gSGNHT below the prototype band 2900 after 1000 samples (notes §9 test 14; prototype
+// TestReproSAMgSGNHT: gSGNHT below the prototype band 2900 after 1000 samples (prototype
 // 2764/2811) with ξ in the 10³ range.
 func TestReproSAMgSGNHT(t *testing.T) {
 	repro.Require(t)
@@ -64,7 +64,7 @@ func TestReproSAMgSGNHT(t *testing.T) {
 }
 
 // TestReproSAMSGGMC: SGGMC below 4600 after 1000 samples (prototype 4385) but above gSGNHT's band 2900, so the
-// two tests together check the ordering gSGNHT < SGGMC at equal samples; SGGMC runs hot (‖v‖²/m ≫ 1, notes P18).
+// two tests together check the ordering gSGNHT < SGGMC at equal samples; SGGMC runs hot (‖v‖²/m ≫ 1 at the paper's settings).
 func TestReproSAMSGGMC(t *testing.T) {
 	repro.Require(t)
 	s := samRepro(t, SAMSGGMC)

@@ -14,26 +14,26 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// SAM method names (paper 001 Section 5.3, notes §7.3–7.4).
+// SAM method names (paper 001 Section 5.3).
 const (
 	SAMgSGNHT     = "gSGNHT"
 	SAMSGGMC      = "SGGMC"
 	SAMGMCApprMH  = "GMC-apprMH"
 	SAMGMCbGibbs  = "GMC-bGibbs"
-	samGMCBurnIn  = 30   // GMC samples left out of the evaluation (20News, notes §5.9)
-	samEvalWindow = 8000 // SG methods: the last 8000 samples, no burn-in (notes §5.9)
+	samGMCBurnIn  = 30   // GMC samples left out of the evaluation (20News, the authors' evaluation)
+	samEvalWindow = 8000 // SG methods: the last 8000 samples, no burn-in (the authors' evaluation)
 )
 
 // SAMMethods lists the methods RunSAM knows.
 var SAMMethods = []string{SAMgSGNHT, SAMSGGMC, SAMGMCApprMH, SAMGMCbGibbs}
 
-// SAMConfig sets a SAM run with the authors' 20News-diff settings by default (notes §5.8, §7.4).
+// SAMConfig sets a SAM run with the authors' 20News-diff settings by default.
 type SAMConfig struct {
 	Method string
 	K      int       // topics (20)
 	Hyper  sam.Hyper // sam.News20Hyper if zero
 	// SG methods: minibatch S (50), btL inner steps per sample (10), γ and α_a (1e-2, 1e-2) with ε = √(γ/D),
-	// C = α_a/ε (notes §3.6, P8).
+	// C = α_a/ε (the authors' code sets ε = √(γ/D) and α_a = Cε).
 	Batch, L      int
 	Gamma, AlphaA float64
 	NTheta        int           // Dirichlet draws of the evaluator (200)
@@ -43,8 +43,7 @@ type SAMConfig struct {
 	EvalEvery     time.Duration // sampling time between evaluations (0: only at the end)
 }
 
-// SAMPoint is one evaluation of a SAM run: log-perplexity (notes §5.9) against sampling time (evaluation excluded,
-// notes P16) and the run's health numbers.
+// SAMPoint is one evaluation of a SAM run: log-perplexity (Section 5.3) against sampling time (evaluation excluded) and the run's health numbers.
 type SAMPoint struct {
 	Method      string  `json:"method"`
 	Iter        int     `json:"iter"`

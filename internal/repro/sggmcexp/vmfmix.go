@@ -10,15 +10,15 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// TwoVMF is the posterior of the synthetic Bayesian mixture of two vMFs of paper 001 Section 5.2 (notes §7.2) on
+// TwoVMF is the posterior of the synthetic Bayesian mixture of two vMFs of paper 001 Section 5.2 on
 // the product S^{n−1} × S^{n−1} of (v₁, v₂), a point being a 2×n matrix with rows v₁, v₂:
 //
 //	v₁ ~ vMF(P1, κ₁),  v₂ ~ vMF(P2, κ₂),  x_i | v₁, v₂ ~ ½ vMF(v₁, κ_x) + ½ vMF(c₂, κ_x),
 //
 // where the second component's mean c₂ is μ = (v₁+v₂)/‖v₁+v₂‖ when MeanReading is set (the coherent reading of the
-// garbled text, notes §7.2: two modes related by the swap v₁ ↔ μ) and v₂ otherwise. GradU uses a minibatch of Batch
+// garbled text: two modes related by the swap v₁ ↔ μ) and v₂ otherwise. GradU uses a minibatch of Batch
 // points drawn without replacement (all points when Batch is 0) scaled by D/|𝒮| (paper eq. (1)), and TwoVMF is a
-// NoiseEstimator: V̂ is the empirical Fisher estimate of Ahn et al. (2012) from the same minibatch (notes §7.2),
+// NoiseEstimator: V̂ is the empirical Fisher estimate of Ahn et al. (2012) from the same minibatch,
 // the per-sphere mean variance of the projected gradient, (D²/|𝒮|)(1 − (|𝒮|−1)/(D−1))·tr(Λ Ĉov Λ)/(n−1), with the
 // finite-population factor of sampling without replacement.
 type TwoVMF struct {
@@ -268,7 +268,7 @@ func (m *TwoVMF) U(b backend.Backend, u []float64, x *T) error {
 
 func unitAngle(a float64) []float64 { return []float64{math.Cos(a), math.Sin(a)} }
 
-// SyntheticTwoVMF is the experiment of paper 001 Section 5.2 (notes §7.2) in the coherent reading: D = 100 points
+// SyntheticTwoVMF is the experiment of paper 001 Section 5.2 in the coherent reading: D = 100 points
 // on S¹ drawn exactly (Wood's sampler, stream seed) from ½vMF(v₁, 20) + ½vMF(μ, 20) with v₁ at angle −π/24, v₂ at
 // π/8 and μ = normalize(v₁+v₂); priors vMF(e₁, 20) on v₁ and v₂; κ_x = 20.
 func SyntheticTwoVMF(seed uint64) (*TwoVMF, error) {

@@ -3,6 +3,7 @@ package sggmc
 import (
 	"math"
 
+	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -35,7 +36,7 @@ type GMC struct {
 // per sample.
 func NewGMC(b backend.Backend, tgt Energy, x0 *T, eps float64, L int, seed, stream uint64) (*GMC, error) {
 	if !(eps > 0) || math.IsInf(eps, 0) || L < 1 {
-		return nil, backend.Errorf("sggmc.gmc", "eps", backend.ErrDomain, "step %v, L = %d", eps, L)
+		return nil, run.ConfigErrorf("sggmc.gmc", "eps", "step %v, L = %d: want a positive finite step and L ≥ 1", eps, L)
 	}
 	m, err := geometry(nil, x0)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/manifold"
 	"github.com/geovb/geovb/rng"
@@ -99,20 +100,20 @@ func (c *Config) check(m manifold.Geodesic) error {
 	const op = "sggmc"
 	switch {
 	case c.Method != SGGMC && c.Method != GSGNHT:
-		return backend.Errorf(op, "Method", backend.ErrDomain, "unknown method %d", c.Method)
+		return run.ConfigErrorf(op, "Method", "unknown method %d", c.Method)
 	case !(c.Step > 0) || math.IsInf(c.Step, 0):
-		return backend.Errorf(op, "Step", backend.ErrDomain, "step ε = %v must be positive and finite", c.Step)
+		return run.ConfigErrorf(op, "Step", "step ε = %v must be positive and finite", c.Step)
 	case !(c.Friction > 0) || math.IsInf(c.Friction, 0):
-		return backend.Errorf(op, "Friction", backend.ErrDomain, "friction C = %v must be positive", c.Friction)
+		return run.ConfigErrorf(op, "Friction", "friction C = %v must be positive", c.Friction)
 	case c.L < 0:
-		return backend.Errorf(op, "L", backend.ErrDomain, "L = %d", c.L)
+		return run.ConfigErrorf(op, "L", "L = %d", c.L)
 	case c.VHat < 0 || math.IsNaN(c.VHat):
-		return backend.Errorf(op, "VHat", backend.ErrDomain, "V̂ = %v", c.VHat)
+		return run.ConfigErrorf(op, "VHat", "V̂ = %v", c.VHat)
 	case 2*c.Friction*c.Step-c.VHat*c.Step*c.Step < 0:
-		return backend.Errorf(op, "VHat", backend.ErrDomain,
-			"injected variance 2Cε − V̂ε² = %g < 0: need 2C ≥ εV̂ (notes P4)", 2*c.Friction*c.Step-c.VHat*c.Step*c.Step)
+		return run.ConfigErrorf(op, "VHat",
+			"injected variance 2Cε − V̂ε² = %g < 0: need 2C ≥ εV̂ (paper eq. (8))", 2*c.Friction*c.Step-c.VHat*c.Step*c.Step)
 	case c.Dim < 0:
-		return backend.Errorf(op, "Dim", backend.ErrDomain, "Dim = %d", c.Dim)
+		return run.ConfigErrorf(op, "Dim", "Dim = %d", c.Dim)
 	}
 	if c.L == 0 {
 		c.L = 1
@@ -121,7 +122,7 @@ func (c *Config) check(m manifold.Geodesic) error {
 		c.Dim = m.Dim()
 	}
 	if c.Dim == 0 {
-		return backend.Errorf(op, "Dim", backend.ErrDomain, "zero-dimensional manifold %s", m.Name())
+		return run.ConfigErrorf(op, "Dim", "zero-dimensional manifold %s", m.Name())
 	}
 	if c.RenormEvery == 0 {
 		c.RenormEvery = 100

@@ -38,8 +38,8 @@ func TestBadInput(t *testing.T) {
 		"vhat":   {Step: 0.1, Friction: 1, VHat: 30}, // 2Cε − V̂ε² = 0.2 − 0.3 < 0
 		"method": {Method: 7, Step: 0.1, Friction: 1},
 	} {
-		if _, err := New(b, tgt, x, cfg); !errors.Is(err, backend.ErrDomain) {
-			t.Errorf("%s: %v, want ErrDomain", name, err)
+		if _, err := New(b, tgt, x, cfg); !errors.Is(err, run.ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
 		}
 	}
 	hoff := hx.Clone()

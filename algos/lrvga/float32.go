@@ -70,10 +70,10 @@ func chunks32(d, p int) int {
 // draws, rounded to float32). c.Scheme must be "linear" (or empty) and c.Model nil.
 func NewLinear32(c Config) (*Linear32, error) {
 	if c.Scheme != "" && c.Scheme != SchemeLinear {
-		return nil, fmt.Errorf("%w: Linear32 runs the %q scheme only, not %q", ErrConfig, SchemeLinear, c.Scheme)
+		return nil, run.ConfigErrorf("lrvga", "Scheme", "Linear32 runs the %q scheme only, not %q", SchemeLinear, c.Scheme)
 	}
 	if c.Model != nil {
-		return nil, fmt.Errorf("%w: Linear32 takes no Model", ErrConfig)
+		return nil, run.ConfigErrorf("lrvga", "Model", "Linear32 takes no Model")
 	}
 	c, err := c.withDefaults()
 	if err != nil {
@@ -112,7 +112,7 @@ func (f *Linear32) initPrior() error {
 	c := f.cfg
 	d, p := c.D, c.P
 	if len(c.Mu0) > 0 && !narrow(f.cur.mu, c.Mu0) {
-		return fmt.Errorf("%w: prior mean beyond float32's range", ErrConfig)
+		return run.ConfigErrorf("lrvga", "Mu0", "prior mean beyond float32's range")
 	}
 	cnt := rng.Counter{Seed: c.Seed, Stream: streamInit}
 	draws := func(sc *blocks32, lo, hi int) []float64 {
@@ -149,7 +149,7 @@ func (f *Linear32) initPrior() error {
 		}
 	}
 	if u := float32(psi0); !(u > 0) || !finite32(u) {
-		return fmt.Errorf("%w: σ₀ = %v: the prior precision %v is not a positive float32", ErrConfig, c.Sigma0, psi0)
+		return run.ConfigErrorf("lrvga", "Sigma0", "σ₀ = %v: the prior precision %v is not a positive float32", c.Sigma0, psi0)
 	}
 	f.clearParts()
 	f.sweep(func(sc *blocks32, ch, lo, hi int) {
@@ -168,7 +168,7 @@ func (f *Linear32) initPrior() error {
 	})
 	for _, st := range f.stats {
 		if st.bad {
-			return fmt.Errorf("%w: σ₀ = %v: the initial W is beyond float32's range", ErrConfig, c.Sigma0)
+			return run.ConfigErrorf("lrvga", "Sigma0", "σ₀ = %v: the initial W is beyond float32's range", c.Sigma0)
 		}
 	}
 	return nil
@@ -593,7 +593,7 @@ func (f *Linear32) State() Checkpoint {
 func Linear32FromState(st Checkpoint) (*Linear32, error) {
 	cfg := st.Cfg
 	if cfg.Scheme != "" && cfg.Scheme != SchemeLinear {
-		return nil, fmt.Errorf("%w: checkpoint of the %q scheme; Linear32 runs %q only", ErrConfig, cfg.Scheme, SchemeLinear)
+		return nil, fmt.Errorf("lrvga: checkpoint of the %q scheme; Linear32 runs %q only: %w", cfg.Scheme, SchemeLinear, run.ErrCheckpoint)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -601,8 +601,8 @@ func Linear32FromState(st Checkpoint) (*Linear32, error) {
 	}
 	d, p := cfg.D, cfg.P
 	if len(st.Mu) != d || len(st.W) != d*p || len(st.Psi) != d || st.T < 0 || st.Clamped < 0 {
-		return nil, fmt.Errorf("%w: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d (t = %d)",
-			ErrConfig, len(st.Mu), len(st.W), len(st.Psi), d, p, st.T)
+		return nil, fmt.Errorf("lrvga: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d (t = %d): %w",
+			len(st.Mu), len(st.W), len(st.Psi), d, p, st.T, run.ErrCheckpoint)
 	}
 	f := newLinear32(cfg)
 	f.t, f.clamped = st.T, st.Clamped
@@ -614,10 +614,10 @@ func Linear32FromState(st Checkpoint) (*Linear32, error) {
 		for i, v := range a.src {
 			u := float32(v)
 			if !finite32(u) {
-				return nil, fmt.Errorf("%w: checkpoint %s[%d] = %v is not finite in float32", ErrConfig, a.name, i, v)
+				return nil, fmt.Errorf("lrvga: checkpoint %s[%d] = %v is not finite in float32: %w", a.name, i, v, run.ErrCheckpoint)
 			}
 			if a.name == "psi" && !(u > 0) {
-				return nil, fmt.Errorf("%w: checkpoint psi[%d] = %v, want > 0 in float32", ErrConfig, i, v)
+				return nil, fmt.Errorf("lrvga: checkpoint psi[%d] = %v, want > 0 in float32: %w", i, v, run.ErrCheckpoint)
 			}
 			a.dst[i] = u
 		}

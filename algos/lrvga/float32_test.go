@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 )
@@ -157,7 +158,7 @@ func TestLinear32BadInput(t *testing.T) {
 		{Config{D: 10, P: 2, Mu0: []float64{0, 0, 0, 1e300, 0, 0, 0, 0, 0, 0}}, "prior mean beyond float32"},
 	} {
 		_, err := NewLinear32(c.cfg)
-		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewLinear32(%+v): error %v, want one containing %q", c.cfg, err, c.want)
 		}
 	}
@@ -175,17 +176,18 @@ func TestLinear32BadInput(t *testing.T) {
 	huge := append([]float64(nil), x...)
 	huge[3] = 1e20 // finite in float64; ψ_new ≈ 1e40 is not in float32
 	for _, c := range []struct {
-		x    []float64
-		y    float64
-		want string
+		x     []float64
+		y     float64
+		cause error
+		want  string
 	}{
-		{nan, 1, "x[5] = NaN"},
-		{x, math.Inf(1), "y = +Inf"},
-		{x[:7], 1, "dimension mismatch"},
-		{huge, 1, "float32's range"},
+		{nan, 1, backend.ErrNotFinite, "x[5] = NaN"},
+		{x, math.Inf(1), backend.ErrNotFinite, "y = +Inf"},
+		{x[:7], 1, backend.ErrShape, "dimension mismatch"},
+		{huge, 1, errRange, "float32's range"},
 	} {
 		err := f.Update(c.x, c.y)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, c.cause) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Update error %v, want %q", err, c.want)
 		}
 	}
@@ -204,7 +206,7 @@ func TestLinear32BadInput(t *testing.T) {
 	}
 	st = f.State()
 	st.Cfg.Scheme = SchemeLogistic
-	if _, err := Linear32FromState(st); err == nil || !errors.Is(err, ErrConfig) {
+	if _, err := Linear32FromState(st); err == nil || !errors.Is(err, run.ErrCheckpoint) {
 		t.Errorf("checkpoint of the logistic scheme: %v", err)
 	}
 }

@@ -20,12 +20,12 @@
 package lrvga
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/blas"
 
+	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -45,9 +45,6 @@ const (
 // Schemes lists the valid scheme names.
 var Schemes = []string{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExplicit, SchemeImplicit,
 	SchemeExtragrad, SchemeMirrorProx}
-
-// ErrConfig is the cause of every error about a Config or an observation handed to a Filter.
-var ErrConfig = errors.New("lrvga: invalid input")
 
 // Random streams of a Filter's seed (rng.Counter.Stream).
 const (
@@ -86,8 +83,8 @@ type Config struct {
 
 // withDefaults validates c and fills in the defaults.
 func (c Config) withDefaults() (Config, error) {
-	bad := func(format string, a ...any) (Config, error) {
-		return c, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
+	bad := func(field, format string, a ...any) (Config, error) {
+		return c, run.ConfigErrorf("lrvga", field, format, a...)
 	}
 	if c.Scheme == "" {
 		c.Scheme = SchemeLinear
@@ -97,34 +94,34 @@ func (c Config) withDefaults() (Config, error) {
 		known = known || s == c.Scheme
 	}
 	if !known {
-		return bad("unknown scheme %q (want one of %v)", c.Scheme, Schemes)
+		return bad("Scheme", "unknown scheme %q (want one of %v)", c.Scheme, Schemes)
 	}
 	if c.D < 2 || c.P < 1 {
-		return bad("d = %d, p = %d: want d ≥ 2 and p ≥ 1", c.D, c.P)
+		return bad("D", "d = %d, p = %d: want d ≥ 2 and p ≥ 1", c.D, c.P)
 	}
 	if c.P >= c.D {
-		return bad("p = %d ≥ d = %d: the latent rank must be below the dimension", c.P, c.D)
+		return bad("P", "p = %d ≥ d = %d: the latent rank must be below the dimension", c.P, c.D)
 	}
 	if c.Sigma0 == 0 {
 		c.Sigma0 = 1
 	}
 	if !(c.Sigma0 > 0) || math.IsInf(c.Sigma0, 0) {
-		return bad("prior standard deviation σ₀ = %v: the prior variance must be finite and > 0", c.Sigma0)
+		return bad("Sigma0", "prior standard deviation σ₀ = %v: the prior variance must be finite and > 0", c.Sigma0)
 	}
 	if c.NoiseStd == 0 {
 		c.NoiseStd = 1
 	}
 	if !(c.NoiseStd > 0) || math.IsInf(c.NoiseStd, 0) {
-		return bad("noise standard deviation σ_w = %v, want finite > 0", c.NoiseStd)
+		return bad("NoiseStd", "noise standard deviation σ_w = %v, want finite > 0", c.NoiseStd)
 	}
 	if c.Eps == 0 {
 		c.Eps = 1e-8
 	}
 	if !(c.Eps > 0 && c.Eps < 1) {
-		return bad("init ε = %v, want 0 < ε < 1", c.Eps)
+		return bad("Eps", "init ε = %v, want 0 < ε < 1", c.Eps)
 	}
 	if !(c.InitStd >= 0) || math.IsInf(c.InitStd, 0) {
-		return bad("InitStd = %v, want finite ≥ 0", c.InitStd)
+		return bad("InitStd", "InitStd = %v, want finite ≥ 0", c.InitStd)
 	}
 	if c.Inner == 0 {
 		c.Inner = 1
@@ -133,27 +130,27 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.Inner < 0 {
-		return bad("%d inner iterations", c.Inner)
+		return bad("Inner", "%d inner iterations", c.Inner)
 	}
 	if c.Samples == 0 {
 		c.Samples = 10
 	}
 	if c.Samples < 0 {
-		return bad("%d ensemble samples", c.Samples)
+		return bad("Samples", "%d ensemble samples", c.Samples)
 	}
 	if c.FixedPoint == 0 {
 		c.FixedPoint = 3
 	}
 	if c.FixedPoint < 0 {
-		return bad("%d fixed-point rounds", c.FixedPoint)
+		return bad("FixedPoint", "%d fixed-point rounds", c.FixedPoint)
 	}
 	if c.Mu0 != nil {
 		if len(c.Mu0) != c.D {
-			return bad("prior mean of length %d, want d = %d", len(c.Mu0), c.D)
+			return bad("Mu0", "prior mean of length %d, want d = %d", len(c.Mu0), c.D)
 		}
 		for i, v := range c.Mu0 {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return bad("prior mean[%d] = %v is not finite", i, v)
+				return bad("Mu0", "prior mean[%d] = %v is not finite", i, v)
 			}
 		}
 	}
@@ -161,7 +158,7 @@ func (c Config) withDefaults() (Config, error) {
 	case SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad:
 	default:
 		if c.Model == nil {
-			return bad("scheme %q needs a Model", c.Scheme)
+			return bad("Model", "scheme %q needs a Model", c.Scheme)
 		}
 	}
 	return c, nil
@@ -371,7 +368,7 @@ func (f *Filter) download(dst []float64, t *tensor.Tensor) ([]float64, error) {
 		dst = make([]float64, n)
 	}
 	if len(dst) != n {
-		return nil, fmt.Errorf("%w: destination of length %d, want %d", ErrConfig, len(dst), n)
+		return nil, fmt.Errorf("lrvga: destination of length %d, want %d: %w", len(dst), n, backend.ErrShape)
 	}
 	h, _ := tensor.FromSlice(dst, 1, t.Rows(), t.Cols())
 	return dst, f.b.Download(h, t)
@@ -394,18 +391,19 @@ func (f *Filter) checkObs(x []float64, y float64) error { return checkObservatio
 // checkObservation checks observation t (x, y) of a filter configured by cfg.
 func checkObservation(cfg Config, t int, x []float64, y float64) error {
 	if len(x) != cfg.D {
-		return fmt.Errorf("%w: observation %d: x has length %d, want d = %d (dimension mismatch)", ErrConfig, t, len(x), cfg.D)
+		return fmt.Errorf("lrvga: observation %d: x has length %d, want d = %d (dimension mismatch): %w", t, len(x), cfg.D,
+			backend.ErrShape)
 	}
 	if math.IsNaN(y) || math.IsInf(y, 0) {
-		return fmt.Errorf("%w: observation %d: y = %v is not finite", ErrConfig, t, y)
+		return fmt.Errorf("lrvga: observation %d: y = %v is not finite: %w", t, y, backend.ErrNotFinite)
 	}
 	for i, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", ErrConfig, t, i, v)
+			return fmt.Errorf("lrvga: observation %d: x[%d] = %v is not finite: %w", t, i, v, backend.ErrNotFinite)
 		}
 	}
 	if (cfg.Scheme == SchemeLogistic || cfg.Scheme == SchemeLogisticExtragrad) && y != 0 && y != 1 {
-		return fmt.Errorf("%w: observation %d: logistic label y = %v, want 0 or 1", ErrConfig, t, y)
+		return fmt.Errorf("lrvga: observation %d: logistic label y = %v, want 0 or 1: %w", t, y, backend.ErrDomain)
 	}
 	return nil
 }

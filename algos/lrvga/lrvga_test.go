@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 )
@@ -81,7 +82,7 @@ func TestBadInput(t *testing.T) {
 		{Config{D: 10, P: 2, Mu0: []float64{1}}, "prior mean of length 1"},
 	} {
 		_, err := New(b, c.cfg)
-		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v): error %v, want one containing %q", c.cfg, err, c.want)
 		}
 	}
@@ -104,22 +105,23 @@ func TestBadInput(t *testing.T) {
 		inf := append([]float64(nil), x...)
 		inf[2] = math.Inf(-1)
 		for _, c := range []struct {
-			x    []float64
-			y    float64
-			want string
+			x     []float64
+			y     float64
+			cause error
+			want  string
 		}{
-			{nan, 1, "x[5] = NaN"},
-			{inf, 1, "x[2] = -Inf"},
-			{x, math.NaN(), "y = NaN"},
-			{x[:7], 1, "dimension mismatch"},
+			{nan, 1, backend.ErrNotFinite, "observation 1: x[5] = NaN"},
+			{inf, 1, backend.ErrNotFinite, "observation 1: x[2] = -Inf"},
+			{x, math.NaN(), backend.ErrNotFinite, "observation 1: y = NaN"},
+			{x[:7], 1, backend.ErrShape, "dimension mismatch"},
 		} {
 			err := f.Update(c.x, c.y)
-			if err == nil || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, c.cause) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: Update error %v, want %q", scheme, err, c.want)
 			}
 		}
 		if scheme == SchemeLogistic || scheme == SchemeLogisticExtragrad {
-			if err := f.Update(x, 0.5); err == nil || !strings.Contains(err.Error(), "want 0 or 1") {
+			if err := f.Update(x, 0.5); !errors.Is(err, backend.ErrDomain) || !strings.Contains(err.Error(), "want 0 or 1") {
 				t.Errorf("logistic label 0.5: %v", err)
 			}
 		}

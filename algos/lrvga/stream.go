@@ -143,8 +143,8 @@ func FromState(b backend.Backend, st Checkpoint, model Model) (*Filter, error) {
 	}
 	d, p := cfg.D, cfg.P
 	if len(st.Mu) != d || len(st.W) != d*p || len(st.Psi) != d || st.T < 0 {
-		return nil, fmt.Errorf("%w: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d",
-			ErrConfig, len(st.Mu), len(st.W), len(st.Psi), d, p)
+		return nil, fmt.Errorf("lrvga: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d: %w",
+			len(st.Mu), len(st.W), len(st.Psi), d, p, run.ErrCheckpoint)
 	}
 	f := &Filter{cfg: cfg, b: b, host: tensor.NewHost(1, 1, 1), t: st.T, draws: st.Draws, clamped: st.Clamped}
 	if err := f.alloc(); err != nil {

@@ -67,9 +67,9 @@ func chunks32(d, p int) int {
 }
 
 // NewLinear32 starts a float32 filter at the prior, with the initialisation of Filter (InitFactors: the same
-// draws, rounded to float32). c.Scheme must be "linear" (or empty) and c.Model nil.
+// draws, rounded to float32). c.Scheme must be SchemeLinear (the zero value) and c.Model nil.
 func NewLinear32(c Config) (*Linear32, error) {
-	if c.Scheme != "" && c.Scheme != SchemeLinear {
+	if c.Scheme != SchemeLinear {
 		return nil, run.ConfigErrorf("lrvga", "Scheme", "Linear32 runs the %q scheme only, not %q", SchemeLinear, c.Scheme)
 	}
 	if c.Model != nil {
@@ -592,7 +592,7 @@ func (f *Linear32) State() Checkpoint {
 // whose float64 state is then rounded).
 func Linear32FromState(st Checkpoint) (*Linear32, error) {
 	cfg := st.Cfg
-	if cfg.Scheme != "" && cfg.Scheme != SchemeLinear {
+	if cfg.Scheme != SchemeLinear {
 		return nil, fmt.Errorf("lrvga: checkpoint of the %q scheme; Linear32 runs %q only: %w", cfg.Scheme, SchemeLinear, run.ErrCheckpoint)
 	}
 	cfg, err := cfg.withDefaults()

@@ -22,6 +22,7 @@ package lrvga
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/blas"
 
@@ -31,20 +32,72 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Scheme names accepted by Config.Scheme.
+// Scheme is the update rule of a Filter (Config.Scheme). The zero value is SchemeLinear.
+type Scheme int
+
+// The schemes; see the package documentation for the equations of each.
 const (
-	SchemeLinear            = "linear"
-	SchemeLogistic          = "logistic"
-	SchemeLogisticExtragrad = "logistic-extragrad"
-	SchemeExplicit          = "explicit"
-	SchemeImplicit          = "implicit"
-	SchemeExtragrad         = "extragrad"
-	SchemeMirrorProx        = "mirror-prox"
+	SchemeLinear            Scheme = iota // Bayesian linear regression, (25)–(27)
+	SchemeLogistic                        // logistic regression, implicit closed-form step (52)–(54)
+	SchemeLogisticExtragrad               // logistic regression, partial mirror prox (143)–(145), probit moments
+	SchemeExplicit                        // general Model, explicit step (139)–(140)
+	SchemeImplicit                        // general Model, fixed point of the implicit step (3)–(4)
+	SchemeExtragrad                       // general Model, partial mirror prox (143)–(145)
+	SchemeMirrorProx                      // general Model, full mirror prox (139)–(142)
 )
 
-// Schemes lists the valid scheme names.
-var Schemes = []string{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExplicit, SchemeImplicit,
+// Schemes lists the schemes in order.
+var Schemes = []Scheme{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExplicit, SchemeImplicit,
 	SchemeExtragrad, SchemeMirrorProx}
+
+var schemeNames = [...]string{"linear", "logistic", "logistic-extragrad", "explicit", "implicit", "extragrad",
+	"mirror-prox"}
+
+// String returns the scheme's name ("linear", "logistic", …; "Scheme(n)" for a value that is none of them).
+func (s Scheme) String() string {
+	if s.valid() {
+		return schemeNames[s]
+	}
+	return fmt.Sprintf("Scheme(%d)", int(s))
+}
+
+func (s Scheme) valid() bool { return s >= 0 && int(s) < len(schemeNames) }
+
+// ParseScheme returns the scheme named name (as String writes it). An unknown name is an error wrapping
+// run.ErrConfig.
+func ParseScheme(name string) (Scheme, error) {
+	for i, n := range schemeNames {
+		if n == name {
+			return Scheme(i), nil
+		}
+	}
+	return 0, run.ConfigErrorf("lrvga", "Scheme", "unknown scheme %q (want one of %s)", name,
+		strings.Join(schemeNames[:], ", "))
+}
+
+// MarshalText writes the scheme's name, so that JSON output reads "logistic", not 1.
+func (s Scheme) MarshalText() ([]byte, error) {
+	if !s.valid() {
+		return nil, run.ConfigErrorf("lrvga", "Scheme", "unknown scheme %v", s)
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText parses a name with ParseScheme (so that flag.TextVar takes a -scheme flag).
+func (s *Scheme) UnmarshalText(text []byte) error {
+	v, err := ParseScheme(string(text))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// logistic reports whether the scheme is one of the two logistic-regression schemes, whose labels are 0 or 1.
+func (s Scheme) logistic() bool { return s == SchemeLogistic || s == SchemeLogisticExtragrad }
+
+// general reports whether the scheme is one of the general nonlinear schemes, which need a Model.
+func (s Scheme) general() bool { return s >= SchemeExplicit && s.valid() }
 
 // Random streams of a Filter's seed (rng.Counter.Stream).
 const (
@@ -55,7 +108,7 @@ const (
 // Config describes a Filter. Zero fields take the defaults in brackets.
 type Config struct {
 	D, P   int    // dimension d and latent rank p, 1 ≤ p < d
-	Scheme string // one of Schemes ["linear"]
+	Scheme Scheme // the update rule [SchemeLinear, the zero value]
 	// Inner is n_in, the recursive-EM iterations per observation [3 for linear, 1 otherwise] (notes §2.10).
 	Inner int
 	// Sigma0 is the prior standard deviation: θ ~ N(Mu0, Sigma0² I) [1]. It must be > 0.
@@ -86,15 +139,8 @@ func (c Config) withDefaults() (Config, error) {
 	bad := func(field, format string, a ...any) (Config, error) {
 		return c, run.ConfigErrorf("lrvga", field, format, a...)
 	}
-	if c.Scheme == "" {
-		c.Scheme = SchemeLinear
-	}
-	known := false
-	for _, s := range Schemes {
-		known = known || s == c.Scheme
-	}
-	if !known {
-		return bad("Scheme", "unknown scheme %q (want one of %v)", c.Scheme, Schemes)
+	if !c.Scheme.valid() {
+		return bad("Scheme", "unknown scheme %v (want one of %v)", c.Scheme, Schemes)
 	}
 	if c.D < 2 || c.P < 1 {
 		return bad("D", "d = %d, p = %d: want d ≥ 2 and p ≥ 1", c.D, c.P)
@@ -154,12 +200,8 @@ func (c Config) withDefaults() (Config, error) {
 			}
 		}
 	}
-	switch c.Scheme {
-	case SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad:
-	default:
-		if c.Model == nil {
-			return bad("Model", "scheme %q needs a Model", c.Scheme)
-		}
+	if c.Scheme.general() && c.Model == nil {
+		return bad("Model", "scheme %q needs a Model", c.Scheme)
 	}
 	return c, nil
 }
@@ -402,7 +444,7 @@ func checkObservation(cfg Config, t int, x []float64, y float64) error {
 			return fmt.Errorf("lrvga: observation %d: x[%d] = %v is not finite: %w", t, i, v, backend.ErrNotFinite)
 		}
 	}
-	if (cfg.Scheme == SchemeLogistic || cfg.Scheme == SchemeLogisticExtragrad) && y != 0 && y != 1 {
+	if cfg.Scheme.logistic() && y != 0 && y != 1 {
 		return fmt.Errorf("lrvga: observation %d: logistic label y = %v, want 0 or 1: %w", t, y, backend.ErrDomain)
 	}
 	return nil

@@ -7,6 +7,7 @@ package lrvga
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -77,7 +78,8 @@ func TestBadInput(t *testing.T) {
 		{Config{D: 10, P: 12}, "p = 12 ≥ d = 10"},
 		{Config{D: 10, P: 2, Sigma0: -1}, "prior variance"},
 		{Config{D: 10, P: 2, Sigma0: math.NaN()}, "prior variance"},
-		{Config{D: 10, P: 2, Scheme: "kalman"}, `unknown scheme "kalman"`},
+		{Config{D: 10, P: 2, Scheme: Scheme(42)}, "unknown scheme Scheme(42)"},
+		{Config{D: 10, P: 2, Scheme: -1}, "unknown scheme Scheme(-1)"},
 		{Config{D: 10, P: 2, Scheme: SchemeExtragrad}, "needs a Model"},
 		{Config{D: 10, P: 2, Mu0: []float64{1}}, "prior mean of length 1"},
 	} {
@@ -86,7 +88,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("New(%+v): error %v, want one containing %q", c.cfg, err, c.want)
 		}
 	}
-	for _, scheme := range []string{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExtragrad} {
+	for _, scheme := range []Scheme{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExtragrad} {
 		var model Model
 		if scheme == SchemeExtragrad {
 			model = glm.Logistic{}
@@ -130,6 +132,37 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: state changed by failing updates", scheme)
 		}
 		f.Close()
+	}
+}
+
+// The schemes' names: String and ParseScheme are inverse, the zero value is the linear scheme, an unknown name is
+// a settings error, and the text forms (flags, JSON) use the names.
+func TestParseScheme(t *testing.T) {
+	var zero Config
+	if zero.Scheme != SchemeLinear || SchemeLinear.String() != "linear" {
+		t.Errorf("zero Scheme %v, want linear", zero.Scheme)
+	}
+	want := []string{"linear", "logistic", "logistic-extragrad", "explicit", "implicit", "extragrad", "mirror-prox"}
+	for i, s := range Schemes {
+		got, err := ParseScheme(s.String())
+		if s.String() != want[i] || err != nil || got != s {
+			t.Errorf("scheme %d: name %q, parsed back as %v (%v); want %q", i, s.String(), got, err, want[i])
+		}
+		var u Scheme
+		text, err := s.MarshalText()
+		if err != nil || u.UnmarshalText(text) != nil || u != s {
+			t.Errorf("%v: text %q (%v) reads back as %v", s, text, err, u)
+		}
+	}
+	for _, name := range []string{"kalman", "", "Linear"} {
+		_, err := ParseScheme(name)
+		if !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), fmt.Sprintf("unknown scheme %q", name)) ||
+			!strings.Contains(err.Error(), "mirror-prox") {
+			t.Errorf("ParseScheme(%q): error %v, want an unknown-scheme error listing the names", name, err)
+		}
+	}
+	if _, err := Scheme(9).MarshalText(); !errors.Is(err, run.ErrConfig) {
+		t.Errorf("MarshalText of Scheme(9): %v", err)
 	}
 }
 

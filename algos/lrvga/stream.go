@@ -78,10 +78,11 @@ func runStream(ctl run.Control, src Source, t0 int, update func(x []float64, y f
 	return res, res.Err
 }
 
-// checkpointMethod and checkpointVersion identify the checkpoint format.
+// checkpointMethod and checkpointVersion identify the checkpoint format. Version 2 stores Config.Scheme as a
+// Scheme (version 1 had a string there); files of version 1 are refused with run.ErrCheckpoint.
 const (
 	checkpointMethod  = "lrvga"
-	checkpointVersion = 1
+	checkpointVersion = 2
 )
 
 // Checkpoint is the saved state of a Filter: the configuration (without the Model), μ, W, ψ, the step count and

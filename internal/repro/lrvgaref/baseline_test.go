@@ -112,8 +112,8 @@ func TestLogisticExtragradVsDense(t *testing.T) {
 	const d, n, sigma0 = 20, 4, 2.0
 	b := testbackend.Open(t)
 	data := glm.LogisticMixture(glm.NewDesign(d, 1, 4), n, 0.2, 4)
-	mus := map[string][]float64{}
-	for _, scheme := range []string{lrvga.SchemeLogisticExtragrad, lrvga.SchemeLogistic} {
+	mus := map[lrvga.Scheme][]float64{}
+	for _, scheme := range []lrvga.Scheme{lrvga.SchemeLogisticExtragrad, lrvga.SchemeLogistic} {
 		f, err := lrvga.New(b, lrvga.Config{D: d, P: d - 1, Scheme: scheme, Sigma0: sigma0, Inner: 250, Eps: 1e-10})
 		if err != nil {
 			t.Fatal(err)

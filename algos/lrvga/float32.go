@@ -1,6 +1,7 @@
 package lrvga
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -599,49 +600,69 @@ func Linear32FromState(st Checkpoint) (*Linear32, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, p := cfg.D, cfg.P
-	if len(st.Mu) != d || len(st.W) != d*p || len(st.Psi) != d || st.T < 0 || st.Clamped < 0 {
-		return nil, fmt.Errorf("lrvga: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d (t = %d): %w",
-			len(st.Mu), len(st.W), len(st.Psi), d, p, st.T, run.ErrCheckpoint)
-	}
 	f := newLinear32(cfg)
-	f.t, f.clamped = st.T, st.Clamped
-	for _, a := range []struct {
-		name string
-		src  []float64
-		dst  []float32
-	}{{"mu", st.Mu, f.cur.mu}, {"W", st.W, f.cur.w}, {"psi", st.Psi, f.cur.psi}} {
-		for i, v := range a.src {
-			u := float32(v)
-			if !finite32(u) {
-				return nil, fmt.Errorf("lrvga: checkpoint %s[%d] = %v is not finite in float32: %w", a.name, i, v, run.ErrCheckpoint)
-			}
-			if a.name == "psi" && !(u > 0) {
-				return nil, fmt.Errorf("lrvga: checkpoint psi[%d] = %v, want > 0 in float32: %w", i, v, run.ErrCheckpoint)
-			}
-			a.dst[i] = u
-		}
+	if err := f.restore(st); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
 
+// restore puts the state of st, rounded to float32, into the filter. The checkpoint is checked first (lengths,
+// values finite in float32, ψ > 0): a bad one leaves the filter as it was.
+func (f *Linear32) restore(st Checkpoint) error {
+	d, p := f.cfg.D, f.cfg.P
+	if len(st.Mu) != d || len(st.W) != d*p || len(st.Psi) != d || st.T < 0 || st.Clamped < 0 {
+		return fmt.Errorf("lrvga: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d (t = %d): %w",
+			len(st.Mu), len(st.W), len(st.Psi), d, p, st.T, run.ErrCheckpoint)
+	}
+	arrays := []struct {
+		name string
+		src  []float64
+		dst  []float32
+	}{{"mu", st.Mu, f.cur.mu}, {"W", st.W, f.cur.w}, {"psi", st.Psi, f.cur.psi}}
+	for _, a := range arrays {
+		for i, v := range a.src {
+			u := float32(v)
+			if !finite32(u) {
+				return fmt.Errorf("lrvga: checkpoint %s[%d] = %v is not finite in float32: %w", a.name, i, v, run.ErrCheckpoint)
+			}
+			if a.name == "psi" && !(u > 0) {
+				return fmt.Errorf("lrvga: checkpoint psi[%d] = %v, want > 0 in float32: %w", i, v, run.ErrCheckpoint)
+			}
+		}
+	}
+	for _, a := range arrays {
+		for i, v := range a.src {
+			a.dst[i] = float32(v)
+		}
+	}
+	f.t, f.clamped = st.T, st.Clamped
+	return nil
+}
+
 // SaveCheckpoint writes the filter's state to path atomically (run.SaveCheckpoint), in the format of
-// Filter.SaveCheckpoint: Resume continues it in float64, ResumeLinear32 in float32.
+// Filter.SaveCheckpoint: a Filter's Run with Control.Resume continues it in float64, a Linear32's in float32.
 func (f *Linear32) SaveCheckpoint(path string) error {
 	return run.SaveCheckpoint(path, checkpointMethod, checkpointVersion, f.State())
 }
 
-// ResumeLinear32 loads a checkpoint written by SaveCheckpoint (of a Linear32 or a linear-scheme Filter).
-func ResumeLinear32(path string) (*Linear32, error) {
-	var st Checkpoint
-	if err := run.LoadCheckpoint(path, checkpointMethod, checkpointVersion, &st); err != nil {
-		return nil, err
+// Run streams the source through Update as Filter.Run does (context, MaxIter, progress records with "clamped",
+// checkpoints every ctl.CheckpointEvery observations). With ctl.Resume it first restores the state saved at
+// ctl.CheckpointPath by a Linear32 or a linear-scheme Filter of the same Config (else an error wrapping
+// run.ErrCheckpoint that names the setting that differs) and continues from it bit for bit.
+func (f *Linear32) Run(ctx context.Context, ctl run.Control, src Source) (run.Result, error) {
+	ctl = ctl.WithContext(ctx)
+	if err := ctl.Validate(); err != nil {
+		return run.Result{Reason: run.Failed, Err: err}, err
 	}
-	return Linear32FromState(st)
-}
-
-// Run streams the source through Update as Filter.Run does (context, MaxIter, progress records with
-// "clamped", checkpoints every ctl.CheckpointEvery observations).
-func (f *Linear32) Run(ctl run.Control, src Source) (run.Result, error) {
+	if ctl.Resume {
+		st, err := loadCheckpoint(ctl.CheckpointPath, f.cfg)
+		if err == nil {
+			err = f.restore(st)
+		}
+		if err != nil {
+			return run.Result{Reason: run.Failed, Err: err}, err
+		}
+	}
 	return runStream(ctl, src, f.t, f.Update, func() int { return f.clamped }, f.SaveCheckpoint)
 }

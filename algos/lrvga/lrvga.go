@@ -1,22 +1,26 @@
 // Package lrvga is the limited-memory recursive variational Gaussian approximation (L-RVGA) of Lambert, Bonnabel
-// and Bach (paper 002; implementer notes ../shared/notes/paper-002-lrvga.md, cited "notes §x").
+// and Bach (paper 002; docs/lrvga.md describes the package).
 //
 // A Filter keeps q_t = N(μ_t, P_t) with the precision in factor-analysis form P_t⁻¹ ≈ W Wᵀ + Ψ (W d×p, Ψ
 // diagonal) and consumes one observation (x_t, y_t) per Update: an R-VGA step that adds a low-rank term to the
 // precision, projected back by the recursive EM of Algorithm 1 (backend.RecursiveEM), and a Woodbury mean update.
-// Everything is O(dp) memory and O(dp² n_in) time per observation; no d×d object is formed.
+// Everything is O(dp) memory and O(dp² n_in) time per observation; no d×d object is formed. Run streams a Source
+// through Update with the shared run control (cancellation, progress, checkpoints, resume).
 //
-// Schemes (Config.Scheme):
-//   - "linear": Bayesian linear regression y = xᵀθ + N(0, σ_w²), eq. (25)–(27), notes §2.5.
-//   - "logistic": logistic regression, the implicit closed-form step with the probit approximation, (52)–(54),
-//     notes §2.1 and §2.6, with the scalar system solved to machine precision (SolveImplicit).
-//   - "logistic-extragrad": logistic regression by the partial mirror prox (143)–(145) with the probit closed-form
-//     expectations (50)–(52) in place of sampling: the analytic "baseline" of Fig. 4 (notes §2.7, §4.7).
-//   - "explicit", "implicit", "extragrad", "mirror-prox": the general nonlinear L-RVGA of Sec. 4.2 (notes §2.7) for
-//     a Model supplying ∂h/∂θ and Cov(y|θ), with K ensemble draws (Prop. 1, corrected) per expectation.
+// Schemes (Config.Scheme, a Scheme; ParseScheme reads the names):
+//   - SchemeLinear ("linear", the zero value): Bayesian linear regression y = xᵀθ + N(0, σ_w²), eq. (25)–(27).
+//   - SchemeLogistic ("logistic"): logistic regression, the implicit closed-form step with the probit
+//     approximation, (52)–(54), with the scalar system solved to machine precision (SolveImplicit).
+//   - SchemeLogisticExtragrad ("logistic-extragrad"): logistic regression by the partial mirror prox (143)–(145)
+//     with the probit closed-form expectations (50)–(52) in place of sampling: the analytic baseline of Fig. 4.
+//   - SchemeExplicit, SchemeImplicit, SchemeExtragrad, SchemeMirrorProx ("explicit", "implicit", "extragrad",
+//     "mirror-prox"): the general nonlinear L-RVGA of Sec. 4.2 for a Model supplying ∂h/∂θ and Cov(y|θ), with K
+//     ensemble draws (Prop. 1) per expectation.
 //
-// An Update whose input is bad (NaN/Inf, wrong length) or that fails numerically returns an error and leaves the
-// state exactly as it was: the new factors are built in a second set of buffers and swapped in at the end.
+// Settings errors wrap run.ErrConfig. An Update whose observation is bad (wrong length: backend.ErrShape; NaN or
+// Inf: backend.ErrNotFinite; a logistic label outside {0, 1}: backend.ErrDomain; each naming the observation's
+// index) or that fails numerically returns an error and leaves the state exactly as it was: the new factors are
+// built in a second set of buffers and swapped in at the end.
 package lrvga
 
 import (
@@ -329,8 +333,14 @@ func InitFactors(b backend.Backend, w, psi *tensor.Tensor, sigma0, eps, initStd 
 	return b.Fill(psi, (1-eps)*prec)
 }
 
-// factor builds both LowRanks (after the buffers of cur are set).
+// factor builds both LowRanks (after the buffers of cur are set), closing those of an earlier state.
 func (f *Filter) factor() error {
+	for _, fs := range []*factors{&f.cur, &f.nxt} {
+		if fs.lr != nil {
+			fs.lr.Close()
+			fs.lr = nil
+		}
+	}
 	var err error
 	if f.cur.lr, err = backend.NewLowRank(f.b, f.cur.w, f.cur.psi); err != nil {
 		return err

@@ -184,19 +184,20 @@ func TestStreamCheckpointResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		var calls int
-		res, err := full.Run(run.Control{Recorder: run.Func(func(run.Record) { calls++ })}, &SliceSource{X: data.X, Y: data.Y})
+		res, err := full.Run(context.Background(), run.Control{Recorder: run.Func(func(run.Record) { calls++ })},
+			&SliceSource{X: data.X, Y: data.Y})
 		if err != nil || res.Reason != run.Converged || res.Iters != n || calls != n || full.T() != n {
 			t.Fatalf("%s: full run %+v err %v, %d callbacks", c.Scheme, res, err, calls)
 		}
 		want, _ := full.State()
 		full.Close()
 
-		// Interrupted at 12 by the context, checkpointed every 4, resumed from the file.
+		// Interrupted at 12 by the context, checkpointed every 4, resumed from the file by a new filter.
 		path := filepath.Join(t.TempDir(), "ck")
 		f, _ := New(b, c)
 		ctx, cancel := context.WithCancel(context.Background())
 		src := &SliceSource{X: data.X, Y: data.Y}
-		res, _ = f.Run(run.Control{Ctx: ctx, CheckpointEvery: 4, CheckpointPath: path,
+		res, _ = f.Run(ctx, run.Control{CheckpointEvery: 4, CheckpointPath: path,
 			Recorder: run.Func(func(r run.Record) {
 				if r.Iter == 13 {
 					cancel()
@@ -207,18 +208,17 @@ func TestStreamCheckpointResume(t *testing.T) {
 			t.Fatalf("%s: cancelled run %+v at t = %d", c.Scheme, res, f.T())
 		}
 		f.Close()
-		g, err := Resume(b, path, c.Model)
+		g, err := New(b, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.T() != 12 {
-			t.Fatalf("%s: resumed at t = %d, want 12", c.Scheme, g.T())
-		}
 		src = &SliceSource{X: data.X, Y: data.Y, next: 12}
-		if _, err := g.Run(run.Control{MaxIter: 20}, src); err != nil || g.T() != 20 {
-			t.Fatalf("%s: MaxIter 20: t = %d, %v", c.Scheme, g.T(), err)
+		ctl := run.Control{MaxIter: 20, CheckpointPath: path, Resume: true}
+		if res, err := g.Run(context.Background(), ctl, src); err != nil || g.T() != 20 || res.Iters != 20 || src.next != 20 {
+			t.Fatalf("%s: resumed with MaxIter 20: t = %d, %d iterations, source at %d, %v", c.Scheme, g.T(), res.Iters,
+				src.next, err)
 		}
-		if _, err := g.Run(run.Control{}, src); err != nil {
+		if _, err := g.Run(context.Background(), run.Control{}, src); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := g.State()
@@ -226,6 +226,66 @@ func TestStreamCheckpointResume(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: resumed run differs from the uninterrupted run", c.Scheme)
 		}
+	}
+}
+
+// A resume is refused, with the filter left at its start, when the filter's Config is not the one that saved the
+// checkpoint (the error names the setting), when the file is of checkpoint version 1 (Config.Scheme was a string),
+// and when Resume has no path.
+func TestResumeRefused(t *testing.T) {
+	b := testbackend.Open(t)
+	const d, p = 12, 3
+	data := glm.LogisticMixture(glm.NewDesign(d, 1, 2), 10, 0.2, 2)
+	c := Config{D: d, P: p, Scheme: SchemeLogistic, Sigma0: 4, InitStd: 1e-3, Seed: 5}
+	path := filepath.Join(t.TempDir(), "ck")
+	f, _ := New(b, c)
+	if _, err := f.Run(context.Background(), run.Control{CheckpointEvery: 5, CheckpointPath: path},
+		&SliceSource{X: data.X, Y: data.Y}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	edit := func(e func(*Config)) Config { c2 := c; e(&c2); return c2 }
+	for _, cc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{edit(func(c *Config) { c.Seed = 6 }), "Seed is 5 in the checkpoint, 6 in this filter"},
+		{edit(func(c *Config) { c.P = 2 }), "P is 3 in the checkpoint, 2 in this filter"},
+		{edit(func(c *Config) { c.Scheme = SchemeLogisticExtragrad }), "Scheme is logistic in the checkpoint, logistic-extragrad"},
+		{edit(func(c *Config) { c.Inner = 2 }), "Inner is 1 in the checkpoint, 2 in this filter"},
+		{edit(func(c *Config) { c.Mu0 = make([]float64, d) }), "Mu0 differs"},
+		{edit(func(c *Config) { c.Scheme, c.Sigma0, c.InitStd = SchemeLinear, 0, 0 }), "Scheme is logistic in the checkpoint, linear"},
+	} {
+		g, err := New(b, cc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := g.State()
+		_, err = g.Run(context.Background(), run.Control{CheckpointPath: path, Resume: true}, &SliceSource{X: data.X, Y: data.Y})
+		after, _ := g.State()
+		if !errors.Is(err, run.ErrCheckpoint) || !strings.Contains(err.Error(), cc.want) || !reflect.DeepEqual(before, after) {
+			t.Errorf("resume into %+v: error %v, want one wrapping run.ErrCheckpoint naming %q, state unchanged", cc.cfg, err, cc.want)
+		}
+		g.Close()
+	}
+	// The Config that saved it resumes (the checkpoint was saved at t = 10, the end of the data).
+	g, _ := New(b, c)
+	if _, err := g.Run(context.Background(), run.Control{CheckpointPath: path, Resume: true, MaxIter: 10}, nil); err != nil || g.T() != 10 {
+		t.Errorf("resume with the same Config: t = %d, %v", g.T(), err)
+	}
+	g.Close()
+	old := filepath.Join(t.TempDir(), "v1")
+	if err := run.SaveCheckpoint(old, checkpointMethod, 1, struct{ Scheme string }{"logistic"}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = New(b, c)
+	defer g.Close()
+	if _, err := g.Run(context.Background(), run.Control{CheckpointPath: old, Resume: true}, nil); !errors.Is(err, run.ErrCheckpoint) ||
+		!strings.Contains(err.Error(), "version 1") || g.T() != 0 {
+		t.Errorf("resume from a version-1 file: %v (t = %d)", err, g.T())
+	}
+	if _, err := g.Run(context.Background(), run.Control{Resume: true}, nil); !errors.Is(err, run.ErrConfig) {
+		t.Errorf("Resume without a path: %v", err)
 	}
 }
 

@@ -610,10 +610,8 @@ func Linear32FromState(st Checkpoint) (*Linear32, error) {
 // restore puts the state of st, rounded to float32, into the filter. The checkpoint is checked first (lengths,
 // values finite in float32, ψ > 0): a bad one leaves the filter as it was.
 func (f *Linear32) restore(st Checkpoint) error {
-	d, p := f.cfg.D, f.cfg.P
-	if len(st.Mu) != d || len(st.W) != d*p || len(st.Psi) != d || st.T < 0 || st.Clamped < 0 {
-		return fmt.Errorf("lrvga: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d (t = %d): %w",
-			len(st.Mu), len(st.W), len(st.Psi), d, p, st.T, run.ErrCheckpoint)
+	if err := checkState(st, f.cfg.D, f.cfg.P); err != nil {
+		return err
 	}
 	arrays := []struct {
 		name string

@@ -168,7 +168,7 @@ func configDiff(saved, here Config) string {
 			}
 			continue
 		}
-		if a != b {
+		if !reflect.DeepEqual(a, b) {
 			return fmt.Sprintf("%s is %v in the checkpoint, %v in this filter", name, a, b)
 		}
 	}

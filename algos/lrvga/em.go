@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/tensor"
 )
@@ -33,7 +34,7 @@ type FAConfig struct {
 
 func (c FAConfig) withDefaults() (FAConfig, error) {
 	if c.D < 2 || c.P < 1 || c.P >= c.D {
-		return c, fmt.Errorf("%w: d = %d, p = %d: want 1 ≤ p < d", ErrConfig, c.D, c.P)
+		return c, run.ConfigErrorf("lrvga", "P", "d = %d, p = %d: want 1 ≤ p < d", c.D, c.P)
 	}
 	if c.Inner == 0 {
 		c.Inner = 1
@@ -45,7 +46,7 @@ func (c FAConfig) withDefaults() (FAConfig, error) {
 		c.Eps = 1e-8
 	}
 	if !(c.Sigma0 > 0) || c.Inner < 0 || !(c.Eps > 0 && c.Eps < 1) {
-		return c, fmt.Errorf("%w: σ₀ = %v, n_in = %d, ε = %v", ErrConfig, c.Sigma0, c.Inner, c.Eps)
+		return c, fmt.Errorf("lrvga: %w: σ₀ = %v, n_in = %d, ε = %v: want σ₀ > 0, n_in ≥ 0 and 0 < ε < 1", run.ErrConfig, c.Sigma0, c.Inner, c.Eps)
 	}
 	return c, nil
 }
@@ -86,7 +87,7 @@ func NewRecursiveFA(b backend.Backend, c FAConfig) (*RecursiveFA, error) {
 func (r *RecursiveFA) Update(x []float64) error {
 	d := r.Cfg.D
 	if len(x) == 0 || len(x)%d != 0 {
-		return fmt.Errorf("%w: input block of length %d, want a multiple of d = %d", ErrConfig, len(x), d)
+		return fmt.Errorf("lrvga: input block of length %d, want a multiple of d = %d: %w", len(x), d, backend.ErrShape)
 	}
 	kc := len(x) / d
 	h, _ := tensor.FromSlice(x, 1, d, kc)
@@ -131,7 +132,7 @@ func (r *RecursiveFA) Close() {
 func BatchFA(b backend.Backend, w, psi *tensor.Tensor, x []float64, n, iters int, floor float64) (int, error) {
 	d := w.Rows()
 	if n < 1 || len(x) != n*d {
-		return 0, fmt.Errorf("%w: %d inputs of length %d for d = %d", ErrConfig, n, len(x), d)
+		return 0, fmt.Errorf("lrvga: %d inputs of length %d for d = %d: %w", n, len(x), d, backend.ErrShape)
 	}
 	h := tensor.NewHost(1, d, n)
 	for i := 0; i < n; i++ {
@@ -224,7 +225,7 @@ func (o *OnlineFA) Update(v []float64) error {
 	b := o.b
 	d, p := o.Cfg.D, o.Cfg.P
 	if len(v) != d {
-		return fmt.Errorf("%w: input of length %d, want d = %d", ErrConfig, len(v), d)
+		return fmt.Errorf("lrvga: input of length %d, want d = %d: %w", len(v), d, backend.ErrShape)
 	}
 	h, _ := tensor.FromSlice(v, 1, d, 1)
 	if err := backend.UploadFinite(b, o.x, h, "v"); err != nil {

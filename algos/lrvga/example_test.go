@@ -19,7 +19,7 @@ func Example() {
 	}
 	defer b.Close()
 	const d = 10000
-	f, err := lrvga.New(b, lrvga.Config{D: d, P: 10, Scheme: "logistic", Sigma0: 4, InitStd: 1e-3})
+	f, err := lrvga.New(b, lrvga.Config{D: d, P: 10, Scheme: lrvga.SchemeLogistic, Sigma0: 4, InitStd: 1e-3})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func stream(d, n int) func() ([]float64, float64, bool) {
 func Example_d1e6() {
 	next := stream(1_000_000, 100)
 	b, _ := backend.Open("auto")
-	f, err := lrvga.New(b, lrvga.Config{D: 1_000_000, P: 10, Scheme: "logistic", Sigma0: 4, InitStd: 1e-3})
+	f, err := lrvga.New(b, lrvga.Config{D: 1_000_000, P: 10, Scheme: lrvga.SchemeLogistic, Sigma0: 4, InitStd: 1e-3})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package lrvga
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -67,13 +68,13 @@ func chunks32(d, p int) int {
 }
 
 // NewLinear32 starts a float32 filter at the prior, with the initialisation of Filter (InitFactors: the same
-// draws, rounded to float32). c.Scheme must be "linear" (or empty) and c.Model nil.
+// draws, rounded to float32). c.Scheme must be SchemeLinear (the zero value) and c.Model nil.
 func NewLinear32(c Config) (*Linear32, error) {
-	if c.Scheme != "" && c.Scheme != SchemeLinear {
-		return nil, fmt.Errorf("%w: Linear32 runs the %q scheme only, not %q", ErrConfig, SchemeLinear, c.Scheme)
+	if c.Scheme != SchemeLinear {
+		return nil, run.ConfigErrorf("lrvga", "Scheme", "Linear32 runs the %q scheme only, not %q", SchemeLinear, c.Scheme)
 	}
 	if c.Model != nil {
-		return nil, fmt.Errorf("%w: Linear32 takes no Model", ErrConfig)
+		return nil, run.ConfigErrorf("lrvga", "Model", "Linear32 takes no Model")
 	}
 	c, err := c.withDefaults()
 	if err != nil {
@@ -112,7 +113,7 @@ func (f *Linear32) initPrior() error {
 	c := f.cfg
 	d, p := c.D, c.P
 	if len(c.Mu0) > 0 && !narrow(f.cur.mu, c.Mu0) {
-		return fmt.Errorf("%w: prior mean beyond float32's range", ErrConfig)
+		return run.ConfigErrorf("lrvga", "Mu0", "prior mean beyond float32's range")
 	}
 	cnt := rng.Counter{Seed: c.Seed, Stream: streamInit}
 	draws := func(sc *blocks32, lo, hi int) []float64 {
@@ -149,7 +150,7 @@ func (f *Linear32) initPrior() error {
 		}
 	}
 	if u := float32(psi0); !(u > 0) || !finite32(u) {
-		return fmt.Errorf("%w: σ₀ = %v: the prior precision %v is not a positive float32", ErrConfig, c.Sigma0, psi0)
+		return run.ConfigErrorf("lrvga", "Sigma0", "σ₀ = %v: the prior precision %v is not a positive float32", c.Sigma0, psi0)
 	}
 	f.clearParts()
 	f.sweep(func(sc *blocks32, ch, lo, hi int) {
@@ -168,7 +169,7 @@ func (f *Linear32) initPrior() error {
 	})
 	for _, st := range f.stats {
 		if st.bad {
-			return fmt.Errorf("%w: σ₀ = %v: the initial W is beyond float32's range", ErrConfig, c.Sigma0)
+			return run.ConfigErrorf("lrvga", "Sigma0", "σ₀ = %v: the initial W is beyond float32's range", c.Sigma0)
 		}
 	}
 	return nil
@@ -592,56 +593,74 @@ func (f *Linear32) State() Checkpoint {
 // whose float64 state is then rounded).
 func Linear32FromState(st Checkpoint) (*Linear32, error) {
 	cfg := st.Cfg
-	if cfg.Scheme != "" && cfg.Scheme != SchemeLinear {
-		return nil, fmt.Errorf("%w: checkpoint of the %q scheme; Linear32 runs %q only", ErrConfig, cfg.Scheme, SchemeLinear)
+	if cfg.Scheme != SchemeLinear {
+		return nil, fmt.Errorf("lrvga: checkpoint of the %q scheme; Linear32 runs %q only: %w", cfg.Scheme, SchemeLinear, run.ErrCheckpoint)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	d, p := cfg.D, cfg.P
-	if len(st.Mu) != d || len(st.W) != d*p || len(st.Psi) != d || st.T < 0 || st.Clamped < 0 {
-		return nil, fmt.Errorf("%w: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d (t = %d)",
-			ErrConfig, len(st.Mu), len(st.W), len(st.Psi), d, p, st.T)
-	}
 	f := newLinear32(cfg)
-	f.t, f.clamped = st.T, st.Clamped
-	for _, a := range []struct {
-		name string
-		src  []float64
-		dst  []float32
-	}{{"mu", st.Mu, f.cur.mu}, {"W", st.W, f.cur.w}, {"psi", st.Psi, f.cur.psi}} {
-		for i, v := range a.src {
-			u := float32(v)
-			if !finite32(u) {
-				return nil, fmt.Errorf("%w: checkpoint %s[%d] = %v is not finite in float32", ErrConfig, a.name, i, v)
-			}
-			if a.name == "psi" && !(u > 0) {
-				return nil, fmt.Errorf("%w: checkpoint psi[%d] = %v, want > 0 in float32", ErrConfig, i, v)
-			}
-			a.dst[i] = u
-		}
+	if err := f.restore(st); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
 
+// restore puts the state of st, rounded to float32, into the filter. The checkpoint is checked first (lengths,
+// values finite in float32, ψ > 0): a bad one leaves the filter as it was.
+func (f *Linear32) restore(st Checkpoint) error {
+	if err := checkState(st, f.cfg.D, f.cfg.P); err != nil {
+		return err
+	}
+	arrays := []struct {
+		name string
+		src  []float64
+		dst  []float32
+	}{{"mu", st.Mu, f.cur.mu}, {"W", st.W, f.cur.w}, {"psi", st.Psi, f.cur.psi}}
+	for _, a := range arrays {
+		for i, v := range a.src {
+			u := float32(v)
+			if !finite32(u) {
+				return fmt.Errorf("lrvga: checkpoint %s[%d] = %v is not finite in float32: %w", a.name, i, v, run.ErrCheckpoint)
+			}
+			if a.name == "psi" && !(u > 0) {
+				return fmt.Errorf("lrvga: checkpoint psi[%d] = %v, want > 0 in float32: %w", i, v, run.ErrCheckpoint)
+			}
+		}
+	}
+	for _, a := range arrays {
+		for i, v := range a.src {
+			a.dst[i] = float32(v)
+		}
+	}
+	f.t, f.clamped = st.T, st.Clamped
+	return nil
+}
+
 // SaveCheckpoint writes the filter's state to path atomically (run.SaveCheckpoint), in the format of
-// Filter.SaveCheckpoint: Resume continues it in float64, ResumeLinear32 in float32.
+// Filter.SaveCheckpoint: a Filter's Run with Control.Resume continues it in float64, a Linear32's in float32.
 func (f *Linear32) SaveCheckpoint(path string) error {
 	return run.SaveCheckpoint(path, checkpointMethod, checkpointVersion, f.State())
 }
 
-// ResumeLinear32 loads a checkpoint written by SaveCheckpoint (of a Linear32 or a linear-scheme Filter).
-func ResumeLinear32(path string) (*Linear32, error) {
-	var st Checkpoint
-	if err := run.LoadCheckpoint(path, checkpointMethod, checkpointVersion, &st); err != nil {
-		return nil, err
+// Run streams the source through Update as Filter.Run does (context, MaxIter, progress records with "clamped",
+// checkpoints every ctl.CheckpointEvery observations). With ctl.Resume it first restores the state saved at
+// ctl.CheckpointPath by a Linear32 or a linear-scheme Filter of the same Config (else an error wrapping
+// run.ErrCheckpoint that names the setting that differs) and continues from it bit for bit.
+func (f *Linear32) Run(ctx context.Context, ctl run.Control, src Source) (run.Result, error) {
+	ctl = ctl.WithContext(ctx)
+	if err := ctl.Validate(); err != nil {
+		return run.Result{Reason: run.Failed, Err: err}, err
 	}
-	return Linear32FromState(st)
-}
-
-// Run streams the source through Update as Filter.Run does (context, MaxIter, progress records with
-// "clamped", checkpoints every ctl.CheckpointEvery observations).
-func (f *Linear32) Run(ctl run.Control, src Source) (run.Result, error) {
+	if ctl.Resume {
+		st, err := loadCheckpoint(ctl.CheckpointPath, f.cfg)
+		if err == nil {
+			err = f.restore(st)
+		}
+		if err != nil {
+			return run.Result{Reason: run.Failed, Err: err}, err
+		}
+	}
 	return runStream(ctl, src, f.t, f.Update, func() int { return f.clamped }, f.SaveCheckpoint)
 }

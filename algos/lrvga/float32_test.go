@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 )
@@ -157,7 +158,7 @@ func TestLinear32BadInput(t *testing.T) {
 		{Config{D: 10, P: 2, Mu0: []float64{0, 0, 0, 1e300, 0, 0, 0, 0, 0, 0}}, "prior mean beyond float32"},
 	} {
 		_, err := NewLinear32(c.cfg)
-		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewLinear32(%+v): error %v, want one containing %q", c.cfg, err, c.want)
 		}
 	}
@@ -175,17 +176,18 @@ func TestLinear32BadInput(t *testing.T) {
 	huge := append([]float64(nil), x...)
 	huge[3] = 1e20 // finite in float64; ψ_new ≈ 1e40 is not in float32
 	for _, c := range []struct {
-		x    []float64
-		y    float64
-		want string
+		x     []float64
+		y     float64
+		cause error
+		want  string
 	}{
-		{nan, 1, "x[5] = NaN"},
-		{x, math.Inf(1), "y = +Inf"},
-		{x[:7], 1, "dimension mismatch"},
-		{huge, 1, "float32's range"},
+		{nan, 1, backend.ErrNotFinite, "x[5] = NaN"},
+		{x, math.Inf(1), backend.ErrNotFinite, "y = +Inf"},
+		{x[:7], 1, backend.ErrShape, "dimension mismatch"},
+		{huge, 1, errRange, "float32's range"},
 	} {
 		err := f.Update(c.x, c.y)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, c.cause) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Update error %v, want %q", err, c.want)
 		}
 	}
@@ -204,7 +206,7 @@ func TestLinear32BadInput(t *testing.T) {
 	}
 	st = f.State()
 	st.Cfg.Scheme = SchemeLogistic
-	if _, err := Linear32FromState(st); err == nil || !errors.Is(err, ErrConfig) {
+	if _, err := Linear32FromState(st); err == nil || !errors.Is(err, run.ErrCheckpoint) {
 		t.Errorf("checkpoint of the logistic scheme: %v", err)
 	}
 }
@@ -217,14 +219,15 @@ func TestLinear32CheckpointResume(t *testing.T) {
 	c := Config{D: d, P: p, Seed: 7}
 	full, _ := NewLinear32(c)
 	var calls int
-	res, err := full.Run(run.Control{Recorder: run.Func(func(run.Record) { calls++ })}, &SliceSource{X: data.X, Y: data.Y})
+	res, err := full.Run(context.Background(), run.Control{Recorder: run.Func(func(run.Record) { calls++ })},
+		&SliceSource{X: data.X, Y: data.Y})
 	if err != nil || res.Reason != run.Converged || calls != n || full.T() != n {
 		t.Fatalf("full run %+v err %v, %d callbacks", res, err, calls)
 	}
 	path := filepath.Join(t.TempDir(), "ck")
 	f, _ := NewLinear32(c)
 	ctx, cancel := context.WithCancel(context.Background())
-	res, _ = f.Run(run.Control{Ctx: ctx, CheckpointEvery: 4, CheckpointPath: path,
+	res, _ = f.Run(ctx, run.Control{CheckpointEvery: 4, CheckpointPath: path,
 		Recorder: run.Func(func(r run.Record) {
 			if r.Iter == 13 {
 				cancel()
@@ -234,25 +237,43 @@ func TestLinear32CheckpointResume(t *testing.T) {
 	if res.Reason != run.Cancelled || f.T() != 14 {
 		t.Fatalf("cancelled run %+v at t = %d", res, f.T())
 	}
-	g, err := ResumeLinear32(path)
-	if err != nil || g.T() != 12 {
-		t.Fatalf("resumed at t = %v: %v", g, err)
-	}
-	if _, err := g.Run(run.Control{}, &SliceSource{X: data.X, Y: data.Y, next: 12}); err != nil {
-		t.Fatal(err)
+	resume := run.Control{CheckpointPath: path, Resume: true}
+	g, _ := NewLinear32(c)
+	src := &SliceSource{X: data.X, Y: data.Y, next: 12}
+	if res, err := g.Run(context.Background(), resume, src); err != nil || res.Iters != n || src.next != n {
+		t.Fatalf("resumed run %+v, source at %d: %v", res, src.next, err)
 	}
 	if !reflect.DeepEqual(g.State(), full.State()) {
 		t.Error("resumed run differs from the uninterrupted run")
 	}
-	h, err := Resume(testbackend.Open(t), path, nil)
+	// The same file, restored by a float64 Filter (MaxIter 12: restore only) and by Linear32FromState.
+	h, err := New(testbackend.Open(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
+	resume.MaxIter = 12
+	if _, err := h.Run(context.Background(), resume, nil); err != nil {
+		t.Fatal(err)
+	}
 	st, _ := h.State()
-	want, _ := ResumeLinear32(path)
+	var saved Checkpoint
+	if err := run.LoadCheckpoint(path, checkpointMethod, checkpointVersion, &saved); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Linear32FromState(saved)
+	if err != nil || want.T() != 12 {
+		t.Fatalf("Linear32FromState: t = %v, %v", want, err)
+	}
 	if h.T() != 12 || !reflect.DeepEqual(st.Mu, want.Mean(nil)) {
 		t.Errorf("float64 resume at t = %d, mean equal: %v", h.T(), reflect.DeepEqual(st.Mu, want.Mean(nil)))
+	}
+	// A Linear32 of another Config refuses the file and keeps its state.
+	k, _ := NewLinear32(Config{D: d, P: p, Seed: 8})
+	before := k.State()
+	if _, err := k.Run(context.Background(), resume, nil); !errors.Is(err, run.ErrCheckpoint) ||
+		!strings.Contains(err.Error(), "Seed is 7 in the checkpoint, 8 in this filter") || !reflect.DeepEqual(k.State(), before) {
+		t.Errorf("resume into another Config: %v", err)
 	}
 }
 

@@ -43,7 +43,7 @@ func gaussExpect(m, v float64, fns ...func(float64) float64) []float64 {
 
 // denseGaussStep is one step of a full-covariance scheme with exact expectations: the reference for the general
 // nonlinear L-RVGA (notes §2.7). P0 = σ₀² I, μ₀ = 0, one observation (x, y).
-func denseGaussStep(scheme string, x []float64, y, sigma0 float64, rounds int) (mu []float64, nu float64) {
+func denseGaussStep(scheme Scheme, x []float64, y, sigma0 float64, rounds int) (mu []float64, nu float64) {
 	d := len(x)
 	xv := mat.NewVecDense(d, x)
 	xx := mat.Dot(xv, xv)
@@ -95,7 +95,7 @@ func TestGeneralSchemes(t *testing.T) {
 	b := testbackend.Open(t)
 	x := []float64{0.54, -0.24, 0.66, 0.12, -0.48, 0.3, 0.78, -0.36} // ‖x‖² ≈ 1.9: the implicit fixed point contracts
 	const d, y, sigma0 = 8, 1.0, 1.5
-	for _, scheme := range []string{SchemeExplicit, SchemeExtragrad, SchemeMirrorProx, SchemeImplicit} {
+	for _, scheme := range []Scheme{SchemeExplicit, SchemeExtragrad, SchemeMirrorProx, SchemeImplicit} {
 		f, err := New(b, Config{D: d, P: 3, Scheme: scheme, Model: glm.Logistic{}, Samples: 20000, Sigma0: sigma0,
 			Inner: 50, Eps: 1e-10, Seed: 11, FixedPoint: 3})
 		if err != nil {

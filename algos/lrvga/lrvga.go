@@ -1,53 +1,107 @@
 // Package lrvga is the limited-memory recursive variational Gaussian approximation (L-RVGA) of Lambert, Bonnabel
-// and Bach (paper 002; implementer notes ../shared/notes/paper-002-lrvga.md, cited "notes §x").
+// and Bach (paper 002; docs/lrvga.md describes the package).
 //
 // A Filter keeps q_t = N(μ_t, P_t) with the precision in factor-analysis form P_t⁻¹ ≈ W Wᵀ + Ψ (W d×p, Ψ
 // diagonal) and consumes one observation (x_t, y_t) per Update: an R-VGA step that adds a low-rank term to the
 // precision, projected back by the recursive EM of Algorithm 1 (backend.RecursiveEM), and a Woodbury mean update.
-// Everything is O(dp) memory and O(dp² n_in) time per observation; no d×d object is formed.
+// Everything is O(dp) memory and O(dp² n_in) time per observation; no d×d object is formed. Run streams a Source
+// through Update with the shared run control (cancellation, progress, checkpoints, resume).
 //
-// Schemes (Config.Scheme):
-//   - "linear": Bayesian linear regression y = xᵀθ + N(0, σ_w²), eq. (25)–(27), notes §2.5.
-//   - "logistic": logistic regression, the implicit closed-form step with the probit approximation, (52)–(54),
-//     notes §2.1 and §2.6, with the scalar system solved to machine precision (SolveImplicit).
-//   - "logistic-extragrad": logistic regression by the partial mirror prox (143)–(145) with the probit closed-form
-//     expectations (50)–(52) in place of sampling: the analytic "baseline" of Fig. 4 (notes §2.7, §4.7).
-//   - "explicit", "implicit", "extragrad", "mirror-prox": the general nonlinear L-RVGA of Sec. 4.2 (notes §2.7) for
-//     a Model supplying ∂h/∂θ and Cov(y|θ), with K ensemble draws (Prop. 1, corrected) per expectation.
+// Schemes (Config.Scheme, a Scheme; ParseScheme reads the names):
+//   - SchemeLinear ("linear", the zero value): Bayesian linear regression y = xᵀθ + N(0, σ_w²), eq. (25)–(27).
+//   - SchemeLogistic ("logistic"): logistic regression, the implicit closed-form step with the probit
+//     approximation, (52)–(54), with the scalar system solved to machine precision (SolveImplicit).
+//   - SchemeLogisticExtragrad ("logistic-extragrad"): logistic regression by the partial mirror prox (143)–(145)
+//     with the probit closed-form expectations (50)–(52) in place of sampling: the analytic baseline of Fig. 4.
+//   - SchemeExplicit, SchemeImplicit, SchemeExtragrad, SchemeMirrorProx ("explicit", "implicit", "extragrad",
+//     "mirror-prox"): the general nonlinear L-RVGA of Sec. 4.2 for a Model supplying ∂h/∂θ and Cov(y|θ), with K
+//     ensemble draws (Prop. 1) per expectation.
 //
-// An Update whose input is bad (NaN/Inf, wrong length) or that fails numerically returns an error and leaves the
-// state exactly as it was: the new factors are built in a second set of buffers and swapped in at the end.
+// Settings errors wrap run.ErrConfig. An Update whose observation is bad (wrong length: backend.ErrShape; NaN or
+// Inf: backend.ErrNotFinite; a logistic label outside {0, 1}: backend.ErrDomain; each naming the observation's
+// index) or that fails numerically returns an error and leaves the state exactly as it was: the new factors are
+// built in a second set of buffers and swapped in at the end.
 package lrvga
 
 import (
-	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/blas"
 
+	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
 )
 
-// Scheme names accepted by Config.Scheme.
+// Scheme is the update rule of a Filter (Config.Scheme). The zero value is SchemeLinear.
+type Scheme int
+
+// The schemes; see the package documentation for the equations of each.
 const (
-	SchemeLinear            = "linear"
-	SchemeLogistic          = "logistic"
-	SchemeLogisticExtragrad = "logistic-extragrad"
-	SchemeExplicit          = "explicit"
-	SchemeImplicit          = "implicit"
-	SchemeExtragrad         = "extragrad"
-	SchemeMirrorProx        = "mirror-prox"
+	SchemeLinear            Scheme = iota // Bayesian linear regression, (25)–(27)
+	SchemeLogistic                        // logistic regression, implicit closed-form step (52)–(54)
+	SchemeLogisticExtragrad               // logistic regression, partial mirror prox (143)–(145), probit moments
+	SchemeExplicit                        // general Model, explicit step (139)–(140)
+	SchemeImplicit                        // general Model, fixed point of the implicit step (3)–(4)
+	SchemeExtragrad                       // general Model, partial mirror prox (143)–(145)
+	SchemeMirrorProx                      // general Model, full mirror prox (139)–(142)
 )
 
-// Schemes lists the valid scheme names.
-var Schemes = []string{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExplicit, SchemeImplicit,
+// Schemes lists the schemes in order.
+var Schemes = []Scheme{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExplicit, SchemeImplicit,
 	SchemeExtragrad, SchemeMirrorProx}
 
-// ErrConfig is the cause of every error about a Config or an observation handed to a Filter.
-var ErrConfig = errors.New("lrvga: invalid input")
+var schemeNames = [...]string{"linear", "logistic", "logistic-extragrad", "explicit", "implicit", "extragrad",
+	"mirror-prox"}
+
+// String returns the scheme's name ("linear", "logistic", …; "Scheme(n)" for a value that is none of them).
+func (s Scheme) String() string {
+	if s.valid() {
+		return schemeNames[s]
+	}
+	return fmt.Sprintf("Scheme(%d)", int(s))
+}
+
+func (s Scheme) valid() bool { return s >= 0 && int(s) < len(schemeNames) }
+
+// ParseScheme returns the scheme named name (as String writes it). An unknown name is an error wrapping
+// run.ErrConfig.
+func ParseScheme(name string) (Scheme, error) {
+	for i, n := range schemeNames {
+		if n == name {
+			return Scheme(i), nil
+		}
+	}
+	return 0, run.ConfigErrorf("lrvga", "Scheme", "unknown scheme %q (want one of %s)", name,
+		strings.Join(schemeNames[:], ", "))
+}
+
+// MarshalText writes the scheme's name, so that JSON output reads "logistic", not 1.
+func (s Scheme) MarshalText() ([]byte, error) {
+	if !s.valid() {
+		return nil, run.ConfigErrorf("lrvga", "Scheme", "unknown scheme %v", s)
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText parses a name with ParseScheme (so that flag.TextVar takes a -scheme flag).
+func (s *Scheme) UnmarshalText(text []byte) error {
+	v, err := ParseScheme(string(text))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// logistic reports whether the scheme is one of the two logistic-regression schemes, whose labels are 0 or 1.
+func (s Scheme) logistic() bool { return s == SchemeLogistic || s == SchemeLogisticExtragrad }
+
+// general reports whether the scheme is one of the general nonlinear schemes, which need a Model.
+func (s Scheme) general() bool { return s >= SchemeExplicit && s.valid() }
 
 // Random streams of a Filter's seed (rng.Counter.Stream).
 const (
@@ -58,7 +112,7 @@ const (
 // Config describes a Filter. Zero fields take the defaults in brackets.
 type Config struct {
 	D, P   int    // dimension d and latent rank p, 1 ≤ p < d
-	Scheme string // one of Schemes ["linear"]
+	Scheme Scheme // the update rule [SchemeLinear, the zero value]
 	// Inner is n_in, the recursive-EM iterations per observation [3 for linear, 1 otherwise] (notes §2.10).
 	Inner int
 	// Sigma0 is the prior standard deviation: θ ~ N(Mu0, Sigma0² I) [1]. It must be > 0.
@@ -86,45 +140,38 @@ type Config struct {
 
 // withDefaults validates c and fills in the defaults.
 func (c Config) withDefaults() (Config, error) {
-	bad := func(format string, a ...any) (Config, error) {
-		return c, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...)
+	bad := func(field, format string, a ...any) (Config, error) {
+		return c, run.ConfigErrorf("lrvga", field, format, a...)
 	}
-	if c.Scheme == "" {
-		c.Scheme = SchemeLinear
-	}
-	known := false
-	for _, s := range Schemes {
-		known = known || s == c.Scheme
-	}
-	if !known {
-		return bad("unknown scheme %q (want one of %v)", c.Scheme, Schemes)
+	if !c.Scheme.valid() {
+		return bad("Scheme", "unknown scheme %v (want one of %v)", c.Scheme, Schemes)
 	}
 	if c.D < 2 || c.P < 1 {
-		return bad("d = %d, p = %d: want d ≥ 2 and p ≥ 1", c.D, c.P)
+		return bad("D", "d = %d, p = %d: want d ≥ 2 and p ≥ 1", c.D, c.P)
 	}
 	if c.P >= c.D {
-		return bad("p = %d ≥ d = %d: the latent rank must be below the dimension", c.P, c.D)
+		return bad("P", "p = %d ≥ d = %d: the latent rank must be below the dimension", c.P, c.D)
 	}
 	if c.Sigma0 == 0 {
 		c.Sigma0 = 1
 	}
 	if !(c.Sigma0 > 0) || math.IsInf(c.Sigma0, 0) {
-		return bad("prior standard deviation σ₀ = %v: the prior variance must be finite and > 0", c.Sigma0)
+		return bad("Sigma0", "prior standard deviation σ₀ = %v: the prior variance must be finite and > 0", c.Sigma0)
 	}
 	if c.NoiseStd == 0 {
 		c.NoiseStd = 1
 	}
 	if !(c.NoiseStd > 0) || math.IsInf(c.NoiseStd, 0) {
-		return bad("noise standard deviation σ_w = %v, want finite > 0", c.NoiseStd)
+		return bad("NoiseStd", "noise standard deviation σ_w = %v, want finite > 0", c.NoiseStd)
 	}
 	if c.Eps == 0 {
 		c.Eps = 1e-8
 	}
 	if !(c.Eps > 0 && c.Eps < 1) {
-		return bad("init ε = %v, want 0 < ε < 1", c.Eps)
+		return bad("Eps", "init ε = %v, want 0 < ε < 1", c.Eps)
 	}
 	if !(c.InitStd >= 0) || math.IsInf(c.InitStd, 0) {
-		return bad("InitStd = %v, want finite ≥ 0", c.InitStd)
+		return bad("InitStd", "InitStd = %v, want finite ≥ 0", c.InitStd)
 	}
 	if c.Inner == 0 {
 		c.Inner = 1
@@ -133,36 +180,32 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.Inner < 0 {
-		return bad("%d inner iterations", c.Inner)
+		return bad("Inner", "%d inner iterations", c.Inner)
 	}
 	if c.Samples == 0 {
 		c.Samples = 10
 	}
 	if c.Samples < 0 {
-		return bad("%d ensemble samples", c.Samples)
+		return bad("Samples", "%d ensemble samples", c.Samples)
 	}
 	if c.FixedPoint == 0 {
 		c.FixedPoint = 3
 	}
 	if c.FixedPoint < 0 {
-		return bad("%d fixed-point rounds", c.FixedPoint)
+		return bad("FixedPoint", "%d fixed-point rounds", c.FixedPoint)
 	}
 	if c.Mu0 != nil {
 		if len(c.Mu0) != c.D {
-			return bad("prior mean of length %d, want d = %d", len(c.Mu0), c.D)
+			return bad("Mu0", "prior mean of length %d, want d = %d", len(c.Mu0), c.D)
 		}
 		for i, v := range c.Mu0 {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return bad("prior mean[%d] = %v is not finite", i, v)
+				return bad("Mu0", "prior mean[%d] = %v is not finite", i, v)
 			}
 		}
 	}
-	switch c.Scheme {
-	case SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad:
-	default:
-		if c.Model == nil {
-			return bad("scheme %q needs a Model", c.Scheme)
-		}
+	if c.Scheme.general() && c.Model == nil {
+		return bad("Model", "scheme %q needs a Model", c.Scheme)
 	}
 	return c, nil
 }
@@ -290,8 +333,14 @@ func InitFactors(b backend.Backend, w, psi *tensor.Tensor, sigma0, eps, initStd 
 	return b.Fill(psi, (1-eps)*prec)
 }
 
-// factor builds both LowRanks (after the buffers of cur are set).
+// factor builds both LowRanks (after the buffers of cur are set), closing those of an earlier state.
 func (f *Filter) factor() error {
+	for _, fs := range []*factors{&f.cur, &f.nxt} {
+		if fs.lr != nil {
+			fs.lr.Close()
+			fs.lr = nil
+		}
+	}
 	var err error
 	if f.cur.lr, err = backend.NewLowRank(f.b, f.cur.w, f.cur.psi); err != nil {
 		return err
@@ -371,7 +420,7 @@ func (f *Filter) download(dst []float64, t *tensor.Tensor) ([]float64, error) {
 		dst = make([]float64, n)
 	}
 	if len(dst) != n {
-		return nil, fmt.Errorf("%w: destination of length %d, want %d", ErrConfig, len(dst), n)
+		return nil, fmt.Errorf("lrvga: destination of length %d, want %d: %w", len(dst), n, backend.ErrShape)
 	}
 	h, _ := tensor.FromSlice(dst, 1, t.Rows(), t.Cols())
 	return dst, f.b.Download(h, t)
@@ -394,18 +443,19 @@ func (f *Filter) checkObs(x []float64, y float64) error { return checkObservatio
 // checkObservation checks observation t (x, y) of a filter configured by cfg.
 func checkObservation(cfg Config, t int, x []float64, y float64) error {
 	if len(x) != cfg.D {
-		return fmt.Errorf("%w: observation %d: x has length %d, want d = %d (dimension mismatch)", ErrConfig, t, len(x), cfg.D)
+		return fmt.Errorf("lrvga: observation %d: x has length %d, want d = %d (dimension mismatch): %w", t, len(x), cfg.D,
+			backend.ErrShape)
 	}
 	if math.IsNaN(y) || math.IsInf(y, 0) {
-		return fmt.Errorf("%w: observation %d: y = %v is not finite", ErrConfig, t, y)
+		return fmt.Errorf("lrvga: observation %d: y = %v is not finite: %w", t, y, backend.ErrNotFinite)
 	}
 	for i, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", ErrConfig, t, i, v)
+			return fmt.Errorf("lrvga: observation %d: x[%d] = %v is not finite: %w", t, i, v, backend.ErrNotFinite)
 		}
 	}
-	if (cfg.Scheme == SchemeLogistic || cfg.Scheme == SchemeLogisticExtragrad) && y != 0 && y != 1 {
-		return fmt.Errorf("%w: observation %d: logistic label y = %v, want 0 or 1", ErrConfig, t, y)
+	if cfg.Scheme.logistic() && y != 0 && y != 1 {
+		return fmt.Errorf("lrvga: observation %d: logistic label y = %v, want 0 or 1: %w", t, y, backend.ErrDomain)
 	}
 	return nil
 }

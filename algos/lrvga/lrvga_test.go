@@ -7,6 +7,7 @@ package lrvga
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 )
@@ -76,16 +78,17 @@ func TestBadInput(t *testing.T) {
 		{Config{D: 10, P: 12}, "p = 12 ≥ d = 10"},
 		{Config{D: 10, P: 2, Sigma0: -1}, "prior variance"},
 		{Config{D: 10, P: 2, Sigma0: math.NaN()}, "prior variance"},
-		{Config{D: 10, P: 2, Scheme: "kalman"}, `unknown scheme "kalman"`},
+		{Config{D: 10, P: 2, Scheme: Scheme(42)}, "unknown scheme Scheme(42)"},
+		{Config{D: 10, P: 2, Scheme: -1}, "unknown scheme Scheme(-1)"},
 		{Config{D: 10, P: 2, Scheme: SchemeExtragrad}, "needs a Model"},
 		{Config{D: 10, P: 2, Mu0: []float64{1}}, "prior mean of length 1"},
 	} {
 		_, err := New(b, c.cfg)
-		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v): error %v, want one containing %q", c.cfg, err, c.want)
 		}
 	}
-	for _, scheme := range []string{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExtragrad} {
+	for _, scheme := range []Scheme{SchemeLinear, SchemeLogistic, SchemeLogisticExtragrad, SchemeExtragrad} {
 		var model Model
 		if scheme == SchemeExtragrad {
 			model = glm.Logistic{}
@@ -104,22 +107,23 @@ func TestBadInput(t *testing.T) {
 		inf := append([]float64(nil), x...)
 		inf[2] = math.Inf(-1)
 		for _, c := range []struct {
-			x    []float64
-			y    float64
-			want string
+			x     []float64
+			y     float64
+			cause error
+			want  string
 		}{
-			{nan, 1, "x[5] = NaN"},
-			{inf, 1, "x[2] = -Inf"},
-			{x, math.NaN(), "y = NaN"},
-			{x[:7], 1, "dimension mismatch"},
+			{nan, 1, backend.ErrNotFinite, "observation 1: x[5] = NaN"},
+			{inf, 1, backend.ErrNotFinite, "observation 1: x[2] = -Inf"},
+			{x, math.NaN(), backend.ErrNotFinite, "observation 1: y = NaN"},
+			{x[:7], 1, backend.ErrShape, "dimension mismatch"},
 		} {
 			err := f.Update(c.x, c.y)
-			if err == nil || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, c.cause) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: Update error %v, want %q", scheme, err, c.want)
 			}
 		}
 		if scheme == SchemeLogistic || scheme == SchemeLogisticExtragrad {
-			if err := f.Update(x, 0.5); err == nil || !strings.Contains(err.Error(), "want 0 or 1") {
+			if err := f.Update(x, 0.5); !errors.Is(err, backend.ErrDomain) || !strings.Contains(err.Error(), "want 0 or 1") {
 				t.Errorf("logistic label 0.5: %v", err)
 			}
 		}
@@ -128,6 +132,37 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: state changed by failing updates", scheme)
 		}
 		f.Close()
+	}
+}
+
+// The schemes' names: String and ParseScheme are inverse, the zero value is the linear scheme, an unknown name is
+// a settings error, and the text forms (flags, JSON) use the names.
+func TestParseScheme(t *testing.T) {
+	var zero Config
+	if zero.Scheme != SchemeLinear || SchemeLinear.String() != "linear" {
+		t.Errorf("zero Scheme %v, want linear", zero.Scheme)
+	}
+	want := []string{"linear", "logistic", "logistic-extragrad", "explicit", "implicit", "extragrad", "mirror-prox"}
+	for i, s := range Schemes {
+		got, err := ParseScheme(s.String())
+		if s.String() != want[i] || err != nil || got != s {
+			t.Errorf("scheme %d: name %q, parsed back as %v (%v); want %q", i, s.String(), got, err, want[i])
+		}
+		var u Scheme
+		text, err := s.MarshalText()
+		if err != nil || u.UnmarshalText(text) != nil || u != s {
+			t.Errorf("%v: text %q (%v) reads back as %v", s, text, err, u)
+		}
+	}
+	for _, name := range []string{"kalman", "", "Linear"} {
+		_, err := ParseScheme(name)
+		if !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), fmt.Sprintf("unknown scheme %q", name)) ||
+			!strings.Contains(err.Error(), "mirror-prox") {
+			t.Errorf("ParseScheme(%q): error %v, want an unknown-scheme error listing the names", name, err)
+		}
+	}
+	if _, err := Scheme(9).MarshalText(); !errors.Is(err, run.ErrConfig) {
+		t.Errorf("MarshalText of Scheme(9): %v", err)
 	}
 }
 
@@ -149,19 +184,20 @@ func TestStreamCheckpointResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		var calls int
-		res, err := full.Run(run.Control{Recorder: run.Func(func(run.Record) { calls++ })}, &SliceSource{X: data.X, Y: data.Y})
+		res, err := full.Run(context.Background(), run.Control{Recorder: run.Func(func(run.Record) { calls++ })},
+			&SliceSource{X: data.X, Y: data.Y})
 		if err != nil || res.Reason != run.Converged || res.Iters != n || calls != n || full.T() != n {
 			t.Fatalf("%s: full run %+v err %v, %d callbacks", c.Scheme, res, err, calls)
 		}
 		want, _ := full.State()
 		full.Close()
 
-		// Interrupted at 12 by the context, checkpointed every 4, resumed from the file.
+		// Interrupted at 12 by the context, checkpointed every 4, resumed from the file by a new filter.
 		path := filepath.Join(t.TempDir(), "ck")
 		f, _ := New(b, c)
 		ctx, cancel := context.WithCancel(context.Background())
 		src := &SliceSource{X: data.X, Y: data.Y}
-		res, _ = f.Run(run.Control{Ctx: ctx, CheckpointEvery: 4, CheckpointPath: path,
+		res, _ = f.Run(ctx, run.Control{CheckpointEvery: 4, CheckpointPath: path,
 			Recorder: run.Func(func(r run.Record) {
 				if r.Iter == 13 {
 					cancel()
@@ -172,18 +208,17 @@ func TestStreamCheckpointResume(t *testing.T) {
 			t.Fatalf("%s: cancelled run %+v at t = %d", c.Scheme, res, f.T())
 		}
 		f.Close()
-		g, err := Resume(b, path, c.Model)
+		g, err := New(b, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.T() != 12 {
-			t.Fatalf("%s: resumed at t = %d, want 12", c.Scheme, g.T())
-		}
 		src = &SliceSource{X: data.X, Y: data.Y, next: 12}
-		if _, err := g.Run(run.Control{MaxIter: 20}, src); err != nil || g.T() != 20 {
-			t.Fatalf("%s: MaxIter 20: t = %d, %v", c.Scheme, g.T(), err)
+		ctl := run.Control{MaxIter: 20, CheckpointPath: path, Resume: true}
+		if res, err := g.Run(context.Background(), ctl, src); err != nil || g.T() != 20 || res.Iters != 20 || src.next != 20 {
+			t.Fatalf("%s: resumed with MaxIter 20: t = %d, %d iterations, source at %d, %v", c.Scheme, g.T(), res.Iters,
+				src.next, err)
 		}
-		if _, err := g.Run(run.Control{}, src); err != nil {
+		if _, err := g.Run(context.Background(), run.Control{}, src); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := g.State()
@@ -191,6 +226,66 @@ func TestStreamCheckpointResume(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: resumed run differs from the uninterrupted run", c.Scheme)
 		}
+	}
+}
+
+// A resume is refused, with the filter left at its start, when the filter's Config is not the one that saved the
+// checkpoint (the error names the setting), when the file is of checkpoint version 1 (Config.Scheme was a string),
+// and when Resume has no path.
+func TestResumeRefused(t *testing.T) {
+	b := testbackend.Open(t)
+	const d, p = 12, 3
+	data := glm.LogisticMixture(glm.NewDesign(d, 1, 2), 10, 0.2, 2)
+	c := Config{D: d, P: p, Scheme: SchemeLogistic, Sigma0: 4, InitStd: 1e-3, Seed: 5}
+	path := filepath.Join(t.TempDir(), "ck")
+	f, _ := New(b, c)
+	if _, err := f.Run(context.Background(), run.Control{CheckpointEvery: 5, CheckpointPath: path},
+		&SliceSource{X: data.X, Y: data.Y}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	edit := func(e func(*Config)) Config { c2 := c; e(&c2); return c2 }
+	for _, cc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{edit(func(c *Config) { c.Seed = 6 }), "Seed is 5 in the checkpoint, 6 in this filter"},
+		{edit(func(c *Config) { c.P = 2 }), "P is 3 in the checkpoint, 2 in this filter"},
+		{edit(func(c *Config) { c.Scheme = SchemeLogisticExtragrad }), "Scheme is logistic in the checkpoint, logistic-extragrad"},
+		{edit(func(c *Config) { c.Inner = 2 }), "Inner is 1 in the checkpoint, 2 in this filter"},
+		{edit(func(c *Config) { c.Mu0 = make([]float64, d) }), "Mu0 differs"},
+		{edit(func(c *Config) { c.Scheme, c.Sigma0, c.InitStd = SchemeLinear, 0, 0 }), "Scheme is logistic in the checkpoint, linear"},
+	} {
+		g, err := New(b, cc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := g.State()
+		_, err = g.Run(context.Background(), run.Control{CheckpointPath: path, Resume: true}, &SliceSource{X: data.X, Y: data.Y})
+		after, _ := g.State()
+		if !errors.Is(err, run.ErrCheckpoint) || !strings.Contains(err.Error(), cc.want) || !reflect.DeepEqual(before, after) {
+			t.Errorf("resume into %+v: error %v, want one wrapping run.ErrCheckpoint naming %q, state unchanged", cc.cfg, err, cc.want)
+		}
+		g.Close()
+	}
+	// The Config that saved it resumes (the checkpoint was saved at t = 10, the end of the data).
+	g, _ := New(b, c)
+	if _, err := g.Run(context.Background(), run.Control{CheckpointPath: path, Resume: true, MaxIter: 10}, nil); err != nil || g.T() != 10 {
+		t.Errorf("resume with the same Config: t = %d, %v", g.T(), err)
+	}
+	g.Close()
+	old := filepath.Join(t.TempDir(), "v1")
+	if err := run.SaveCheckpoint(old, checkpointMethod, 1, struct{ Scheme string }{"logistic"}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = New(b, c)
+	defer g.Close()
+	if _, err := g.Run(context.Background(), run.Control{CheckpointPath: old, Resume: true}, nil); !errors.Is(err, run.ErrCheckpoint) ||
+		!strings.Contains(err.Error(), "version 1") || g.T() != 0 {
+		t.Errorf("resume from a version-1 file: %v (t = %d)", err, g.T())
+	}
+	if _, err := g.Run(context.Background(), run.Control{Resume: true}, nil); !errors.Is(err, run.ErrConfig) {
+		t.Errorf("Resume without a path: %v", err)
 	}
 }
 

@@ -1,10 +1,13 @@
 package lrvga
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"reflect"
+	"slices"
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
@@ -12,7 +15,7 @@ import (
 )
 
 // Source streams observations. Next returns the next (x_t, y_t), or io.EOF after the last one. The filter reads
-// x during the call only and never asks for an observation twice (one pass, notes §2.11).
+// x during the call only and never asks for an observation twice (the paper's single pass over the data).
 type Source interface {
 	Next() (x []float64, y float64, err error)
 }
@@ -35,21 +38,34 @@ func (s *SliceSource) Next() ([]float64, float64, error) {
 	return s.X[i*d : (i+1)*d], s.Y[i], nil
 }
 
-// Run consumes the source one observation at a time until it ends (io.EOF, StopReason Converged), the context is
-// cancelled, the filter has consumed ctl.MaxIter observations in all (counting those before a resume), or an update fails (the state is then that
-// before the failing observation, and Result.Err says why). Each iteration reports a run.Record with the step
-// count in Iter and "clamped" in Extra; ctl.CheckpointEvery saves a checkpoint (SaveCheckpoint) every so many
-// observations. Progress is reported through ctl.Recorder (a run.Func is a callback).
-func (f *Filter) Run(ctl run.Control, src Source) (run.Result, error) {
+// Run consumes the source one observation at a time under ctx and ctl until it ends (io.EOF, StopReason
+// Converged), the context is cancelled, the filter has consumed ctl.MaxIter observations in all (counting those
+// before a resume), or an update fails (the state is then that before the failing observation, and Result.Err says
+// why). Each iteration reports a run.Record with the step count in Iter and "clamped" in Extra; ctl.CheckpointEvery
+// saves a checkpoint (SaveCheckpoint) at ctl.CheckpointPath every so many observations. With ctl.Resume the filter
+// first restores the state saved at ctl.CheckpointPath and continues from it bit for bit: the filter must have been
+// built with the Config of the filter that saved it (its Model aside), or the error wraps run.ErrCheckpoint and
+// names the setting that differs; the source must then stand at the checkpoint's step (T).
+func (f *Filter) Run(ctx context.Context, ctl run.Control, src Source) (run.Result, error) {
+	ctl = ctl.WithContext(ctx)
+	if err := ctl.Validate(); err != nil {
+		return run.Result{Reason: run.Failed, Err: err}, err
+	}
+	if ctl.Resume {
+		st, err := loadCheckpoint(ctl.CheckpointPath, f.cfg)
+		if err == nil {
+			err = f.restore(st)
+		}
+		if err != nil {
+			return run.Result{Reason: run.Failed, Err: err}, err
+		}
+	}
 	return runStream(ctl, src, f.t, f.Update, func() int { return f.clamped }, f.SaveCheckpoint)
 }
 
 // runStream is the loop of Run for a filter at step t0 with the given update, clamp count and checkpoint writer.
 func runStream(ctl run.Control, src Source, t0 int, update func(x []float64, y float64) error, clamped func() int,
 	save func(path string) error) (run.Result, error) {
-	if err := ctl.Validate(); err != nil {
-		return run.Result{Reason: run.Failed, Err: err}, err
-	}
 	loop := ctl.Start(0, t0) // the loop counts observations from the filter's step: MaxIter is a total
 	for loop.Next() {
 		x, y, err := src.Next()
@@ -78,10 +94,11 @@ func runStream(ctl run.Control, src Source, t0 int, update func(x []float64, y f
 	return res, res.Err
 }
 
-// checkpointMethod and checkpointVersion identify the checkpoint format.
+// checkpointMethod and checkpointVersion identify the checkpoint format. Version 2 stores Config.Scheme as a
+// Scheme (version 1 had a string there); files of version 1 are refused with run.ErrCheckpoint.
 const (
 	checkpointMethod  = "lrvga"
-	checkpointVersion = 1
+	checkpointVersion = 2
 )
 
 // Checkpoint is the saved state of a Filter: the configuration (without the Model), μ, W, ψ, the step count and
@@ -123,17 +140,83 @@ func (f *Filter) SaveCheckpoint(path string) error {
 	return run.SaveCheckpoint(path, checkpointMethod, checkpointVersion, st)
 }
 
-// Resume loads a checkpoint written by SaveCheckpoint and returns the filter it describes; model is the Model of
-// the nonlinear schemes (nil otherwise).
-func Resume(b backend.Backend, path string, model Model) (*Filter, error) {
+// loadCheckpoint reads the checkpoint at path and checks that it was saved by a filter of the configuration cfg.
+func loadCheckpoint(path string, cfg Config) (Checkpoint, error) {
 	var st Checkpoint
 	if err := run.LoadCheckpoint(path, checkpointMethod, checkpointVersion, &st); err != nil {
-		return nil, err
+		return st, err
 	}
-	return FromState(b, st, model)
+	if diff := configDiff(st.Cfg, cfg); diff != "" {
+		return st, fmt.Errorf("lrvga: checkpoint %s is for another configuration: %s: %w", path, diff, run.ErrCheckpoint)
+	}
+	return st, nil
 }
 
-// FromState rebuilds a filter from a checkpoint.
+// configDiff returns "" when the settings saved and here agree (Model aside: a checkpoint does not hold it), else
+// the first that differs.
+func configDiff(saved, here Config) string {
+	sv, hv := reflect.ValueOf(saved), reflect.ValueOf(here)
+	for i := 0; i < sv.NumField(); i++ {
+		name := sv.Type().Field(i).Name
+		if name == "Model" {
+			continue
+		}
+		a, b := sv.Field(i).Interface(), hv.Field(i).Interface()
+		if x, ok := a.([]float64); ok {
+			if !slices.Equal(x, b.([]float64)) {
+				return name + " differs"
+			}
+			continue
+		}
+		if !reflect.DeepEqual(a, b) {
+			return fmt.Sprintf("%s is %v in the checkpoint, %v in this filter", name, a, b)
+		}
+	}
+	return ""
+}
+
+// checkState checks the arrays of a checkpoint for a filter of dimension d and rank p: lengths, finite values,
+// ψ > 0, counts ≥ 0. Errors wrap run.ErrCheckpoint.
+func checkState(st Checkpoint, d, p int) error {
+	if len(st.Mu) != d || len(st.W) != d*p || len(st.Psi) != d || st.T < 0 || st.Clamped < 0 {
+		return fmt.Errorf("lrvga: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d (t = %d): %w",
+			len(st.Mu), len(st.W), len(st.Psi), d, p, st.T, run.ErrCheckpoint)
+	}
+	for _, a := range []struct {
+		name string
+		v    []float64
+	}{{"mu", st.Mu}, {"W", st.W}, {"psi", st.Psi}} {
+		for i, v := range a.v {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("lrvga: checkpoint %s[%d] = %v is not finite: %w", a.name, i, v, run.ErrCheckpoint)
+			}
+			if a.name == "psi" && !(v > 0) {
+				return fmt.Errorf("lrvga: checkpoint psi[%d] = %v, want > 0: %w", i, v, run.ErrCheckpoint)
+			}
+		}
+	}
+	return nil
+}
+
+// restore puts the state of st (checked first: a bad checkpoint leaves the filter as it was) into the filter.
+func (f *Filter) restore(st Checkpoint) error {
+	if err := checkState(st, f.cfg.D, f.cfg.P); err != nil {
+		return err
+	}
+	for _, u := range []struct {
+		dst *tensor.Tensor
+		src []float64
+	}{{f.cur.mu, st.Mu}, {f.cur.w, st.W}, {f.cur.psi, st.Psi}} {
+		h, _ := tensor.FromSlice(append([]float64(nil), u.src...), 1, u.dst.Rows(), u.dst.Cols())
+		if err := f.b.Upload(u.dst, h); err != nil {
+			return err
+		}
+	}
+	f.t, f.draws, f.clamped = st.T, st.Draws, st.Clamped
+	return f.factor()
+}
+
+// FromState rebuilds a filter from a checkpoint; model is the Model of the nonlinear schemes (nil otherwise).
 func FromState(b backend.Backend, st Checkpoint, model Model) (*Filter, error) {
 	cfg := st.Cfg
 	cfg.Model = model
@@ -141,28 +224,15 @@ func FromState(b backend.Backend, st Checkpoint, model Model) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, p := cfg.D, cfg.P
-	if len(st.Mu) != d || len(st.W) != d*p || len(st.Psi) != d || st.T < 0 {
-		return nil, fmt.Errorf("%w: checkpoint arrays of lengths %d, %d, %d for d = %d, p = %d",
-			ErrConfig, len(st.Mu), len(st.W), len(st.Psi), d, p)
+	if err := checkState(st, cfg.D, cfg.P); err != nil {
+		return nil, err
 	}
-	f := &Filter{cfg: cfg, b: b, host: tensor.NewHost(1, 1, 1), t: st.T, draws: st.Draws, clamped: st.Clamped}
+	f := &Filter{cfg: cfg, b: b, host: tensor.NewHost(1, 1, 1)}
 	if err := f.alloc(); err != nil {
 		f.Close()
 		return nil, err
 	}
-	for _, u := range []struct {
-		dst  *tensor.Tensor
-		src  []float64
-		name string
-	}{{f.cur.mu, st.Mu, "mu"}, {f.cur.w, st.W, "W"}, {f.cur.psi, st.Psi, "psi"}} {
-		h, _ := tensor.FromSlice(append([]float64(nil), u.src...), 1, u.dst.Rows(), u.dst.Cols())
-		if err := backend.UploadFinite(b, u.dst, h, u.name); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	if err := f.factor(); err != nil {
+	if err := f.restore(st); err != nil {
 		f.Close()
 		return nil, err
 	}

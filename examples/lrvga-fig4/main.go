@@ -25,7 +25,8 @@ func main() {
 	sigma0 := flag.Float64("sigma0", 1, "prior standard deviation σ₀")
 	coefS := flag.Float64("coefs", 0.15, "class separation exponent: s = 1/d^coefs")
 	k := flag.Int("k", 10, "ensemble draws K per expectation")
-	scheme := flag.String("scheme", lrvga.SchemeExtragrad, "explicit, implicit, extragrad, mirror-prox or logistic-extragrad (analytic baseline)")
+	scheme := lrvga.SchemeExtragrad
+	flag.TextVar(&scheme, "scheme", scheme, "explicit, implicit, extragrad, mirror-prox or logistic-extragrad (analytic baseline)")
 	laplace := flag.Bool("laplace", true, "print the KL̃ of the batch Laplace approximation at the end (dense: small d)")
 	nkl := flag.Int("nkl", 4, "Monte Carlo draws for KL̃")
 	flag.Parse()
@@ -48,7 +49,7 @@ func main() {
 	d, n := fl.D, fl.N
 	b := lrvgacli.Open(fl.Backend)
 	defer b.Close()
-	f, err := lrvga.New(b, lrvga.Config{D: d, P: fl.P, Inner: fl.Inner, Seed: fl.Seed, Scheme: *scheme,
+	f, err := lrvga.New(b, lrvga.Config{D: d, P: fl.P, Inner: fl.Inner, Seed: fl.Seed, Scheme: scheme,
 		Model: glm.Logistic{}, Samples: *k, Sigma0: *sigma0, InitStd: 1e-2})
 	if err != nil {
 		lrvgacli.Fatal(err)
@@ -65,7 +66,7 @@ func main() {
 			if err != nil {
 				lrvgacli.Fatal(err)
 			}
-			lrvgacli.Emit(map[string]any{"t": t + 1, "scheme": *scheme, "k": *k, "kl": kl})
+			lrvgacli.Emit(map[string]any{"t": t + 1, "scheme": scheme, "k": *k, "kl": kl})
 			next = int(math.Ceil(float64(next) * 1.5))
 		}
 	}

@@ -26,6 +26,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
@@ -50,11 +51,9 @@ func main() {
 	if err := fl.Check(); err != nil {
 		lrvgacli.Usage("%v", err)
 	}
-	names := strings.Split(*methods, ",")
-	for _, name := range names {
-		if !slices.Contains(tableMethods, name) {
-			lrvgacli.Usage("unknown method %q (want %s)", name, strings.Join(tableMethods, ", "))
-		}
+	list, err := parseMethods(*methods)
+	if err != nil {
+		lrvgacli.Usage("%v", err)
 	}
 	d, p := fl.D, fl.P
 	b := lrvgacli.Open(fl.Backend)
@@ -67,9 +66,10 @@ func main() {
 	rate := gemmRate(b, d, p)
 	lrvgacli.Emit(map[string]any{"gemm_gmacs": rate / 1e9})
 	m := &meter{b: b, d: d, p: p, rate: rate}
-	for _, name := range names {
-		switch name {
-		case "recursive-em":
+	for _, meth := range list {
+		name := meth.String()
+		switch meth {
+		case recursiveEM:
 			m.start()
 			fa, err := lrvga.NewRecursiveFA(b, lrvga.FAConfig{D: d, P: p, Inner: 1, Seed: fl.Seed})
 			check(err)
@@ -77,7 +77,7 @@ func main() {
 				m.step(name, 1, t, 7, 8*int64(d)*int64(p+1), func() error { return fa.Update(x) })
 			}
 			fa.Close()
-		case "online-em":
+		case onlineEM:
 			m.start()
 			o, err := lrvga.NewOnlineFA(b, lrvga.FAConfig{D: d, P: p, Seed: fl.Seed}, 500)
 			check(err)
@@ -85,7 +85,7 @@ func main() {
 				m.step(name, 1, t, 2, o.StateBytes(), func() error { return o.Update(x) })
 			}
 			o.Close()
-		case "lrvga-linear":
+		case lrvgaLinear:
 			m.start()
 			f, err := lrvga.New(b, lrvga.Config{D: d, P: p, Inner: fl.Inner, Seed: fl.Seed})
 			check(err)
@@ -93,14 +93,14 @@ func main() {
 				m.step(name, fl.Inner, t, float64(6*fl.Inner+1), f.StateBytes(), func() error { return f.Update(x, 1) })
 			}
 			f.Close()
-		case "lrvga-linear32":
+		case lrvgaLinear32:
 			m.start()
 			f, err := lrvga.NewLinear32(lrvga.Config{D: d, P: p, Inner: fl.Inner, Seed: fl.Seed})
 			check(err)
 			for t := 0; t < fl.N; t++ {
 				m.step(name, fl.Inner, t, float64(6*fl.Inner+1), f.StateBytes(), func() error { return f.Update(x, 1) })
 			}
-		case "lrvga-logistic":
+		case lrvgaLogistic:
 			m.start()
 			f, err := lrvga.New(b, lrvga.Config{D: d, P: p, Scheme: lrvga.SchemeLogistic, Inner: 1, Sigma0: 4,
 				InitStd: 1e-3, Seed: fl.Seed})
@@ -110,14 +110,37 @@ func main() {
 				m.step(name, 1, t, 7, f.StateBytes(), func() error { return f.Update(x, y) })
 			}
 			f.Close()
-		default:
-			lrvgacli.Usage("unknown method %q (want %s)", name, strings.Join(tableMethods, ", "))
 		}
 	}
 }
 
-// tableMethods are the methods -methods may name.
-var tableMethods = []string{"recursive-em", "online-em", "lrvga-linear", "lrvga-linear32", "lrvga-logistic"}
+// tableMethod is a method -methods may name.
+type tableMethod int
+
+const (
+	recursiveEM tableMethod = iota
+	onlineEM
+	lrvgaLinear
+	lrvgaLinear32
+	lrvgaLogistic
+)
+
+var tableMethodNames = []string{"recursive-em", "online-em", "lrvga-linear", "lrvga-linear32", "lrvga-logistic"}
+
+func (m tableMethod) String() string { return tableMethodNames[m] }
+
+// parseMethods reads the comma list of -methods.
+func parseMethods(list string) ([]tableMethod, error) {
+	var out []tableMethod
+	for _, name := range strings.Split(list, ",") {
+		i := slices.Index(tableMethodNames, name)
+		if i < 0 {
+			return nil, fmt.Errorf("-methods: unknown method %q (want %s)", name, strings.Join(tableMethodNames, ", "))
+		}
+		out = append(out, tableMethod(i))
+	}
+	return out, nil
+}
 
 func check(err error) {
 	if err != nil {

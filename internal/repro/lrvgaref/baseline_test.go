@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/repro"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
@@ -47,7 +49,7 @@ func logPostGrad(data *glm.Data, sigma0 float64, theta, grad []float64) float64 
 // Laplace against independent references at d = 6, N = 300: the gradient of the separately written negative log
 // posterior at the returned MAP, whose 2-norm bounds the distance to the true MAP (F is 1/σ₀²-strongly convex:
 // ‖θ − θ*‖ ≤ σ₀² ‖∇F(θ)‖), must be ≤ 1e-12; and the precision P⁻¹ against central finite differences of that
-// gradient (step 1e-5) to 1e-6 relative. Bad input gives lrvga.ErrConfig. Measured: ‖∇F‖ = 4e-15, Hessian 1e-11.
+// gradient (step 1e-5) to 1e-6 relative. Bad input gives an error wrapping backend.ErrShape, run.ErrConfig or backend.ErrDomain. Measured: ‖∇F‖ = 4e-15, Hessian 1e-11.
 func TestLaplace(t *testing.T) {
 	const d, n, sigma0 = 6, 300, 2.0
 	data := glm.LogisticMixture(glm.NewDesign(d, 1, 7), n, 0.2, 7)
@@ -88,11 +90,16 @@ func TestLaplace(t *testing.T) {
 		t.Errorf("Laplace: gradient at the MAP %.2e (≤ 1e-12), Hessian vs finite differences %.2e relative (≤ 1e-6)", gnorm, herr/hmax)
 	}
 	for _, c := range []struct {
-		x, y []float64
-		s    float64
-	}{{data.X[:d*5], data.Y[:4], sigma0}, {data.X, data.Y, 0}, {data.X[:2*d], []float64{1, 0.5}, 1}} {
-		if _, err := Laplace(c.x, c.y, d, c.s); !errors.Is(err, lrvga.ErrConfig) {
-			t.Errorf("Laplace(bad input): %v, want lrvga.ErrConfig", err)
+		x, y  []float64
+		s     float64
+		cause error
+	}{
+		{data.X[:d*5], data.Y[:4], sigma0, backend.ErrShape},
+		{data.X, data.Y, 0, run.ErrConfig},
+		{data.X[:2*d], []float64{1, 0.5}, 1, backend.ErrDomain},
+	} {
+		if _, err := Laplace(c.x, c.y, d, c.s); !errors.Is(err, c.cause) {
+			t.Errorf("Laplace(bad input): %v, want %v", err, c.cause)
 		}
 	}
 }
@@ -105,8 +112,8 @@ func TestLogisticExtragradVsDense(t *testing.T) {
 	const d, n, sigma0 = 20, 4, 2.0
 	b := testbackend.Open(t)
 	data := glm.LogisticMixture(glm.NewDesign(d, 1, 4), n, 0.2, 4)
-	mus := map[string][]float64{}
-	for _, scheme := range []string{lrvga.SchemeLogisticExtragrad, lrvga.SchemeLogistic} {
+	mus := map[lrvga.Scheme][]float64{}
+	for _, scheme := range []lrvga.Scheme{lrvga.SchemeLogisticExtragrad, lrvga.SchemeLogistic} {
 		f, err := lrvga.New(b, lrvga.Config{D: d, P: d - 1, Scheme: scheme, Sigma0: sigma0, Inner: 250, Eps: 1e-10})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 )
 
@@ -107,17 +108,17 @@ func (q *Dense) LogDetP() float64 {
 func Laplace(x, y []float64, d int, sigma0 float64) (*Dense, error) {
 	n := len(y)
 	if d < 1 || n == 0 || len(x) != n*d {
-		return nil, fmt.Errorf("%w: X of length %d for N = %d, d = %d", lrvga.ErrConfig, len(x), n, d)
+		return nil, fmt.Errorf("lrvga: X of length %d for N = %d, d = %d: %w", len(x), n, d, backend.ErrShape)
 	}
 	if !(sigma0 > 0) || math.IsInf(sigma0, 0) {
-		return nil, fmt.Errorf("%w: prior standard deviation σ₀ = %v", lrvga.ErrConfig, sigma0)
+		return nil, fmt.Errorf("lrvga: %w: prior standard deviation σ₀ = %v", run.ErrConfig, sigma0)
 	}
 	if err := checkData(x, y, d); err != nil {
 		return nil, err
 	}
 	for _, v := range y {
 		if v != 0 && v != 1 {
-			return nil, fmt.Errorf("%w: logistic label %v, want 0 or 1", lrvga.ErrConfig, v)
+			return nil, fmt.Errorf("lrvga: logistic label %v, want 0 or 1: %w", v, backend.ErrDomain)
 		}
 	}
 	xm := mat.NewDense(n, d, x)

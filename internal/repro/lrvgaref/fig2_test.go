@@ -1,6 +1,7 @@
 package lrvgaref
 
 import (
+	"context"
 	"testing"
 
 	"github.com/geovb/geovb/algos/lrvga"
@@ -29,7 +30,7 @@ func fig2(t *testing.T, runs [][2]int) (kls []float64, kalman float64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Run(run.Control{}, &lrvga.SliceSource{X: data.X, Y: data.Y}); err != nil {
+		if _, err := f.Run(context.Background(), run.Control{}, &lrvga.SliceSource{X: data.X, Y: data.Y}); err != nil {
 			t.Fatal(err)
 		}
 		kl, err := post.KL(f)

@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/algos/run"
+	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/internal/testbackend"
 	"github.com/geovb/geovb/models/glm"
 )
@@ -115,15 +117,16 @@ func TestMetricsBadInput(t *testing.T) {
 	nan := append([]float64(nil), x...)
 	nan[9] = math.NaN()
 	for _, c := range []struct {
-		name string
-		edit func(o *LogisticKL)
-		want string
+		name  string
+		edit  func(o *LogisticKL)
+		cause error
+		want  string
 	}{
-		{"0 draws", func(o *LogisticKL) { o.Samples = 0 }, "0 Monte Carlo draws"},
-		{"-1 draws", func(o *LogisticKL) { o.Samples = -1 }, "-1 Monte Carlo draws"},
-		{"σ₀ = 0", func(o *LogisticKL) { o.Sigma0 = 0 }, "σ₀ = 0"},
-		{"short y", func(o *LogisticKL) { o.Y = y[:n-1] }, "y of length 5"},
-		{"other d", func(o *LogisticKL) { o.D, o.X = d-1, x[:n*(d-1)] }, "dimension mismatch"},
+		{"0 draws", func(o *LogisticKL) { o.Samples = 0 }, run.ErrConfig, "0 Monte Carlo draws"},
+		{"-1 draws", func(o *LogisticKL) { o.Samples = -1 }, run.ErrConfig, "-1 Monte Carlo draws"},
+		{"σ₀ = 0", func(o *LogisticKL) { o.Sigma0 = 0 }, run.ErrConfig, "σ₀ = 0"},
+		{"short y", func(o *LogisticKL) { o.Y = y[:n-1] }, backend.ErrShape, "y of length 5"},
+		{"other d", func(o *LogisticKL) { o.D, o.X = d-1, x[:n*(d-1)] }, backend.ErrShape, "dimension mismatch"},
 	} {
 		o := good
 		c.edit(&o)
@@ -131,7 +134,7 @@ func TestMetricsBadInput(t *testing.T) {
 			"KL":      func() (float64, error) { return o.KL(f) },
 			"KLDense": func() (float64, error) { return o.KLDense(q.Mu.RawVector().Data, q.P) },
 		} {
-			if _, err := kl(); !errors.Is(err, lrvga.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			if _, err := kl(); !errors.Is(err, c.cause) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s, %s: error %v, want one containing %q", c.name, name, err, c.want)
 			}
 		}
@@ -141,18 +144,19 @@ func TestMetricsBadInput(t *testing.T) {
 		x              []float64
 		d              int
 		sigma0, sigmaW float64
+		cause          error
 		want           string
 	}{
-		{"NaN x", nan, d, 1, 1, "observation 2: x[1] = NaN"},
-		{"d = 0", nil, 0, 1, 1, "d = 0"},
-		{"σ₀ = 0", x, d, 0, 1, "σ₀ = 0"},
-		{"σ_w = NaN", x, d, 1, math.NaN(), "σ_w = NaN"},
+		{"NaN x", nan, d, 1, 1, backend.ErrNotFinite, "observation 2: x[1] = NaN"},
+		{"d = 0", nil, 0, 1, 1, backend.ErrShape, "d = 0"},
+		{"σ₀ = 0", x, d, 0, 1, run.ErrConfig, "σ₀ = 0"},
+		{"σ_w = NaN", x, d, 1, math.NaN(), run.ErrConfig, "σ_w = NaN"},
 	} {
-		if _, err := NewLinearPosterior(c.x, y, c.d, c.sigma0, c.sigmaW); !errors.Is(err, lrvga.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+		if _, err := NewLinearPosterior(c.x, y, c.d, c.sigma0, c.sigmaW); !errors.Is(err, c.cause) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewLinearPosterior, %s: error %v, want one containing %q", c.name, err, c.want)
 		}
 	}
-	if _, err := Laplace(nan, y, d, 1); !errors.Is(err, lrvga.ErrConfig) || !strings.Contains(err.Error(), "x[1] = NaN") {
+	if _, err := Laplace(nan, y, d, 1); !errors.Is(err, backend.ErrNotFinite) || !strings.Contains(err.Error(), "x[1] = NaN") {
 		t.Errorf("Laplace, NaN x: error %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/geovb/geovb/algos/lrvga"
+	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
 	"github.com/geovb/geovb/rng"
 	"github.com/geovb/geovb/tensor"
@@ -27,10 +28,10 @@ type LinearPosterior struct {
 func NewLinearPosterior(x, y []float64, d int, sigma0, sigmaW float64) (*LinearPosterior, error) {
 	n := len(y)
 	if n == 0 || d < 1 || len(x) != n*d {
-		return nil, fmt.Errorf("%w: X of length %d for N = %d, d = %d", lrvga.ErrConfig, len(x), n, d)
+		return nil, fmt.Errorf("lrvga: X of length %d for N = %d, d = %d: %w", len(x), n, d, backend.ErrShape)
 	}
 	if !(sigma0 > 0) || math.IsInf(sigma0, 0) || !(sigmaW > 0) || math.IsInf(sigmaW, 0) {
-		return nil, fmt.Errorf("%w: σ₀ = %v, σ_w = %v: want finite > 0", lrvga.ErrConfig, sigma0, sigmaW)
+		return nil, fmt.Errorf("lrvga: %w: σ₀ = %v, σ_w = %v: want finite > 0", run.ErrConfig, sigma0, sigmaW)
 	}
 	// A NaN in the data would otherwise surface as "not positive definite".
 	if err := checkData(x, y, d); err != nil {
@@ -74,7 +75,7 @@ func (lp *LinearPosterior) quad(e []float64) float64 {
 // blocks of 64 observations).
 func (lp *LinearPosterior) KL(f *lrvga.Filter) (float64, error) {
 	if f.Config().D != lp.D {
-		return 0, fmt.Errorf("%w: filter d = %d, posterior d = %d", lrvga.ErrConfig, f.Config().D, lp.D)
+		return 0, fmt.Errorf("lrvga: filter d = %d, posterior d = %d: %w", f.Config().D, lp.D, backend.ErrShape)
 	}
 	lr := f.Precision()
 	ldPrec, err := lr.LogDet()
@@ -201,12 +202,12 @@ type LogisticKL struct {
 func checkData(x, y []float64, d int) error {
 	for i, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: observation %d: x[%d] = %v is not finite", lrvga.ErrConfig, i/d, i%d, v)
+			return fmt.Errorf("lrvga: observation %d: x[%d] = %v is not finite: %w", i/d, i%d, v, backend.ErrNotFinite)
 		}
 	}
 	for n, v := range y {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: observation %d: y = %v is not finite", lrvga.ErrConfig, n, v)
+			return fmt.Errorf("lrvga: observation %d: y = %v is not finite: %w", n, v, backend.ErrNotFinite)
 		}
 	}
 	return nil
@@ -216,13 +217,13 @@ func checkData(x, y []float64, d int) error {
 func (o *LogisticKL) check(d int) error {
 	switch {
 	case o.D < 1 || o.N < 1 || len(o.X) != o.N*o.D || len(o.Y) != o.N:
-		return fmt.Errorf("%w: LogisticKL: X of length %d and y of length %d for N = %d, d = %d", lrvga.ErrConfig, len(o.X), len(o.Y), o.N, o.D)
+		return fmt.Errorf("lrvga: LogisticKL: X of length %d and y of length %d for N = %d, d = %d: %w", len(o.X), len(o.Y), o.N, o.D, backend.ErrShape)
 	case d != o.D:
-		return fmt.Errorf("%w: LogisticKL: q has dimension %d, the data d = %d (dimension mismatch)", lrvga.ErrConfig, d, o.D)
+		return fmt.Errorf("lrvga: LogisticKL: q has dimension %d, the data d = %d (dimension mismatch): %w", d, o.D, backend.ErrShape)
 	case o.Samples < 1:
-		return fmt.Errorf("%w: LogisticKL: %d Monte Carlo draws, want ≥ 1", lrvga.ErrConfig, o.Samples)
+		return fmt.Errorf("lrvga: %w: LogisticKL: %d Monte Carlo draws, want ≥ 1", run.ErrConfig, o.Samples)
 	case !(o.Sigma0 > 0) || math.IsInf(o.Sigma0, 0):
-		return fmt.Errorf("%w: LogisticKL: prior standard deviation σ₀ = %v, want finite > 0", lrvga.ErrConfig, o.Sigma0)
+		return fmt.Errorf("lrvga: %w: LogisticKL: prior standard deviation σ₀ = %v, want finite > 0", run.ErrConfig, o.Sigma0)
 	}
 	return nil
 }
@@ -307,7 +308,7 @@ func (o *LogisticKL) KLDense(mu []float64, p mat.Symmetric) (float64, error) {
 	}
 	d, k := o.D, o.Samples
 	if p.SymmetricDim() != d {
-		return 0, fmt.Errorf("%w: LogisticKL: P is %d×%d, want d = %d", lrvga.ErrConfig, p.SymmetricDim(), p.SymmetricDim(), d)
+		return 0, fmt.Errorf("lrvga: LogisticKL: P is %d×%d, want d = %d: %w", p.SymmetricDim(), p.SymmetricDim(), d, backend.ErrShape)
 	}
 	var ch mat.Cholesky
 	if !ch.Factorize(p) {

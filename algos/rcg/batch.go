@@ -43,18 +43,6 @@ type BatchStateful interface {
 	SetState(i int, s []float64) error
 }
 
-// BatchControl is the run control of MinimizeBatch: a context, the iteration cap per run (0: 10000), an optional
-// per-run recorder, called after each iteration of run i with the same Record Minimize reports, and checkpoints:
-// every CheckpointEvery rounds (one iteration of every unfinished run) the state goes to CheckpointPath
-// (atomically), from which a call with Settings.Resume continues.
-type BatchControl struct {
-	Ctx             context.Context
-	MaxIter         int
-	Record          func(i int, r run.Record)
-	CheckpointEvery int
-	CheckpointPath  string
-}
-
 // MinimizeBatch runs the method of s on every run of obj from x0[i] (len Dim each) at once and returns one Result
 // per run, in the order of x0. Per run it is Minimize's algorithm — the same core, a batch of B runs instead of one:
 // every Method, Beta and Search with LineSearch.Refine, Powell–Beale (7) and every-k / ⌈√n⌉ restarts, the descent
@@ -63,36 +51,36 @@ type BatchControl struct {
 // search (or Old's backtracking) evaluates its next trial step (swapped to the front first; runs whose search has
 // ended wait and are not evaluated). A run that stops (converged, cap, non-finite) is swapped behind the unfinished
 // ones and no longer updated or evaluated; the slots of obj are back in the order of x0 when MinimizeBatch returns
-// (not after an error from the backend). A cancelled context stops every unfinished run with reason Cancelled, and
-// MinimizeBatch returns the results with the context's error, as Minimize does. Old keeps its multipliers on the
-// host. With ctl.CheckpointEvery the state of every run is saved every so many rounds, and with s.Resume a call
-// continues from ctl.CheckpointPath when the file exists (x0 is then not used), as Minimize; the objective must
-// keep no state between calls besides x, as mog.Batch does.
-func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchControl) ([]Result, error) {
-	B, dim := obj.Batch(), obj.Dim()
-	switch {
-	case len(x0) != B:
-		return nil, fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), B)
-	case s.Method < RCG || s.Method > Old:
-		return nil, fmt.Errorf("%w: method %d", ErrBadInput, s.Method)
-	case s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
-		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
-	case ctl.MaxIter < 0 || ctl.CheckpointEvery < 0 || ctl.CheckpointEvery > 0 && ctl.CheckpointPath == "":
-		return nil, fmt.Errorf("%w: iteration cap %d, checkpoint every %d rounds to %q", ErrBadInput, ctl.MaxIter,
-			ctl.CheckpointEvery, ctl.CheckpointPath)
-	}
+// (not after an error from the backend). A cancelled ctx (or s.Control.Ctx when ctx is nil) stops every unfinished
+// run with reason Cancelled, and MinimizeBatch returns the results with the context's error, as Minimize does. Old
+// keeps its multipliers on the host.
+//
+// s.Control.MaxIter caps each run (0: 10000). The recorder gets each run's records, those Minimize reports, with
+// Record.Run = i (the run's index in x0): every Control.Every iterations of that run (counted per run) and its last
+// one. With Control.CheckpointEvery the state of every run is saved every so many rounds (one iteration of every
+// unfinished run) to Control.CheckpointPath, and Control.Resume continues from that file (it must exist; x0 is then
+// not used), as Minimize; the objective must keep no state between calls besides x, as mog.Batch does.
+func MinimizeBatch(ctx context.Context, obj BatchObjective, x0 [][]float64, s Settings) ([]Result, error) {
+	ctl := s.Control.WithContext(ctx)
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
+	B, dim := obj.Batch(), obj.Dim()
+	if len(x0) != B {
+		return nil, run.ConfigErrorf("rcg", "x0", "%d starting points for a batch of %d", len(x0), B)
+	}
 	upd, _ := obj.(BatchUpdater)
 	stf, _ := obj.(BatchStateful)
-	if upd != nil && stf == nil && ctl.CheckpointPath != "" && (ctl.CheckpointEvery > 0 || s.Resume) {
-		return nil, fmt.Errorf("%w: checkpoints of a batch objective with updates between steps need its state "+
-			"(BatchStateful)", ErrBadInput)
+	if upd != nil && stf == nil && (ctl.CheckpointEvery > 0 || ctl.Resume) {
+		return nil, run.ConfigErrorf("rcg", "Control", "checkpoints of a batch objective with updates between "+
+			"steps need its state (BatchStateful)")
 	}
 	for i, x := range x0 {
-		if len(x) != dim || !finiteVec(x) {
-			return nil, fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), dim)
+		if len(x) != dim {
+			return nil, run.ConfigErrorf("rcg", "x0", "x0[%d] has length %d, Dim %d", i, len(x), dim)
+		}
+		if !finiteVec(x) {
+			return nil, fmt.Errorf("%w: x0[%d] is not finite", ErrBadInput, i)
 		}
 	}
 	e, err := newBatchEngine(obj, s, upd)
@@ -109,8 +97,9 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 	}
 	c := newCore(s, obj.NumFree(), dim, st, e)
 	c.batched = true
-	bc := &batchControl{ctx: ctl.Ctx, maxIter: ctl.MaxIter, record: ctl.Record, every: ctl.CheckpointEvery,
-		path: ctl.CheckpointPath, s: s, e: e, st: st, stf: stf}
+	bc := &batchControl{ctx: ctl.Ctx, maxIter: ctl.MaxIter, rec: ctl.Recorder, every: max(ctl.Every, 1),
+		ckEvery: ctl.CheckpointEvery, path: ctl.CheckpointPath, s: s, e: e, st: st, stf: stf,
+		pending: make([]*run.Record, B)}
 	if bc.ctx == nil {
 		bc.ctx = context.Background()
 	}
@@ -118,16 +107,12 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 		bc.maxIter = 10000
 	}
 	c.ctl = bc
-	resumed := false
-	if s.Resume && ctl.CheckpointPath != "" {
-		if resumed, err = resumeBatch(c, ctl.CheckpointPath, stf); err != nil {
+	if ctl.Resume {
+		if err := resumeBatch(c, ctl.CheckpointPath, stf); err != nil {
 			return nil, err
 		}
-	}
-	if !resumed {
-		if err := c.start(); err != nil {
-			return nil, err
-		}
+	} else if err := c.start(); err != nil {
+		return nil, err
 	}
 	if err := c.run(); err != nil {
 		return nil, err
@@ -136,13 +121,13 @@ func MinimizeBatch(obj BatchObjective, x0 [][]float64, s Settings, ctl BatchCont
 }
 
 // resumeBatch loads the checkpoint at path into the core's runs (slot i = run i) and retires the runs that had
-// finished; false when there is no file.
-func resumeBatch(c *core, path string, stf BatchStateful) (bool, error) {
+// finished.
+func resumeBatch(c *core, path string, stf BatchStateful) error {
 	e := c.e.(*batchEngine)
 	B := len(c.st)
-	ck, ok, err := loadBatch(path, c.s, B, e.x.Cols())
-	if err != nil || !ok {
-		return false, err
+	ck, err := loadBatch(path, c.s, B, e.x.Cols())
+	if err != nil {
+		return err
 	}
 	rows := []struct {
 		t    *tensor.Tensor
@@ -156,15 +141,15 @@ func resumeBatch(c *core, path string, stf BatchStateful) (bool, error) {
 	}
 	for _, r := range rows {
 		if err := uploadRows(e.be, r.t, r.rows); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if stf != nil && ck.ObjState == nil {
-		return false, fmt.Errorf("%w: %s holds no objective state", ErrBadInput, path)
+		return fmt.Errorf("rcg: %s holds no objective state: %w", path, run.ErrCheckpoint)
 	}
 	for i := 0; stf != nil && i < B; i++ {
 		if err := stf.SetState(i, ck.ObjState[i]); err != nil {
-			return false, err
+			return err
 		}
 	}
 	for i := B - 1; i >= 0; i-- {
@@ -175,20 +160,22 @@ func resumeBatch(c *core, path string, stf BatchStateful) (bool, error) {
 		}
 		if r.Done {
 			if err := c.retire(i, r.Reason, r.ConvergedBy); err != nil {
-				return false, err
+				return err
 			}
 		}
 	}
-	return true, nil
+	return nil
 }
 
-// batchControl is MinimizeBatch's control: the context and cap of every run, the per-run recorder, checkpoints
-// every so many rounds.
+// batchControl is MinimizeBatch's control: the context and cap of every run, the recorder (every so many
+// iterations of each run, and its last), checkpoints every so many rounds.
 type batchControl struct {
 	ctx     context.Context
 	maxIter int
-	record  func(i int, r run.Record)
+	rec     run.Recorder
 	every   int
+	pending []*run.Record // by run: its last record when the recorder has not had it
+	ckEvery int
 	path    string
 	rounds  int
 	s       Settings
@@ -208,17 +195,29 @@ func (b *batchControl) halt(r *runState) (run.StopReason, bool) {
 }
 
 func (b *batchControl) report(r *runState, rec run.Record) {
-	if b.record != nil {
-		b.record(r.id, rec)
+	if b.rec == nil {
+		return
 	}
+	rec.Run = r.id
+	if rec.Iter%b.every == 0 {
+		b.rec.Record(rec)
+		b.pending[r.id] = nil
+		return
+	}
+	b.pending[r.id] = &rec
 }
 
-func (b *batchControl) finish(*runState, run.StopReason) {}
+func (b *batchControl) finish(r *runState, _ run.StopReason) {
+	if p := b.pending[r.id]; p != nil {
+		b.rec.Record(*p)
+		b.pending[r.id] = nil
+	}
+}
 
 func (b *batchControl) failed(err error) error { return err }
 
 func (b *batchControl) roundDone() error {
-	if b.rounds++; b.every > 0 && b.rounds%b.every == 0 {
+	if b.rounds++; b.ckEvery > 0 && b.rounds%b.ckEvery == 0 {
 		return saveBatch(b.path, b.e, b.s, b.st, b.stf)
 	}
 	return nil

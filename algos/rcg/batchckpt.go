@@ -1,9 +1,7 @@
 package rcg
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/geovb/geovb/algos/run"
 	"github.com/geovb/geovb/backend"
@@ -99,15 +97,11 @@ func saveBatch(path string, e *batchEngine, s Settings, st []*runState, stf Batc
 }
 
 // loadBatch reads a checkpoint of MinimizeBatch from path for a batch of B runs of length dim and method s.Method.
-// It returns false (and no error) when the file does not exist; a file it cannot read is an error.
-func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, error) {
+// A missing or unreadable file, or one that does not fit, is an error wrapping run.ErrCheckpoint.
+func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, error) {
 	var c batchCheckpoint
-	err := run.LoadCheckpoint(path, batchCheckpointMethod, batchCheckpointVersion, &c)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, false, nil // no file yet: start from x0
-	case err != nil:
-		return nil, false, err
+	if err := loadCheckpoint(path, batchCheckpointMethod, batchCheckpointVersion, &c); err != nil {
+		return nil, err
 	}
 	ok := c.Method == int(s.Method) && c.Dim == dim && len(c.Runs) == B && len(c.X) == B && len(c.GtPrev) == B &&
 		len(c.PPrev) == B && (c.ObjState == nil || len(c.ObjState) == B) &&
@@ -124,10 +118,11 @@ func loadBatch(path string, s Settings, B, dim int) (*batchCheckpoint, bool, err
 			(r.Reason == run.Converged || r.ConvergedBy == NotConverged)
 	}
 	if !ok {
-		return nil, false, fmt.Errorf("%w: %s: a checkpoint of method %v with %d runs of length %d, want %v, %d runs "+
-			"of length %d (or a run's state is inconsistent)", ErrBadInput, path, Method(c.Method), len(c.Runs), c.Dim, s.Method, B, dim)
+		return nil, fmt.Errorf("rcg: %s: a checkpoint of method %v with %d runs of length %d, want %v, %d runs "+
+			"of length %d (or a run's state is inconsistent): %w", path, Method(c.Method), len(c.Runs), c.Dim, s.Method,
+			B, dim, run.ErrCheckpoint)
 	}
-	return &c, true, nil
+	return &c, nil
 }
 
 // uploadRows writes rows (one per run, run i in slot i) into t.

@@ -42,7 +42,7 @@ type engine interface {
 	setP(i int, p []float64) error                     // Old: the direction of slot i
 }
 
-// control is the run control of the core: Minimize's run.Loop or MinimizeBatch's BatchControl.
+// control is the run control of the core: Minimize's run.Loop or MinimizeBatch's batchControl.
 type control interface {
 	halt(r *runState) (run.StopReason, bool) // whether run r stops before its next iteration, and why
 	report(r *runState, rec run.Record)      // the record of an iteration of r

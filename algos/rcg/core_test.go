@@ -1,6 +1,7 @@
 package rcg
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -137,14 +138,17 @@ func sameResult(g, h Result, gr, hr []iterRec) string {
 	return ""
 }
 
-// hostRuns runs Minimize on each objective made by mk from xs[i] with s, returning the results and records.
+// hostRuns runs Minimize on each objective made by mk from xs[i] with s (its Control with the cap maxIter and a
+// recorder), returning the results and records.
 func hostRuns(t *testing.T, mk func(i int) Objective, xs [][]float64, s Settings, maxIter int) ([]Result,
 	[][]iterRec) {
 	t.Helper()
 	res, recs := make([]Result, len(xs)), make([][]iterRec, len(xs))
 	for i, x := range xs {
-		h, err := Minimize(mk(i), x, s, run.Control{MaxIter: maxIter,
-			Recorder: run.Func(func(r run.Record) { recs[i] = append(recs[i], recOf(r)) })})
+		s := s
+		s.Control.MaxIter = maxIter
+		s.Control.Recorder = run.Func(func(r run.Record) { recs[i] = append(recs[i], recOf(r)) })
+		h, err := Minimize(context.Background(), mk(i), x, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +157,8 @@ func hostRuns(t *testing.T, mk func(i int) Objective, xs [][]float64, s Settings
 	return res, recs
 }
 
-// batchRuns runs MinimizeBatch on the objectives made by mk from xs with s on the CPU backend.
+// batchRuns runs MinimizeBatch on the objectives made by mk from xs with s (its Control with the cap maxIter and a
+// recorder) on the CPU backend.
 func batchRuns(t *testing.T, be backend.Backend, mk func(i int) Objective, xs [][]float64, s Settings,
 	maxIter int) ([]Result, [][]iterRec) {
 	t.Helper()
@@ -166,8 +171,9 @@ func batchRuns(t *testing.T, be backend.Backend, mk func(i int) Objective, xs []
 		obj = updBatch{hb}
 	}
 	recs := make([][]iterRec, len(xs))
-	res, err := MinimizeBatch(obj, xs, s, BatchControl{MaxIter: maxIter,
-		Record: func(i int, r run.Record) { recs[i] = append(recs[i], recOf(r)) }})
+	s.Control.MaxIter = maxIter
+	s.Control.Recorder = run.Func(func(r run.Record) { recs[r.Run] = append(recs[r.Run], recOf(r)) })
+	res, err := MinimizeBatch(context.Background(), obj, xs, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,12 +275,12 @@ func TestBatchHSCheckpointResume(t *testing.T) {
 	hb := func() *hostBatch {
 		return &hostBatch{be: be, dim: 4, objs: []Objective{mk(0), mk(1), mk(2)}}
 	}
-	if _, err := MinimizeBatch(hb(), xs, s, BatchControl{MaxIter: 6, CheckpointEvery: 2, CheckpointPath: path}); err != nil {
+	if _, err := MinimizeBatch(context.Background(), hb(), xs, withControl(s, run.Control{MaxIter: 6,
+		CheckpointEvery: 2, CheckpointPath: path})); err != nil {
 		t.Fatal(err)
 	}
-	rs := s
-	rs.Resume = true
-	got, err := MinimizeBatch(hb(), xs, rs, BatchControl{CheckpointPath: path})
+	got, err := MinimizeBatch(context.Background(), hb(), xs, withControl(s, run.Control{CheckpointPath: path,
+		Resume: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +291,25 @@ func TestBatchHSCheckpointResume(t *testing.T) {
 	}
 	if full[0].Iters <= 6 {
 		t.Errorf("run 0 stopped after %d iterations, before the checkpoint", full[0].Iters)
+	}
+}
+
+// TestBatchRecordEvery: MinimizeBatch sends run i's records with Record.Run = i, every Control.Every iterations of
+// that run and its last, as Minimize sends a run's records under the same Control.
+func TestBatchRecordEvery(t *testing.T) {
+	be := cpuBackend(t)
+	xs := [][]float64{{1, -2, 0.5, 3}, {-1, 1, 2, -0.5}, {0.2, 0.1, -3, 1}}
+	mk := func(int) Objective { return newSmoothConvex(4) }
+	s := Settings{Tol: 1e-10, Control: run.Control{Every: 3}}
+	host, hrecs := hostRuns(t, mk, xs, s, 40)
+	got, grecs := batchRuns(t, be, mk, xs, s, 40)
+	for i := range xs {
+		if d := sameResult(got[i], host[i], grecs[i], hrecs[i]); d != "" {
+			t.Errorf("run %d: %s", i, d)
+		}
+		if n := len(grecs[i]); n == 0 || n >= got[i].Iters {
+			t.Errorf("run %d: %d records of %d iterations, want every third and the last", i, n, got[i].Iters)
+		}
 	}
 }
 

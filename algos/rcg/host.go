@@ -1,6 +1,7 @@
 package rcg
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -8,7 +9,7 @@ import (
 	"github.com/geovb/geovb/algos/run"
 )
 
-// Minimize runs the method of s on obj from x0 under the run control ctl and returns the final point. Bad input
+// Minimize runs the method of s on obj from x0 under ctx and s.Control and returns the final point. Bad input
 // (wrong length, non-finite x0, non-finite F or gradient at the start, bad settings) is an error before any
 // iteration; a NaN during a line search only rejects that trial (Result.Rejected and the recorder's "rejected").
 //
@@ -16,23 +17,17 @@ import (
 // recorder gets Objective = −F (higher is better), GradNorm = √(gᵀg̃), Step = α and Extra "F", "beta",
 // "f_evals", "g_evals", "rejected", "restarts". The run is the core's batch of one (MinimizeBatch runs B of them),
 // its vectors host slices.
-func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result, error) {
-	if err := ctl.Validate(); err != nil {
+func Minimize(ctx context.Context, obj Objective, x0 []float64, s Settings) (*Result, error) {
+	ctl := s.Control.WithContext(ctx)
+	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	dim := obj.Dim()
 	switch {
 	case len(x0) != dim:
-		return nil, fmt.Errorf("%w: len(x0) = %d, Dim = %d", ErrBadInput, len(x0), dim)
+		return nil, run.ConfigErrorf("rcg", "x0", "length %d, Dim %d", len(x0), dim)
 	case !finiteVec(x0):
 		return nil, fmt.Errorf("%w: x0 not finite", ErrBadInput)
-	case s.Method < RCG || s.Method > Old:
-		return nil, fmt.Errorf("%w: method %d", ErrBadInput, s.Method)
-	case s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
-		return nil, fmt.Errorf("%w: beta %d", ErrBadInput, s.Beta)
-	}
-	if err := s.validate(); err != nil {
-		return nil, err
 	}
 	o := newOptimizer(obj, s, x0)
 	nFree := dim
@@ -42,17 +37,12 @@ func Minimize(obj Objective, x0 []float64, s Settings, ctl run.Control) (*Result
 	r := &runState{}
 	c := newCore(s, nFree, dim, []*runState{r}, o)
 	stf, _ := obj.(Stateful)
-	resumed := false
-	if s.Resume && ctl.CheckpointPath != "" {
-		var err error
-		if resumed, err = o.resume(ctl.CheckpointPath, r, stf); err != nil {
+	if ctl.Resume {
+		if err := o.resume(ctl.CheckpointPath, r, stf); err != nil {
 			return nil, err
 		}
-	}
-	if !resumed {
-		if err := c.start(); err != nil {
-			return nil, err
-		}
+	} else if err := c.start(); err != nil {
+		return nil, err
 	}
 	hc := &hostControl{loop: ctl.Start(10000, r.iters), path: ctl.CheckpointPath, o: o, r: r, stf: stf}
 	c.ctl = hc
@@ -210,23 +200,20 @@ func moved(xt, x []float64) bool {
 	return false
 }
 
-// resume loads the checkpoint at path into o and r (and the objective's state into stf); false when there is no
-// readable file, an error for a file of another method or dimension.
-func (o *optimizer) resume(path string, r *runState, stf Stateful) (bool, error) {
+// resume loads the checkpoint at path into o and r (and the objective's state into stf). A missing or unreadable
+// file, or one of another method or dimension, is an error wrapping run.ErrCheckpoint.
+func (o *optimizer) resume(path string, r *runState, stf Stateful) error {
 	var c checkpoint
-	err := run.LoadCheckpoint(path, checkpointMethod, checkpointVersion, &c)
-	switch {
-	case errors.Is(err, run.ErrCheckpoint):
-		return false, err
-	case err != nil:
-		return false, nil
+	if err := loadCheckpoint(path, checkpointMethod, checkpointVersion, &c); err != nil {
+		return err
 	}
 	if c.Method != int(o.s.Method) || len(c.X) != len(o.x) {
-		return false, fmt.Errorf("%w: checkpoint of method %d, dim %d", ErrBadInput, c.Method, len(c.X))
+		return fmt.Errorf("rcg: %s: checkpoint of method %v, dim %d, want %v, dim %d: %w", path, Method(c.Method),
+			len(c.X), o.s.Method, len(o.x), run.ErrCheckpoint)
 	}
 	if stf != nil {
 		if err := stf.SetState(c.ObjState); err != nil {
-			return false, err
+			return err
 		}
 	}
 	copy(o.x, c.X)
@@ -237,7 +224,17 @@ func (o *optimizer) resume(path string, r *runState, stf Stateful) (bool, error)
 	r.gnPrev, r.alphaPrev, r.fPrev, r.fLast = c.GnPrev, c.Alpha, c.FPrev, c.FPrev
 	r.sinceReset, r.calm, r.iters, r.havePrev = c.SinceReset, c.Calm, c.Iter, c.HavePrev
 	r.res.FEvals, r.res.GEvals, r.res.Rejected, r.res.Restarts = c.FEvals, c.GEvals, c.Rejected, c.Restarts
-	return true, nil
+	return nil
+}
+
+// loadCheckpoint is run.LoadCheckpoint for a resumed run: a file that cannot be read (a missing one included)
+// is an error wrapping run.ErrCheckpoint as well as the cause.
+func loadCheckpoint(path, method string, version int, state any) error {
+	err := run.LoadCheckpoint(path, method, version, state)
+	if err != nil && !errors.Is(err, run.ErrCheckpoint) {
+		return fmt.Errorf("rcg: resume: %w: %w", err, run.ErrCheckpoint)
+	}
+	return err
 }
 
 // hostControl is the control of Minimize's run: ctl's run.Loop, and its checkpoints.

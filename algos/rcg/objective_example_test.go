@@ -1,6 +1,7 @@
 package rcg_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"math"
@@ -43,8 +44,8 @@ func (b *banana) Update(m []float64) error {
 // a row. The optimum is in closed form (§6.1): means ±√(5/6), variances 1/18.
 func Example_ownModel() {
 	b := &banana{vx: 1, vy: 1}
-	res, err := rcg.Minimize(b, []float64{0.1, 0.2}, rcg.Settings{PowellBeale: 0.2, Tol: 1e-12},
-		run.Control{MaxIter: 10000})
+	res, err := rcg.Minimize(context.Background(), b, []float64{0.1, 0.2}, rcg.Settings{PowellBeale: 0.2, Tol: 1e-12,
+		Control: run.Control{MaxIter: 10000}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package rcg
 
 import (
+	"context"
 	"math"
 	"slices"
 	"testing"
@@ -56,7 +57,7 @@ func TestOldMultiplierRule(t *testing.T) {
 		want[1][2] * (1 - 1.05*1.05*0.3), // repeat
 	})
 	for k, w := range want {
-		res, err := Minimize(q, x0, Settings{Method: Old}, run.Control{MaxIter: k + 1})
+		res, err := Minimize(context.Background(), q, x0, Settings{Method: Old, Control: run.Control{MaxIter: k + 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,14 +68,16 @@ func TestOldMultiplierRule(t *testing.T) {
 		}
 	}
 	one := diagQuad{a: []float64{1}, v: []float64{2.5}}
-	res, err := Minimize(one, []float64{1}, Settings{Method: Old}, run.Control{MaxIter: 1})
+	res, err := Minimize(context.Background(), one, []float64{1}, Settings{Method: Old,
+		Control: run.Control{MaxIter: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.X[0] != -0.25 || res.FEvals != 2 {
 		t.Errorf("rejected unit step: x = %v after %d evaluations, want −0.25 after 2", res.X[0], res.FEvals)
 	}
-	res, err = Minimize(one, []float64{1}, Settings{Method: Old}, run.Control{MaxIter: 2})
+	res, err = Minimize(context.Background(), one, []float64{1}, Settings{Method: Old,
+		Control: run.Control{MaxIter: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +176,7 @@ func TestMinimizeBatchOldEnds(t *testing.T) {
 	const maxIter = 6
 	s := Settings{Method: Old}
 	bq := &diagQuadBatch{be: be, qs: slices.Clone(qs), dim: 3}
-	got, err := MinimizeBatch(bq, xs, s, BatchControl{MaxIter: maxIter})
+	got, err := MinimizeBatch(context.Background(), bq, xs, withControl(s, run.Control{MaxIter: maxIter}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +186,7 @@ func TestMinimizeBatchOldEnds(t *testing.T) {
 	}{{run.MaxIter, NotConverged}, {run.Converged, Stationary}, {run.Converged, NoDecrease},
 		{run.Converged, NoDecrease}}
 	for i, q := range qs {
-		h, err := Minimize(q, xs[i], s, run.Control{MaxIter: maxIter})
+		h, err := Minimize(context.Background(), q, xs[i], withControl(s, run.Control{MaxIter: maxIter}))
 		if err != nil {
 			t.Fatal(err)
 		}

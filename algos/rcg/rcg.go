@@ -173,7 +173,7 @@ func (l LineSearch) withDefaults(s Search, method Method) LineSearch {
 // validate reports the first field of the line search l (after withDefaults) that cannot work, by name.
 func (l LineSearch) validate() error {
 	bad := func(name string, v any, want string) error {
-		return fmt.Errorf("%w: LineSearch.%s = %v, want %s", ErrBadInput, name, v, want)
+		return run.ConfigErrorf("rcg", "LS."+name, "%v, want %s", v, want)
 	}
 	open01 := func(v float64) bool { return v > 0 && v < 1 }
 	switch {
@@ -193,9 +193,11 @@ func (l LineSearch) validate() error {
 		return bad("MaxExpand", l.MaxExpand, "≥ 0")
 	case l.Refine < 0:
 		return bad("Refine", l.Refine, "≥ 0")
-	case !(l.MinAlpha > 0 && l.MinAlpha <= l.MaxAlpha && !math.IsInf(l.MaxAlpha, 1)):
-		return fmt.Errorf("%w: LineSearch.MinAlpha = %v, MaxAlpha = %v, want 0 < MinAlpha ≤ MaxAlpha < ∞", ErrBadInput,
+	case !(l.MinAlpha > 0 && l.MinAlpha <= l.MaxAlpha):
+		return run.ConfigErrorf("rcg", "LS.MinAlpha", "MinAlpha = %v, MaxAlpha = %v, want 0 < MinAlpha ≤ MaxAlpha < ∞",
 			l.MinAlpha, l.MaxAlpha)
+	case math.IsInf(l.MaxAlpha, 1):
+		return bad("MaxAlpha", l.MaxAlpha, "MinAlpha ≤ MaxAlpha < ∞")
 	case !(l.OldUp >= 1 && !math.IsInf(l.OldUp, 1)):
 		return bad("OldUp", l.OldUp, "1 ≤ OldUp < ∞")
 	case !(l.OldDown > 0 && l.OldDown <= 1):
@@ -204,17 +206,30 @@ func (l LineSearch) validate() error {
 	return nil
 }
 
-// validate reports settings of s that cannot work: a NaN, a negative tolerance or rule, an unknown search, a bad
-// line search. Minimize and MinimizeBatch check the methods they run themselves.
+// validate reports the first setting of s that cannot work, as a *run.ConfigError naming its field: an unknown
+// method, β or search, a NaN or negative tolerance or rule, a bad line search, a bad run control.
 func (s Settings) validate() error {
+	bad := func(field, format string, args ...any) error { return run.ConfigErrorf("rcg", field, format, args...) }
 	switch {
-	case !(s.PowellBeale >= 0) || !(s.Tol >= 0) || s.Patience < 0 || s.RestartEvery < SqrtN:
-		return fmt.Errorf("%w: PowellBeale %v, Tol %v, Patience %d, RestartEvery %d: want none negative or NaN",
-			ErrBadInput, s.PowellBeale, s.Tol, s.Patience, s.RestartEvery)
-	case s.UseTarget && math.IsNaN(s.Target):
-		return fmt.Errorf("%w: Target is NaN", ErrBadInput)
+	case s.Method < RCG || s.Method > Old:
+		return bad("Method", "unknown method %d", int(s.Method))
+	case s.Beta < PolakRibiere || s.Beta > PolakRibierePlus:
+		return bad("Beta", "unknown formula %d", int(s.Beta))
 	case s.Search != Parabolic && s.Search != Unit:
-		return fmt.Errorf("%w: search %d", ErrBadInput, s.Search)
+		return bad("Search", "unknown step rule %d", int(s.Search))
+	case !(s.PowellBeale >= 0):
+		return bad("PowellBeale", "%v, want ≥ 0", s.PowellBeale)
+	case s.RestartEvery < SqrtN:
+		return bad("RestartEvery", "%d, want ≥ 0 or SqrtN", s.RestartEvery)
+	case !(s.Tol >= 0):
+		return bad("Tol", "%v, want ≥ 0", s.Tol)
+	case s.Patience < 0:
+		return bad("Patience", "%d, want ≥ 0", s.Patience)
+	case s.UseTarget && math.IsNaN(s.Target):
+		return bad("Target", "NaN with UseTarget")
+	}
+	if err := s.Control.Validate(); err != nil {
+		return err
 	}
 	return s.LS.withDefaults(s.Search, s.Method).validate()
 }
@@ -239,8 +254,11 @@ type Settings struct {
 	// Target, when UseTarget is set, stops the run (Converged) as soon as F ≤ Target: time-to-target runs.
 	Target    float64
 	UseTarget bool
-	// Resume continues from Control.CheckpointPath when that file exists.
-	Resume bool
+	// Control is the run control: the iteration cap per run (0: 10000), the recorder (Record.Run names the run
+	// of a batch), checkpoints every Control.CheckpointEvery iterations (MinimizeBatch: rounds) and
+	// Control.Resume, which continues from Control.CheckpointPath (the file must exist). Its Ctx is replaced by
+	// the context given to Minimize or MinimizeBatch when that is not nil.
+	Control run.Control
 }
 
 // SqrtN is the RestartEvery value asking for ⌈√n⌉.
@@ -302,7 +320,9 @@ func (c Convergence) String() string {
 // MarshalText writes the test's name, so that JSON lines read "no-decrease", not 4.
 func (c Convergence) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
-// Errors.
+// Errors. Bad settings (and a starting point of the wrong length) are *run.ConfigError values wrapping
+// run.ErrConfig; a checkpoint that does not fit the run wraps run.ErrCheckpoint. ErrBadInput is the cause of the
+// errors about data: a starting point that is not finite, an objective's state that does not fit.
 var (
 	ErrBadInput  = errors.New("rcg: bad input")
 	ErrNotFinite = errors.New("rcg: free energy not finite at the start")

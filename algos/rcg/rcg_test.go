@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -55,7 +56,8 @@ func TestToyOptimum(t *testing.T) {
 	var evals [2]int
 	for i, m := range []Method{RCG, GD} {
 		o := &toy{1, 1}
-		res, err := Minimize(o, []float64{0.1, 0.2}, Settings{Method: m, PowellBeale: 0.2, Tol: 1e-13}, run.Control{MaxIter: 100000})
+		res, err := Minimize(context.Background(), o, []float64{0.1, 0.2}, Settings{Method: m, PowellBeale: 0.2,
+			Tol: 1e-13, Control: run.Control{MaxIter: 100000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +168,8 @@ func newGaussTarget(n int, cond float64, seed uint64) *gaussTarget {
 // (to 1e-8), and ∂F/∂ṽ = 0 after the update.
 func TestFixedPointVariances(t *testing.T) {
 	o := newGaussTarget(8, 50, 10)
-	res, err := Minimize(o, make([]float64, 8), Settings{PowellBeale: 0.2, LS: LineSearch{Refine: 3}, Tol: 1e-15, Patience: 3}, run.Control{MaxIter: 500})
+	res, err := Minimize(context.Background(), o, make([]float64, 8), Settings{PowellBeale: 0.2,
+		LS: LineSearch{Refine: 3}, Tol: 1e-15, Patience: 3, Control: run.Control{MaxIter: 500}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +227,7 @@ func TestQuadraticCG(t *testing.T) {
 	ls := LineSearch{Refine: 4}
 	x0 := make([]float64, n)
 	o := newQuad(n, 11)
-	res, err := Minimize(o, x0, Settings{LS: ls}, run.Control{MaxIter: n})
+	res, err := Minimize(context.Background(), o, x0, Settings{LS: ls, Control: run.Control{MaxIter: n}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +237,10 @@ func TestQuadraticCG(t *testing.T) {
 	}
 	t.Logf("RCG: ‖∇‖ = %.3g after %d iterations (n = %d, %s)", gn, res.Iters, n, res.Reason)
 	// PR = FR under exact line search: compare the iterates after 4 iterations (before convergence).
-	pr, err1 := Minimize(newQuad(n, 11), x0, Settings{Beta: PolakRibiere, LS: ls}, run.Control{MaxIter: 4})
-	fr, err2 := Minimize(newQuad(n, 11), x0, Settings{Beta: FletcherReeves, LS: ls}, run.Control{MaxIter: 4})
+	pr, err1 := Minimize(context.Background(), newQuad(n, 11), x0, Settings{Beta: PolakRibiere, LS: ls,
+		Control: run.Control{MaxIter: 4}})
+	fr, err2 := Minimize(context.Background(), newQuad(n, 11), x0, Settings{Beta: FletcherReeves, LS: ls,
+		Control: run.Control{MaxIter: 4}})
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -245,7 +250,8 @@ func TestQuadraticCG(t *testing.T) {
 		}
 	}
 	ro := newQuad(n, 11)
-	rg, err := Minimize(ro, x0, Settings{Method: RG, LS: ls}, run.Control{MaxIter: 10 * n})
+	rg, err := Minimize(context.Background(), ro, x0, Settings{Method: RG, LS: ls,
+		Control: run.Control{MaxIter: 10 * n}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,8 +269,9 @@ func TestMonotoneDescent(t *testing.T) {
 		for _, s := range []Search{Parabolic, Unit} {
 			o := &toy{1, 1}
 			var fs []float64
-			_, err := Minimize(o, []float64{0.1, 0.2}, Settings{Method: m, Search: s, PowellBeale: 0.2, Tol: 1e-12},
-				run.Control{MaxIter: 3000, Recorder: run.Func(func(r run.Record) { fs = append(fs, r.Extra["F"]) })})
+			_, err := Minimize(context.Background(), o, []float64{0.1, 0.2}, Settings{Method: m, Search: s,
+				PowellBeale: 0.2, Tol: 1e-12, Control: run.Control{MaxIter: 3000,
+					Recorder: run.Func(func(r run.Record) { fs = append(fs, r.Extra["F"]) })}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -286,8 +293,11 @@ func TestRestartEvery(t *testing.T) {
 	const k = 4
 	o := newGaussTarget(12, 100, 13)
 	var betas []float64
-	_, err := Minimize(o, make([]float64, 12), Settings{Beta: FletcherReeves, RestartEvery: k},
-		run.Control{MaxIter: 25, Recorder: run.Func(func(r run.Record) { betas = append(betas, r.Extra["beta"]) })})
+	_, err := Minimize(context.Background(), o, make([]float64, 12), Settings{Beta: FletcherReeves, RestartEvery: k,
+		Control: run.Control{MaxIter: 25, Recorder: run.Func(func(r run.Record) {
+			betas = append(betas,
+				r.Extra["beta"])
+		})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +316,8 @@ func TestRestartEvery(t *testing.T) {
 func TestPowellBealeRestarts(t *testing.T) {
 	count := func(pb float64) int {
 		o := &toy{1, 1}
-		res, err := Minimize(o, []float64{0.1, 0.2}, Settings{PowellBeale: pb, Tol: 1e-14}, run.Control{MaxIter: 200})
+		res, err := Minimize(context.Background(), o, []float64{0.1, 0.2}, Settings{PowellBeale: pb, Tol: 1e-14,
+			Control: run.Control{MaxIter: 200}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,8 +345,9 @@ func (nanWall) NatGrad(dst, g, x []float64)   { dst[0] = g[0] / 2 }
 func TestNaNRejected(t *testing.T) {
 	for _, s := range []Search{Parabolic, Unit} {
 		var rejected float64
-		res, err := Minimize(nanWall{}, []float64{0}, Settings{Search: s, Tol: 1e-12}, run.Control{MaxIter: 200,
-			Recorder: run.Func(func(r run.Record) { rejected = r.Extra["rejected"] })})
+		res, err := Minimize(context.Background(), nanWall{}, []float64{0}, Settings{Search: s, Tol: 1e-12,
+			Control: run.Control{MaxIter: 200,
+				Recorder: run.Func(func(r run.Record) { rejected = r.Extra["rejected"] })}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,19 +369,17 @@ func (badStart) Value(x []float64) float64     { return math.NaN() }
 func (b badStart) Grad(g, x []float64) float64 { g[0] = 0; return math.NaN() }
 
 func TestBadInput(t *testing.T) {
-	if _, err := Minimize(badStart{}, []float64{0}, Settings{}, run.Control{}); !errors.Is(err, ErrNotFinite) {
+	if _, err := Minimize(context.Background(), badStart{}, []float64{0}, Settings{}); !errors.Is(err, ErrNotFinite) {
 		t.Errorf("NaN F at the start: err = %v, want ErrNotFinite", err)
 	}
-	if _, err := Minimize(nanWall{}, []float64{math.Inf(1)}, Settings{}, run.Control{}); !errors.Is(err, ErrBadInput) {
+	if _, err := Minimize(context.Background(), nanWall{}, []float64{math.Inf(1)}, Settings{}); !errors.Is(err,
+		ErrBadInput) {
 		t.Errorf("Inf x0: err = %v", err)
 	}
-	if _, err := Minimize(nanWall{}, []float64{0, 1}, Settings{}, run.Control{}); !errors.Is(err, ErrBadInput) {
-		t.Errorf("wrong length: err = %v", err)
+	if _, err := Minimize(context.Background(), nanWall{}, []float64{0, 1}, Settings{}); !isConfigError(err, "x0") {
+		t.Errorf("wrong length: err = %v, want a run.ConfigError for x0", err)
 	}
-	if _, err := Minimize(nanWall{}, []float64{0}, Settings{Method: 9}, run.Control{}); !errors.Is(err, ErrBadInput) {
-		t.Errorf("bad method: err = %v", err)
-	}
-	// Settings that cannot work are errors that name the field; zero means the default.
+	// Settings that cannot work are *run.ConfigError values that name the field; zero means the default.
 	nan := math.NaN()
 	for _, c := range []struct {
 		s    Settings
@@ -380,7 +390,13 @@ func TestBadInput(t *testing.T) {
 		{Settings{PowellBeale: nan}, "PowellBeale"},
 		{Settings{Patience: -1}, "Patience"},
 		{Settings{Target: nan, UseTarget: true}, "Target"},
-		{Settings{Search: Unit + 1}, "search"},
+		{Settings{Method: 9}, "Method"},
+		{Settings{Method: -1}, "Method"},
+		{Settings{Beta: PolakRibierePlus + 1}, "Beta"},
+		{Settings{RestartEvery: SqrtN - 1}, "RestartEvery"},
+		{Settings{Search: Unit + 1}, "Search"},
+		{Settings{Control: run.Control{MaxIter: -1}}, "MaxIter"},
+		{Settings{Control: run.Control{Resume: true}}, "CheckpointPath"},
 		{Settings{LS: LineSearch{C1: 1}}, "C1"},
 		{Settings{LS: LineSearch{C1: nan}}, "C1"},
 		{Settings{LS: LineSearch{Shrink: 2}}, "Shrink"},
@@ -396,22 +412,29 @@ func TestBadInput(t *testing.T) {
 		{Settings{Method: Old, LS: LineSearch{OldUp: 0.9}}, "OldUp"},
 		{Settings{Method: Old, LS: LineSearch{OldDown: 1.5}}, "OldDown"},
 	} {
-		_, err := Minimize(nanWall{}, []float64{0}, c.s, run.Control{})
-		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), c.name) {
-			t.Errorf("%+v: err = %v, want ErrBadInput naming %s", c.s, err, c.name)
+		_, err := Minimize(context.Background(), nanWall{}, []float64{0}, c.s)
+		if !isConfigError(err, c.name) {
+			t.Errorf("%+v: err = %v, want a run.ConfigError for %s", c.s, err, c.name)
 		}
 	}
 	// The defaults and in-range values pass.
 	valid := Settings{LS: LineSearch{C1: 0.45, Grow: 1.5, Shrink: 1, MaxBacktrack: 0}}
-	if _, err := Minimize(nanWall{}, []float64{0}, valid, run.Control{MaxIter: 1}); err != nil {
+	if _, err := Minimize(context.Background(), nanWall{}, []float64{0}, withControl(valid,
+		run.Control{MaxIter: 1})); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
+}
+
+// isConfigError reports whether err is a *run.ConfigError (wrapping run.ErrConfig) whose field ends in field.
+func isConfigError(err error, field string) bool {
+	var ce *run.ConfigError
+	return errors.Is(err, run.ErrConfig) && errors.As(err, &ce) && strings.HasSuffix(ce.Field, field)
 }
 
 func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, Settings{}, run.Control{Ctx: ctx})
+	res, err := Minimize(ctx, &toy{1, 1}, []float64{0.1, 0.2}, Settings{})
 	if res == nil || res.Reason != run.Cancelled || !errors.Is(err, context.Canceled) {
 		t.Errorf("reason %v, err %v", res.Reason, err)
 	}
@@ -423,23 +446,43 @@ func TestCheckpointResume(t *testing.T) {
 	for _, m := range []Method{RCG, Old} {
 		path := filepath.Join(t.TempDir(), "ck")
 		s := Settings{Method: m, PowellBeale: 0.2}
-		full, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, s, run.Control{MaxIter: 12})
+		full, err := Minimize(context.Background(), &toy{1, 1}, []float64{0.1, 0.2}, withControl(s,
+			run.Control{MaxIter: 12}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Minimize(&toy{1, 1}, []float64{0.1, 0.2}, s, run.Control{MaxIter: 5, CheckpointEvery: 5, CheckpointPath: path}); err != nil {
+		if _, err := Minimize(context.Background(), &toy{1, 1}, []float64{0.1, 0.2}, withControl(s,
+			run.Control{MaxIter: 5, CheckpointEvery: 5, CheckpointPath: path})); err != nil {
 			t.Fatal(err)
 		}
-		s.Resume = true
 		o := &toy{7, 7} // state must come from the checkpoint
-		res, err := Minimize(o, []float64{9, 9}, s, run.Control{MaxIter: 12, CheckpointPath: path})
+		res, err := Minimize(context.Background(), o, []float64{9, 9}, withControl(s, run.Control{MaxIter: 12,
+			CheckpointPath: path, Resume: true}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Iters != 12 || res.X[0] != full.X[0] || res.X[1] != full.X[1] || res.F != full.F || res.GEvals != full.GEvals {
 			t.Errorf("%v: resumed run %v F=%v iters=%d ge=%d, full run %v F=%v ge=%d", m, res.X, res.F, res.Iters, res.GEvals, full.X, full.F, full.GEvals)
 		}
+		// Resume needs the file: a missing one is an error, not a fresh start.
+		missing := run.Control{CheckpointPath: filepath.Join(t.TempDir(), "none"), Resume: true}
+		_, err = Minimize(context.Background(), &toy{1, 1}, []float64{0.1, 0.2}, withControl(s, missing))
+		if !errors.Is(err, run.ErrCheckpoint) || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%v: resume from a missing file: %v, want run.ErrCheckpoint and fs.ErrNotExist", m, err)
+		}
+		// A checkpoint of another method does not fit.
+		other := withControl(Settings{Method: RG}, run.Control{CheckpointPath: path, Resume: true})
+		if _, err := Minimize(context.Background(), &toy{1, 1}, []float64{0.1, 0.2}, other); !errors.Is(err,
+			run.ErrCheckpoint) {
+			t.Errorf("%v: checkpoint resumed as %v: %v, want run.ErrCheckpoint", m, other.Method, err)
+		}
 	}
+}
+
+// withControl returns s with the run control c.
+func withControl(s Settings, c run.Control) Settings {
+	s.Control = c
+	return s
 }
 
 // The parabolic line search on a 1-D quadratic along p: the parabola through F(0), F'(0), F(α₀) is exact, so
@@ -548,8 +591,8 @@ func TestSteepestSearchBacktracksFar(t *testing.T) {
 // stopped it at x₀ as "converged".
 func TestMisscaledMetric(t *testing.T) {
 	for _, limit := range []int{0, 8} {
-		res, err := Minimize(misscaled{c: 3}, []float64{1}, Settings{Tol: 1e-12, LS: LineSearch{MaxBacktrackSteepest: limit}},
-			run.Control{MaxIter: 1000})
+		res, err := Minimize(context.Background(), misscaled{c: 3}, []float64{1}, Settings{Tol: 1e-12,
+			LS: LineSearch{MaxBacktrackSteepest: limit}, Control: run.Control{MaxIter: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -582,7 +625,7 @@ func TestConvergedBy(t *testing.T) {
 		{"cap", &toy{1, 1}, []float64{0.1, 0.2}, Settings{Tol: 1e-9}, 1, run.MaxIter, NotConverged},
 	}
 	for _, c := range cases {
-		res, err := Minimize(c.obj, c.x0, c.s, run.Control{MaxIter: c.max})
+		res, err := Minimize(context.Background(), c.obj, c.x0, withControl(c.s, run.Control{MaxIter: c.max}))
 		if err != nil {
 			t.Fatal(err)
 		}

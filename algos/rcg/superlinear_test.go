@@ -1,6 +1,7 @@
 package rcg
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -82,8 +83,8 @@ func TestAppendixASuperlinear(t *testing.T) {
 	x0 := []float64{0.06, -0.05, 0.04, -0.05}
 	ratios := func(m Method) (rs, es []float64) {
 		obj := &smoothConvex{q: q, c: []float64{1, 0.5, 2, 1.5}, d: []float64{0.3, 1, 0.2, 0.7}}
-		if _, err := Minimize(obj, x0, Settings{Method: m, RestartEvery: n, LS: LineSearch{Refine: 40}},
-			run.Control{MaxIter: 6 * n}); err != nil {
+		if _, err := Minimize(context.Background(), obj, x0, Settings{Method: m, RestartEvery: n,
+			LS: LineSearch{Refine: 40}, Control: run.Control{MaxIter: 6 * n}}); err != nil {
 			t.Fatal(err)
 		}
 		for k := 0; k < len(obj.xs); k += n {

@@ -51,6 +51,9 @@ func (r StopReason) MarshalText() ([]byte, error) { return []byte(r.String()), n
 // Record is the progress of one iteration. Fields a method does not compute are NaN (Objective, Smoothed,
 // GradNorm, Step) or empty.
 type Record struct {
+	// Run is the index of the run in a batch of runs, for methods that record each run separately (rcg's
+	// MinimizeBatch); 0 otherwise.
+	Run       int                `json:"run,omitempty"`
 	Iter      int                `json:"iter"`
 	Objective float64            `json:"objective"` // ELBO, lower bound or negative free energy (higher is better)
 	Smoothed  float64            `json:"smoothed"`  // the smoothed objective of the stopping rule

@@ -2,10 +2,12 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -239,4 +241,21 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 			t.Fatalf("error %v does not wrap ErrCheckpoint", err)
 		}
 	})
+}
+
+// TestRecordRunJSON: a record's run index is written only when it is not 0, so that the progress lines of methods
+// with one run are unchanged.
+func TestRecordRunJSON(t *testing.T) {
+	for _, c := range []struct {
+		run  int
+		want string // "" for no run field
+	}{{0, ""}, {3, `"run":3,`}} {
+		b, err := json.Marshal(Record{Run: c.run, Iter: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(b), `"run"`); has != (c.want != "") || !strings.Contains(string(b), c.want) {
+			t.Errorf("Run %d: %s, want %q", c.run, b, c.want)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -73,8 +74,8 @@ func TestEmulatedMoGBatch(t *testing.T) {
 				}
 				return out
 			}
-			rs, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Tol: 1e-9, RestartEvery: rcg.SqrtN},
-				rcg.BatchControl{MaxIter: 30})
+			rs, err := rcg.MinimizeBatch(context.Background(), bt, xs, rcg.Settings{Tol: 1e-9, RestartEvery: rcg.SqrtN,
+				Control: run.Control{MaxIter: 30}})
 			if err != nil {
 				t.Fatal(err)
 			}

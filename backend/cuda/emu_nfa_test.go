@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -52,8 +53,9 @@ func testEmulatedNFABatch(t *testing.T, meth rcg.Method, dyn bool) {
 		}
 		defer bt.Close()
 		F := make([][]float64, len(ms))
-		res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: meth, Tol: 1e-6, Patience: 5, PowellBeale: 0.2},
-			rcg.BatchControl{MaxIter: iters, Record: func(i int, r run.Record) { F[i] = append(F[i], r.Extra["F"]) }})
+		res, err := rcg.MinimizeBatch(context.Background(), bt, xs, rcg.Settings{Method: meth, Tol: 1e-6, Patience: 5,
+			PowellBeale: 0.2, Control: run.Control{MaxIter: iters,
+				Recorder: run.Func(func(r run.Record) { F[r.Run] = append(F[r.Run], r.Extra["F"]) })}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,8 +123,9 @@ func TestEmulatedNSSMBatchWaits(t *testing.T) {
 	}
 	defer bt.Close()
 	waits, posts = 0, 0
-	res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{Method: rcg.RCG, Tol: 1e-6, Patience: 5, PowellBeale: 0.2},
-		rcg.BatchControl{MaxIter: 10})
+	s := rcg.Settings{Method: rcg.RCG, Tol: 1e-6, Patience: 5, PowellBeale: 0.2}
+	s.Control.MaxIter = 10
+	res, err := rcg.MinimizeBatch(context.Background(), bt, xs, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -426,7 +426,9 @@ func rcgInstance(b backend.Backend, obj rcg.Objective, start func() ([]float64, 
 			return err
 		}
 		return timer.fitTimed(rcgIters-1, func() error {
-			r, err := rcg.Minimize(obj, x0, s, algorun.Control{MaxIter: rcgIters, Recorder: timer})
+			s := s
+			s.Control = algorun.Control{MaxIter: rcgIters, Recorder: timer}
+			r, err := rcg.Minimize(context.Background(), obj, x0, s)
 			res = r
 			return err
 		})
@@ -480,14 +482,15 @@ func batchInstance(open func() (rcg.BatchObjective, [][]float64, func(), error),
 		defer closeBatch()
 		return timer.fitTimed(rcgIters-1, func() error {
 			last := time.Now()
-			r, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: rcgIters,
-				Record: func(i int, r algorun.Record) {
-					if i == 0 {
-						now := time.Now()
-						r.IterTime, last = now.Sub(last), now
-						timer.Record(r)
-					}
-				}})
+			s := s
+			s.Control = algorun.Control{MaxIter: rcgIters, Recorder: algorun.Func(func(r algorun.Record) {
+				if r.Run == 0 {
+					now := time.Now()
+					r.IterTime, last = now.Sub(last), now
+					timer.Record(r)
+				}
+			})}
+			r, err := rcg.MinimizeBatch(context.Background(), bt, xs, s)
 			res = r
 			return err
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -96,7 +97,8 @@ func TestMinimizeBatchMatchesHost(t *testing.T) {
 			// The race detector runs the short tests (10× slower); the whole paths run in the full suite.
 			maxIter = min(maxIter, 40)
 		}
-		got, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: maxIter, Record: func(i int, r run.Record) { rec(&bTr[i], r) }})
+		got, err := rcg.MinimizeBatch(context.Background(), bt, xs, withControl(s, run.Control{MaxIter: maxIter,
+			Recorder: run.Func(func(r run.Record) { rec(&bTr[r.Run], r) })}))
 		bt.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -104,8 +106,8 @@ func TestMinimizeBatchMatchesHost(t *testing.T) {
 		iters := map[int]bool{}
 		for i, m := range ms {
 			var hTr trace
-			want, err := rcg.Minimize(mog.NewCollapsed(m), xs[i], s, run.Control{MaxIter: maxIter,
-				Recorder: run.Func(func(r run.Record) { rec(&hTr, r) })})
+			want, err := rcg.Minimize(context.Background(), mog.NewCollapsed(m), xs[i], withControl(s,
+				run.Control{MaxIter: maxIter, Recorder: run.Func(func(r run.Record) { rec(&hTr, r) })}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +175,8 @@ type batchCheckpoint struct {
 	Mult             [][]float64
 }
 
-// TestMinimizeBatchBadInput: settings that cannot work and wrong starting points are errors.
+// TestMinimizeBatchBadInput: settings that cannot work and starting points of the wrong count or length are errors
+// wrapping run.ErrConfig, a starting point that is not finite one wrapping rcg.ErrBadInput.
 func TestMinimizeBatchBadInput(t *testing.T) {
 	be := testbackend.Open(t)
 	ms, xs := batchRuns(t, 40, 3)
@@ -196,9 +199,15 @@ func TestMinimizeBatchBadInput(t *testing.T) {
 		"Tol NaN":    {rcg.Settings{Tol: math.NaN()}, xs},
 		"backtracks": {rcg.Settings{LS: rcg.LineSearch{MaxBacktrackSteepest: -1}}, xs},
 	} {
-		if _, err := rcg.MinimizeBatch(bt, c.xs, c.s, rcg.BatchControl{}); !errors.Is(err, rcg.ErrBadInput) {
-			t.Errorf("%s: err = %v", name, err)
+		if _, err := rcg.MinimizeBatch(context.Background(), bt, c.xs, c.s); !errors.Is(err, run.ErrConfig) {
+			t.Errorf("%s: err = %v, want run.ErrConfig", name, err)
 		}
+	}
+	nan := slices.Clone(xs)
+	nan[1] = slices.Clone(xs[1])
+	nan[1][0] = math.NaN()
+	if _, err := rcg.MinimizeBatch(context.Background(), bt, nan, rcg.Settings{}); !errors.Is(err, rcg.ErrBadInput) {
+		t.Errorf("x0[1] not finite: err = %v, want rcg.ErrBadInput", err)
 	}
 }
 
@@ -214,7 +223,7 @@ func TestMinimizeBatchAgain(t *testing.T) {
 	}
 	defer bt.Close()
 	s := rcg.Settings{Tol: 1e-9 * 200, RestartEvery: rcg.SqrtN}
-	first, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: 300})
+	first, err := rcg.MinimizeBatch(context.Background(), bt, xs, withControl(s, run.Control{MaxIter: 300}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +237,7 @@ func TestMinimizeBatchAgain(t *testing.T) {
 	if len(iters) < 2 {
 		t.Fatal("all runs took the same number of iterations: no slot was swapped")
 	}
-	second, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: 300})
+	second, err := rcg.MinimizeBatch(context.Background(), bt, xs, withControl(s, run.Control{MaxIter: 300}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +260,11 @@ func TestMinimizeBatchCancel(t *testing.T) {
 	}
 	defer bt.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := rcg.MinimizeBatch(bt, xs, rcg.Settings{}, rcg.BatchControl{Ctx: ctx, Record: func(i int, r run.Record) {
+	res, err := rcg.MinimizeBatch(ctx, bt, xs, rcg.Settings{Control: run.Control{Recorder: run.Func(func(r run.Record) {
 		if r.Iter == 2 {
 			cancel()
 		}
-	}})
+	})}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
@@ -321,28 +330,28 @@ func TestRunMoGBatch(t *testing.T) {
 // TestMinimizeBatchCheckpointResume: a batch stopped after 28 rounds with a checkpoint every 4, then resumed from a
 // fresh batch and other starting points, ends every run bit for bit where the uninterrupted batch ends it —
 // iterations, stop reason, F, x and the evaluation and restart counts — including runs that had converged before the
-// checkpoint (ε = 1e-5·N: two runs stop within 28 iterations, the others after 29–48). A missing file starts from x0;
-// a damaged file, one of another method or batch size, or one with a finished run that has no stop reason, is an
-// error.
+// checkpoint (ε = 1e-5·N: two runs stop within 28 iterations, the others after 29–48). A missing or damaged file,
+// one of another method or batch size, or one with a finished run that has no stop reason, is an error wrapping
+// run.ErrCheckpoint.
 func TestMinimizeBatchCheckpointResume(t *testing.T) {
 	be := testbackend.Open(t)
 	const N, K = 200, 5
 	ms, xs := batchRuns(t, N, K)
 	s := rcg.Settings{Tol: 1e-5 * N, RestartEvery: rcg.SqrtN, PowellBeale: 0.2}
-	minimize := func(xs [][]float64, s rcg.Settings, ctl rcg.BatchControl) []rcg.Result {
+	minimize := func(xs [][]float64, s rcg.Settings, ctl run.Control) []rcg.Result {
 		t.Helper()
 		bt, err := mog.NewBatch(be, ms)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer bt.Close()
-		res, err := rcg.MinimizeBatch(bt, xs, s, ctl)
+		res, err := rcg.MinimizeBatch(context.Background(), bt, xs, withControl(s, ctl))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	full := minimize(xs, s, rcg.BatchControl{})
+	full := minimize(xs, s, run.Control{})
 	early := 0
 	for _, r := range full {
 		if r.Iters < 28 {
@@ -353,14 +362,12 @@ func TestMinimizeBatchCheckpointResume(t *testing.T) {
 		t.Fatalf("%d of %d runs stop within 28 iterations; the test wants some", early, len(full))
 	}
 	path := filepath.Join(t.TempDir(), "batch.ck")
-	minimize(xs, s, rcg.BatchControl{MaxIter: 28, CheckpointEvery: 4, CheckpointPath: path})
+	minimize(xs, s, run.Control{MaxIter: 28, CheckpointEvery: 4, CheckpointPath: path})
 	other := make([][]float64, len(xs))
 	for i := range other {
 		other[i] = xs[(i+1)%len(xs)] // the checkpoint, not these, must decide
 	}
-	rs := s
-	rs.Resume = true
-	got := minimize(other, rs, rcg.BatchControl{CheckpointPath: path})
+	got := minimize(other, s, run.Control{CheckpointPath: path, Resume: true})
 	for i, g := range got {
 		w := full[i]
 		same := g.Iters == w.Iters && g.Reason == w.Reason && g.ConvergedBy == w.ConvergedBy && g.F == w.F &&
@@ -374,22 +381,25 @@ func TestMinimizeBatchCheckpointResume(t *testing.T) {
 	}
 	t.Logf("%d of %d runs had stopped before the checkpoint", early, len(full))
 
-	// No file yet: the run starts from x0.
-	fresh := minimize(xs, rs, rcg.BatchControl{CheckpointPath: filepath.Join(t.TempDir(), "none")})
-	if fresh[0].F != full[0].F || fresh[0].Iters != full[0].Iters {
-		t.Errorf("resume without a file: F %v after %d iterations, want %v after %d", fresh[0].F, fresh[0].Iters,
-			full[0].F, full[0].Iters)
-	}
 	bt, err := mog.NewBatch(be, ms)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bt.Close()
+	resume := func(s rcg.Settings, path string) rcg.Settings {
+		return withControl(s, run.Control{CheckpointPath: path, Resume: true})
+	}
+	// No file: an error, not a fresh start.
+	none := filepath.Join(t.TempDir(), "none")
+	if _, err := rcg.MinimizeBatch(context.Background(), bt, xs, resume(s, none)); !errors.Is(err, run.ErrCheckpoint) ||
+		!errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("resume without a file: error %v, want run.ErrCheckpoint and fs.ErrNotExist", err)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.ck")
 	if err := os.WriteFile(bad, []byte("geovb-checkpoint v1\nnot gob"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rcg.MinimizeBatch(bt, xs, rs, rcg.BatchControl{CheckpointPath: bad}); !errors.Is(err, run.ErrCheckpoint) {
+	if _, err := rcg.MinimizeBatch(context.Background(), bt, xs, resume(s, bad)); !errors.Is(err, run.ErrCheckpoint) {
 		t.Errorf("damaged checkpoint: error %v, want run.ErrCheckpoint", err)
 	}
 	var c batchCheckpoint
@@ -401,25 +411,32 @@ func TestMinimizeBatchCheckpointResume(t *testing.T) {
 	if err := run.SaveCheckpoint(odd, batchCheckpointMethod, batchCheckpointVersion, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rcg.MinimizeBatch(bt, xs, rs, rcg.BatchControl{CheckpointPath: odd}); !errors.Is(err, rcg.ErrBadInput) {
-		t.Errorf("a finished run without a stop reason: error %v, want ErrBadInput", err)
+	if _, err := rcg.MinimizeBatch(context.Background(), bt, xs, resume(s, odd)); !errors.Is(err, run.ErrCheckpoint) {
+		t.Errorf("a finished run without a stop reason: error %v, want run.ErrCheckpoint", err)
 	}
 	c.Runs[0].Done, c.Runs[0].Reason, c.Runs[0].ConvergedBy = true, run.MaxIter, rcg.Tolerance
 	if err := run.SaveCheckpoint(odd, batchCheckpointMethod, batchCheckpointVersion, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rcg.MinimizeBatch(bt, xs, rs, rcg.BatchControl{CheckpointPath: odd}); !errors.Is(err, rcg.ErrBadInput) {
-		t.Errorf("a run stopped by the cap with a convergence test: error %v, want ErrBadInput", err)
+	if _, err := rcg.MinimizeBatch(context.Background(), bt, xs, resume(s, odd)); !errors.Is(err, run.ErrCheckpoint) {
+		t.Errorf("a run stopped by the cap with a convergence test: error %v, want run.ErrCheckpoint", err)
 	}
-	rg := rs
+	rg := s
 	rg.Method = rcg.RG
-	if _, err := rcg.MinimizeBatch(bt, xs, rg, rcg.BatchControl{CheckpointPath: path}); !errors.Is(err, rcg.ErrBadInput) {
-		t.Errorf("checkpoint of RCG resumed as RG: error %v, want ErrBadInput", err)
+	if _, err := rcg.MinimizeBatch(context.Background(), bt, xs, resume(rg, path)); !errors.Is(err, run.ErrCheckpoint) {
+		t.Errorf("checkpoint of RCG resumed as RG: error %v, want run.ErrCheckpoint", err)
 	}
-	for name, ctl := range map[string]rcg.BatchControl{"negative period": {CheckpointEvery: -1, CheckpointPath: path},
-		"no path": {CheckpointEvery: 3}, "negative cap": {MaxIter: -1}} {
-		if _, err := rcg.MinimizeBatch(bt, xs, s, ctl); !errors.Is(err, rcg.ErrBadInput) {
-			t.Errorf("%s: error %v, want ErrBadInput", name, err)
+	for name, ctl := range map[string]run.Control{"negative period": {CheckpointEvery: -1, CheckpointPath: path},
+		"no path": {CheckpointEvery: 3}, "negative cap": {MaxIter: -1}, "resume without a path": {Resume: true}} {
+		if _, err := rcg.MinimizeBatch(context.Background(), bt, xs, withControl(s, ctl)); !errors.Is(err,
+			run.ErrConfig) {
+			t.Errorf("%s: error %v, want run.ErrConfig", name, err)
 		}
 	}
+}
+
+// withControl returns s with the run control c.
+func withControl(s rcg.Settings, c run.Control) rcg.Settings {
+	s.Control = c
+	return s
 }

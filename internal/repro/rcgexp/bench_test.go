@@ -28,7 +28,8 @@ func BenchmarkRCGMoG(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			res, err := rcg.Minimize(mog.NewCollapsed(m), x0, rcg.Settings{RestartEvery: rcg.SqrtN}, run.Control{MaxIter: b.N})
+			res, err := rcg.Minimize(context.Background(), mog.NewCollapsed(m), x0,
+				rcg.Settings{RestartEvery: rcg.SqrtN, Control: run.Control{MaxIter: b.N}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -178,7 +179,8 @@ func BenchmarkNFABatch8(b *testing.B) {
 				X = nfa.SyntheticNSSM(T, 1)
 			}
 			cfg := nfa.Config{Dynamic: c.dyn, D: 5, H: 20, Moments: nfa.GaussHermite}
-			s := rcg.Settings{Tol: 1e-5 * float64(T) / 80, Patience: 5, PowellBeale: 0.2}
+			s := rcg.Settings{Tol: 1e-5 * float64(T) / 80, Patience: 5, PowellBeale: 0.2,
+				Control: run.Control{MaxIter: iters}}
 			runs := func() ([]*nfa.Model, [][]float64) {
 				ms, xs := make([]*nfa.Model, B), make([][]float64, B)
 				for i := range B {
@@ -199,7 +201,7 @@ func BenchmarkNFABatch8(b *testing.B) {
 				ms, xs := runs()
 				t0 := time.Now()
 				for i, m := range ms {
-					if _, err := rcg.Minimize(m, xs[i], s, run.Control{MaxIter: iters}); err != nil {
+					if _, err := rcg.Minimize(context.Background(), m, xs[i], s); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -210,7 +212,7 @@ func BenchmarkNFABatch8(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: iters}); err != nil {
+				if _, err := rcg.MinimizeBatch(context.Background(), bt, xs, s); err != nil {
 					b.Fatal(err)
 				}
 				evals += bt.RunEvaluations()

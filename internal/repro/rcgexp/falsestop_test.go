@@ -1,6 +1,7 @@
 package rcgexp
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -47,7 +48,7 @@ func TestFalseStopRegenerate(t *testing.T) {
 	defer bt.Close()
 	s := falseStopSettings
 	s.LS.MaxBacktrackSteepest = 8
-	res, err := rcg.MinimizeBatch(bt, [][]float64{x0}, s, rcg.BatchControl{MaxIter: 60})
+	res, err := rcg.MinimizeBatch(context.Background(), bt, [][]float64{x0}, withControl(s, run.Control{MaxIter: 60}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,9 +245,9 @@ func TestFalseStop(t *testing.T) {
 	for _, limit := range []int{8, 0} {
 		// One RG iteration from x with the state as it is: the search along −g̃ from α₀ = 1 with slope −gᵀg̃.
 		var a float64
-		res, err := rcg.Minimize(noUpdate{m}, x, rcg.Settings{Method: rcg.RG,
-			LS: rcg.LineSearch{MaxBacktrackSteepest: limit}}, run.Control{MaxIter: 1,
-			Recorder: run.Func(func(r run.Record) { a = r.Step })})
+		res, err := rcg.Minimize(context.Background(), noUpdate{m}, x, rcg.Settings{Method: rcg.RG,
+			LS: rcg.LineSearch{MaxBacktrackSteepest: limit}, Control: run.Control{MaxIter: 1,
+				Recorder: run.Func(func(r run.Record) { a = r.Step })}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +271,7 @@ func TestFalseStop(t *testing.T) {
 	for _, limit := range []int{8, 0} {
 		s := falseStopSettings
 		s.LS.MaxBacktrackSteepest = limit
-		host, err := rcg.Minimize(load(), x, s, run.Control{MaxIter: 60})
+		host, err := rcg.Minimize(context.Background(), load(), x, withControl(s, run.Control{MaxIter: 60}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +280,8 @@ func TestFalseStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := rcg.MinimizeBatch(bt, [][]float64{x}, s, rcg.BatchControl{MaxIter: 60})
+		res, err := rcg.MinimizeBatch(context.Background(), bt, [][]float64{x}, withControl(s,
+			run.Control{MaxIter: 60}))
 		bt.Close()
 		if err != nil {
 			t.Fatal(err)

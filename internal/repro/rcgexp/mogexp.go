@@ -102,7 +102,8 @@ func RunMoG(m *mog.Model, x0 []float64, method string, tol float64, limit time.D
 			return nil, err
 		}
 		ctl.Recorder = run.Func(func(r run.Record) { rec(r.Extra["F"], r.Extra["f_evals"]+r.Extra["g_evals"]) })
-		out, err := rcg.Minimize(mog.NewCollapsed(m), x0, s, ctl)
+		s.Control = ctl
+		out, err := rcg.Minimize(ctx, mog.NewCollapsed(m), x0, s)
 		if out == nil {
 			return nil, err
 		}
@@ -179,9 +180,11 @@ func RunMoGBatch(ctx context.Context, bt *mog.Batch, xs [][]float64, method stri
 	if err != nil {
 		return nil, err
 	}
-	ctl := rcg.BatchControl{Ctx: ctx, MaxIter: maxIter}
+	s.Control.MaxIter = maxIter
 	if record != nil {
-		ctl.Record = func(i int, r run.Record) { record(i, r.Extra["F"], int(r.Extra["f_evals"]+r.Extra["g_evals"])) }
+		s.Control.Recorder = run.Func(func(r run.Record) {
+			record(r.Run, r.Extra["F"], int(r.Extra["f_evals"]+r.Extra["g_evals"]))
+		})
 	}
-	return rcg.MinimizeBatch(bt, xs, s, ctl)
+	return rcg.MinimizeBatch(ctx, bt, xs, s)
 }

@@ -1,6 +1,7 @@
 package rcgexp
 
 import (
+	"context"
 	"math"
 	"slices"
 	"sort"
@@ -34,7 +35,8 @@ func warmNSSM(t *testing.T, T int, mo nfa.Moments, iters int) (*nfa.Model, []flo
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rcg.Minimize(m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2}, run.Control{MaxIter: iters})
+	res, err := rcg.Minimize(context.Background(), m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2,
+		Control: run.Control{MaxIter: iters}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,8 @@ func TestReproNFAMetricIsCurvature(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := rcg.Minimize(m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2}, run.Control{MaxIter: 400})
+		res, err := rcg.Minimize(context.Background(), m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2,
+			Control: run.Control{MaxIter: 400}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +338,8 @@ func TestReproNSSMHyperDelay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := rcg.Minimize(m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2}, run.Control{MaxIter: iters})
+			res, err := rcg.Minimize(context.Background(), m, x0, rcg.Settings{Method: rcg.RCG, PowellBeale: 0.2,
+				Control: run.Control{MaxIter: iters}})
 			if err != nil {
 				t.Fatal(err)
 			}

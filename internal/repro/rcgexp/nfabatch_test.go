@@ -1,6 +1,7 @@
 package rcgexp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -69,8 +70,8 @@ func testMinimizeBatchNFA(t *testing.T, m rcg.Method, dyn bool) {
 	hostF := make([][]float64, len(hostMs))
 	var host []*rcg.Result
 	for i, m := range hostMs {
-		res, err := rcg.Minimize(m, xs[i], s, run.Control{MaxIter: iters,
-			Recorder: run.Func(func(r run.Record) { hostF[i] = append(hostF[i], r.Extra["F"]) })})
+		res, err := rcg.Minimize(context.Background(), m, xs[i], withControl(s, run.Control{MaxIter: iters,
+			Recorder: run.Func(func(r run.Record) { hostF[i] = append(hostF[i], r.Extra["F"]) })}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +84,8 @@ func testMinimizeBatchNFA(t *testing.T, m rcg.Method, dyn bool) {
 	}
 	defer bt.Close()
 	batchF := make([][]float64, len(ms))
-	got, err := rcg.MinimizeBatch(bt, xs, s, rcg.BatchControl{MaxIter: iters,
-		Record: func(i int, r run.Record) { batchF[i] = append(batchF[i], r.Extra["F"]) }})
+	got, err := rcg.MinimizeBatch(context.Background(), bt, xs, withControl(s, run.Control{MaxIter: iters,
+		Recorder: run.Func(func(r run.Record) { batchF[r.Run] = append(batchF[r.Run], r.Extra["F"]) })}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestMinimizeBatchNFACheckpointResume(t *testing.T) {
 	be := testbackend.Open(t)
 	for _, m := range []rcg.Method{rcg.RCG, rcg.Old} {
 		s := rcg.Settings{Method: m, Tol: 1e-5 * 60 / 80, Patience: 5, PowellBeale: 0.2}
-		minimize := func(seedOffset uint64, s rcg.Settings, ctl rcg.BatchControl) []rcg.Result {
+		minimize := func(seedOffset uint64, s rcg.Settings, ctl run.Control) []rcg.Result {
 			t.Helper()
 			ms, xs := nfaBatchRuns(t, true, seedOffset)
 			bt, err := nfa.NewBatch(be, ms)
@@ -127,18 +128,16 @@ func TestMinimizeBatchNFACheckpointResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer bt.Close()
-			res, err := rcg.MinimizeBatch(bt, xs, s, ctl)
+			res, err := rcg.MinimizeBatch(context.Background(), bt, xs, withControl(s, ctl))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return res
 		}
-		full := minimize(0, s, rcg.BatchControl{MaxIter: 30})
+		full := minimize(0, s, run.Control{MaxIter: 30})
 		path := filepath.Join(t.TempDir(), "nfa.ck")
-		minimize(0, s, rcg.BatchControl{MaxIter: 12, CheckpointEvery: 4, CheckpointPath: path})
-		rs := s
-		rs.Resume = true
-		got := minimize(7, rs, rcg.BatchControl{MaxIter: 30, CheckpointPath: path})
+		minimize(0, s, run.Control{MaxIter: 12, CheckpointEvery: 4, CheckpointPath: path})
+		got := minimize(7, s, run.Control{MaxIter: 30, CheckpointPath: path, Resume: true})
 		for i, g := range got {
 			w := full[i]
 			if g.Iters != w.Iters || g.Reason != w.Reason || g.ConvergedBy != w.ConvergedBy || g.F != w.F ||
@@ -371,11 +370,11 @@ func TestMinimizeBatchUpdaterNeedsState(t *testing.T) {
 	obj := updaterOnly{bt, bt}
 	s := rcg.Settings{Tol: 1e-6, Patience: 5}
 	path := filepath.Join(t.TempDir(), "x.ck")
-	ctl := rcg.BatchControl{MaxIter: 3, CheckpointEvery: 1, CheckpointPath: path}
-	if _, err := rcg.MinimizeBatch(obj, xs, s, ctl); !errors.Is(err, rcg.ErrBadInput) {
-		t.Errorf("checkpoints without the state: error %v, want ErrBadInput", err)
+	ctl := run.Control{MaxIter: 3, CheckpointEvery: 1, CheckpointPath: path}
+	if _, err := rcg.MinimizeBatch(context.Background(), obj, xs, withControl(s, ctl)); !errors.Is(err, run.ErrConfig) {
+		t.Errorf("checkpoints without the state: error %v, want run.ErrConfig", err)
 	}
-	if _, err := rcg.MinimizeBatch(obj, xs, s, rcg.BatchControl{MaxIter: 3}); err != nil {
+	if _, err := rcg.MinimizeBatch(context.Background(), obj, xs, withControl(s, run.Control{MaxIter: 3})); err != nil {
 		t.Errorf("without checkpoints: %v", err)
 	}
 }
@@ -392,7 +391,7 @@ func TestBatchFollowsHostPath(t *testing.T) {
 	for k := 1; k <= 6; k++ {
 		ms, xs := nfaBatchRuns(t, true, 0)
 		m := ms[2]
-		res, err := rcg.Minimize(m, xs[2], s, run.Control{MaxIter: k})
+		res, err := rcg.Minimize(context.Background(), m, xs[2], withControl(s, run.Control{MaxIter: k}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,8 +431,8 @@ func TestBatchFollowsHostPath(t *testing.T) {
 	}
 	hostMs, xs := nfaBatchRuns(t, true, 0)
 	var hostF, batchF []float64
-	if _, err := rcg.Minimize(hostMs[2], xs[2], s, run.Control{MaxIter: 40,
-		Recorder: run.Func(func(r run.Record) { hostF = append(hostF, r.Extra["F"]) })}); err != nil {
+	if _, err := rcg.Minimize(context.Background(), hostMs[2], xs[2], withControl(s, run.Control{MaxIter: 40,
+		Recorder: run.Func(func(r run.Record) { hostF = append(hostF, r.Extra["F"]) })})); err != nil {
 		t.Fatal(err)
 	}
 	ms, xs := nfaBatchRuns(t, true, 0)
@@ -442,8 +441,8 @@ func TestBatchFollowsHostPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bt.Close()
-	if _, err := rcg.MinimizeBatch(bt, xs[2:], s, rcg.BatchControl{MaxIter: 40,
-		Record: func(_ int, r run.Record) { batchF = append(batchF, r.Extra["F"]) }}); err != nil {
+	if _, err := rcg.MinimizeBatch(context.Background(), bt, xs[2:], withControl(s, run.Control{MaxIter: 40,
+		Recorder: run.Func(func(r run.Record) { batchF = append(batchF, r.Extra["F"]) })})); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []int{4, 5, 6, 39} {
@@ -500,7 +499,7 @@ func TestMinimizeBatchEvaluatesSearchingRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &countMoG{mogBatch: bt}
-		got, err := rcg.MinimizeBatch(c, xs, s, rcg.BatchControl{MaxIter: 60})
+		got, err := rcg.MinimizeBatch(context.Background(), c, xs, withControl(s, run.Control{MaxIter: 60}))
 		bt.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -514,7 +513,8 @@ func TestMinimizeBatchEvaluatesSearchingRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &countNFA{nfaBatch: bt}
-		got, err := rcg.MinimizeBatch(c, xs, rcg.Settings{Tol: 1e-6, PowellBeale: 0.2}, rcg.BatchControl{MaxIter: 15})
+		got, err := rcg.MinimizeBatch(context.Background(), c, xs, rcg.Settings{Tol: 1e-6, PowellBeale: 0.2,
+			Control: run.Control{MaxIter: 15}})
 		bt.Close()
 		if err != nil {
 			t.Fatal(err)

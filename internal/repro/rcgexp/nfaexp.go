@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	if err != nil {
 		return nil, err
 	}
-	s := rcg.Settings{Method: meth, Tol: tol, Patience: patience, PowellBeale: 0.2, Resume: ckpt != ""}
+	s := rcg.Settings{Method: meth, Tol: tol, Patience: patience, PowellBeale: 0.2}
 	tr := &Trace{Method: method, Seed: int(seed), Limit: limit.Seconds()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -62,7 +63,7 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 	if maxIter <= 0 {
 		maxIter = 1 << 30
 	}
-	ctl := run.Control{Ctx: ctx, MaxIter: maxIter, Recorder: run.Func(func(r run.Record) {
+	s.Control = run.Control{MaxIter: maxIter, Recorder: run.Func(func(r run.Record) {
 		el := run.CPUTime() - obj.start
 		tr.T = append(tr.T, el.Seconds())
 		tr.F = append(tr.F, r.Extra["F"])
@@ -75,9 +76,9 @@ func runNFA(m *nfa.Model, seed uint64, method string, tol float64, patience int,
 		}
 	})}
 	if ckpt != "" {
-		ctl.CheckpointEvery, ctl.CheckpointPath = ckptEvery, ckpt
+		s.Control.CheckpointEvery, s.Control.CheckpointPath, s.Control.Resume = ckptEvery, ckpt, resumable(ckpt)
 	}
-	res, err := rcg.Minimize(obj, x0, s, ctl)
+	res, err := rcg.Minimize(ctx, obj, x0, s)
 	if res == nil || err != nil && !errors.Is(err, context.Canceled) { // Canceled: the CPU-time cap
 		return nil, err
 	}
@@ -501,18 +502,19 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 			ticks[i] = s.ticker(name)
 		}
 		obj := &tracedBatch{nfaBatch: bt, trs: slices.Clone(trs), start: time.Now()}
-		ctl := rcg.BatchControl{MaxIter: maxIter, Record: func(i int, r run.Record) {
-			tr := trs[i]
+		ctl := run.Control{MaxIter: maxIter, Recorder: run.Func(func(r run.Record) {
+			tr, i := trs[r.Run], r.Run
 			tr.T = append(tr.T, time.Since(obj.start).Seconds())
 			tr.F = append(tr.F, r.Extra["F"])
 			tr.Evals = append(tr.Evals, int(r.Extra["f_evals"]+r.Extra["g_evals"]))
 			if ticks[i] != nil {
 				ticks[i](tr)
 			}
-		}}
+		})}
 		ctl.CheckpointPath, ctl.CheckpointEvery = s.batchCheckpoint(name)
-		res, err := rcg.MinimizeBatch(obj, xs, rcg.Settings{Method: meth, Tol: s.Tol(), Patience: 5, PowellBeale: 0.2,
-			Resume: ctl.CheckpointPath != ""}, ctl)
+		ctl.Resume = ctl.CheckpointPath != "" && resumable(ctl.CheckpointPath)
+		res, err := rcg.MinimizeBatch(context.Background(), obj, xs, rcg.Settings{Method: meth, Tol: s.Tol(),
+			Patience: 5, PowellBeale: 0.2, Control: ctl})
 		bt.Close()
 		if err != nil {
 			return nil, err
@@ -533,4 +535,11 @@ func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
 		}
 	}
 	return out, nil
+}
+
+// resumable reports whether a run checkpointed to path continues from it: when the file exists (or cannot be told
+// not to; reading it then gives the error). A sweep started again goes on from its files, a new one starts afresh.
+func resumable(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }

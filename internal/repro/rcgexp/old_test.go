@@ -1,6 +1,7 @@
 package rcgexp
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
@@ -35,8 +36,11 @@ func TestOldNSSM(t *testing.T) {
 		}
 		F0 := m.Value(x0)
 		var fs []float64
-		res, err := rcg.Minimize(m, x0, rcg.Settings{Method: meth, PowellBeale: 0.2}, run.Control{MaxIter: 60,
-			Recorder: run.Func(func(r run.Record) { fs = append(fs, r.Extra["F"]) })})
+		res, err := rcg.Minimize(context.Background(), m, x0, rcg.Settings{Method: meth, PowellBeale: 0.2,
+			Control: run.Control{MaxIter: 60, Recorder: run.Func(func(r run.Record) {
+				fs = append(fs,
+					r.Extra["F"])
+			})}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +92,8 @@ func TestNFANotFiniteStart(t *testing.T) {
 	}
 	m.Ring[3] = -1
 	for _, meth := range []rcg.Method{rcg.RCG, rcg.Old} {
-		if _, err := rcg.Minimize(noUpdate{m}, x, rcg.Settings{Method: meth}, run.Control{MaxIter: 3}); !errors.Is(err, rcg.ErrNotFinite) {
+		if _, err := rcg.Minimize(context.Background(), noUpdate{m}, x, rcg.Settings{Method: meth,
+			Control: run.Control{MaxIter: 3}}); !errors.Is(err, rcg.ErrNotFinite) {
 			t.Errorf("%v with a negative variance: err = %v", meth, err)
 		}
 	}
@@ -121,7 +126,8 @@ func TestOldKeepsBacktracking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rcg.Minimize(m, x0, rcg.Settings{Method: rcg.Old}, run.Control{MaxIter: 40})
+	res, err := rcg.Minimize(context.Background(), m, x0, rcg.Settings{Method: rcg.Old,
+		Control: run.Control{MaxIter: 40}})
 	if err != nil {
 		t.Fatal(err)
 	}

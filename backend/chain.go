@@ -12,7 +12,7 @@ const opChainNatGrad = "chain.natgrad"
 
 // ChainNatGrad writes Σg = L⁻¹DL⁻ᵀg into dst for every row of g (batch × rows × n). Each row is one scalar Gaussian
 // Markov chain q(s_t | s_{t−1}) = N(s̄_t + s̆_t(s_{t−1} − s̄_{t−1}), s̊_t) over n steps, with s̆ and s̊ the matching
-// rows of breve (column 0 unused) and ring (paper 004 eq. 20, notes §2.4): the natural gradient of the chain's
+// rows of breve (column 0 unused) and ring (paper 004 eq. 20): the natural gradient of the chain's
 // means, as two linear recurrences, backward y_t = g_t + s̆_{t+1}y_{t+1} and forward g̃_t = s̊_t y_t + s̆_t g̃_{t−1}.
 // The reference runs each recurrence as a recursive-doubling scan, ⌈log₂ n⌉ passes of element-wise primitives on
 // shifted column views, each pass data-parallel over all chains and steps (the GPU form; models/fisher has the

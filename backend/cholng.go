@@ -8,13 +8,14 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Triangular kernels of the Cholesky-factor natural gradient (paper 003, Lemma 1 / Theorem 2; notes §3.6, §6.1).
+// Triangular kernels of the Cholesky-factor natural gradient (paper 003, Lemma 1 / Theorem 2).
 //
 // CholNGTri is the one kernel both parametrisations need: for lower-triangular Λ and vectors x, y it forms
 //
 //	dst = α · Λ · dbar(lower(x yᵀ)),   dbar(A) = Ā − dg(A)/2,
 //
-// which is Λ H̿ of Lemma 1 with H̿ = dbar(ΛᵀḠ) written in the fused O(d²) form of notes §3.6:
+// which is Λ H̿ of Lemma 1 with H̿ = dbar(ΛᵀḠ) written in the fused O(d²) form (a reverse cumulative sum along each
+// row; not in the paper):
 //   - parametrisation 1 (Σ = CCᵀ): Λ = C, x = a = Cᵀg, y = z, α = 1;
 //   - parametrisation 2 (Σ⁻¹ = TTᵀ): Λ = T, x = z, y = v = T⁻¹g, α = −1.
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Batched block kernels of the sparse Cholesky-factor families of paper 003 (§6; notes §4.2, §4.3, §6.1): the
+// Batched block kernels of the sparse Cholesky-factor families of paper 003 (Section 6, Table 3): the
 // block-diagonal covariance factor C = blockdiag(C_1 … C_n) of Alg 1c and the arrow-shaped precision factor of
 // Alg 2c (eq. (11)),
 //
@@ -26,14 +26,14 @@ import (
 //	Tᵀ·x:   (Tᵀx)_i = T_iᵀ x_i + T_Giᵀ x_G,   (Tᵀx)_G = T_Gᵀ x_G                       BlockUpper, product
 //	T⁻ᵀ·x:  u_G = T_G⁻ᵀ x_G,                  w_i = T_i⁻ᵀ(x_i − T_Giᵀ u_G)             BlockUpper, solve
 //
-// (notes §4.3: sampling θ − μ = T⁻ᵀz, v = T⁻¹∇_θh, the μ step T⁻ᵀv of Alg 2c). With no coupling (M absent) the same
+// (in Alg 2c: sampling θ − μ = T⁻ᵀz, v = T⁻¹∇_θh, the μ step T⁻ᵀv). With no coupling (M absent) the same
 // operations are the block-diagonal products and solves of Alg 1c. The Σ_i T_Gi(·)_i term is the segmented reduction
 // by which the global block accumulates the contributions of all groups.
 //
-// The natural gradient of the coupling blocks (Appendix D, eq. (12), in the fused form of notes §4.3) is
+// The natural gradient of the coupling blocks (Appendix D, eq. (12), in a fused row-scan form) is
 // BlockCoupledTri; the diagonal blocks T_i H̿_i use CholNGTri with the batch. BlockTriNorm2 is the pattern part of
-// the Riemannian norm ⟨ĝ, g̃⟩ of Snngm (notes §3.6, §4.3, §5.1) and BlockLogAbsDiag the Σ log|Λ_ii| of log q
-// (notes §5.5, §8.6), both summed over the batch.
+// the Riemannian norm ⟨ĝ, g̃⟩ of Snngm (Table 4) and BlockLogAbsDiag the Σ log|Λ_ii| of log q
+// (no positivity constraint is used, so diagonal signs may flip), both summed over the batch.
 //
 // Every operand may have batch 1 (one block broadcast over the batch) unless stated otherwise, and any strided view.
 // The references are written with primitives (copies, TRMM/TRSM, GEMM, element-wise maps, Reduce over a reshaped
@@ -135,7 +135,7 @@ func CheckBlockLower(dst, s, l, m, x *T, beta float64) error {
 //	solve = false:  dst_i = Λ_i x_i,     s ← β·s + Σ_i M_i x_i
 //	solve = true:   dst_i = Λ_i⁻¹ x_i,   s ← β·s + Σ_i M_i dst_i
 //
-// the local rows of T·x and T⁻¹·x and the coupling sum that enters their global row (notes §4.3, §6.1 steps 2 and 4
+// the local rows of T·x and T⁻¹·x and the coupling sum that enters their global row (v = T⁻¹∇_θh
 // of Alg 2c: ṽ_i = T_i⁻¹∇_i log p and Σ_i T_Gi ṽ_i; Tz for the Euclidean gradient; Cz and C a for Alg 1c).
 // dst is n×r×1; l (n×r×r, lower triangular, its strict upper triangle not read), x (n×r×1) and m (n×q×r) may have
 // batch 1; s is 1×q×1 and is not read when β = 0. m and s are both nil or both set. dst may be x itself; it must
@@ -196,7 +196,7 @@ func CheckBlockUpper(dst, l, m, c, x *T) error {
 //	solve = false:  dst_i = Λ_iᵀ x_i + M_iᵀ c
 //	solve = true:   dst_i = Λ_i⁻ᵀ (x_i − M_iᵀ c)
 //
-// the local rows of Tᵀ·x and T⁻ᵀ·x once the global part c = x_G or c = u_G = T_G⁻ᵀx_G is known (notes §4.3:
+// the local rows of Tᵀ·x and T⁻ᵀ·x once the global part c = x_G or c = u_G = T_G⁻ᵀx_G is known (Alg 2c:
 // sampling w_i = T_i⁻ᵀ(z_i − T_Giᵀu_G) and the μ step x_i = T_i⁻ᵀ(v_i − T_Giᵀx_G) of Alg 2c; a = Cᵀ∇log p and C⁻ᵀz
 // of Alg 1c with m and c nil). dst is n×r×1; l (n×r×r lower triangular), x (n×r×1), m (n×q×r) and c (q×1) may have
 // batch 1. m and c are both nil or both set. dst may be x itself; it must not overlap l, m or c otherwise.
@@ -249,7 +249,7 @@ func CheckBlockCoupledTri(dst, m, x, y, q *T, alpha float64) error {
 //
 // entry (a, b) = α·y_b(Σ_{c≥b} M_ac x_c − ½M_ab x_b + q_a), a reverse cumulative sum along each row: O(qr) per item.
 // With M_i = T_Gi, x_i = z_i, y_i = v_i, q = T_G z_G and α = −1 this is the coupling block T_Gi H̿_i − T_G z_G v_iᵀ
-// of the natural gradient of Alg 2c (Appendix D, eq. (12); fused form of notes §4.3: the sum runs over the group's
+// of the natural gradient of Alg 2c (Appendix D, eq. (12), fused: the sum runs over the group's
 // own entries only, which is what masking the dense formula gets wrong). With m nil the first term is absent and
 // x is not read: dst_i = α q y_iᵀ, the coupling block −u_G v_iᵀ of the Euclidean gradient. With q nil the second
 // term is absent. dst is n×q×r; m (n×q×r), x, y (n×r×1) and q (q×1) may have batch 1; m and q are not both nil.
@@ -288,8 +288,9 @@ var scalarShape = tensor.Shape{Batch: 1, Rows: 1, Cols: 1}
 //	dst = Σ_i [ Σ_{k>l} x_ik² y_il² + ½ Σ_k x_ik² y_ik² ]
 //
 // over the batch (dst is 1×1×1; x and y are n×r×1, either may have batch 1). With x_i = z_i and y_i = v_i it is the
-// part of the Riemannian norm² ⟨ĝ, g̃⟩ of a T-family natural gradient (notes §3.6) that comes from the entries of the
-// diagonal blocks; the coupling blocks add ‖z_G‖²‖v_i‖² and the μ part ‖v‖² (notes §4.3), both plain sums of squares.
+// part of the Riemannian norm² ⟨ĝ, g̃⟩ of a T-family natural gradient (‖v‖² + Σ_{k>l} z_k²v_l² + ½Σ_k z_k²v_k² over the
+// pattern) that comes from the entries of the diagonal blocks; the coupling blocks add ‖z_G‖²‖v_i‖² and the μ part
+// ‖v‖², both plain sums of squares.
 func BlockTriNorm2(b Backend, dst, x, y *T) error {
 	n, err := checkBatchPair(opBlockTriNorm2, x, y)
 	if err != nil {
@@ -309,8 +310,8 @@ func BlockTriNorm2(b Backend, dst, x, y *T) error {
 }
 
 // BlockLogAbsDiag computes the scalar dst = Σ_i Σ_a log|(Λ_i)_aa| over the batch of square matrices l (dst is
-// 1×1×1): the Σ log|C_ii| or Σ log|T_ii| of log q (notes §5.5, §8.6; Appendix D with n for N). A zero diagonal entry
-// gives −Inf.
+// 1×1×1): the Σ log|C_ii| or Σ log|T_ii| of log q (Appendix D with n for N; diagonal signs are free). A zero diagonal
+// entry gives −Inf.
 func BlockLogAbsDiag(b Backend, dst, l *T) error {
 	const op = opBlockLogAbsDiag
 	if err := CheckNotNil(op, []string{"dst", "l"}, dst, l); err != nil {
@@ -511,7 +512,7 @@ func blockLogAbsDiagRef(b Backend, dst, l *T) error {
 // BlockLogAbsDiag on the same Λ_i, M_i), the solve v = T⁻¹g with its coupling sum (BlockLower), and the natural
 // gradient step (the μ-step BlockUpper solve, CholNGTri, BlockCoupledTri and BlockTriNorm2 on the same Λ_i, M_i,
 // z_i, v_i). BlockDraw and BlockNatGrad are the first and the last of these as one operation each, so that a
-// backend can do each in one pass (one kernel launch on a GPU; notes J.29). Their references are the unfused
+// backend can do each in one pass (one kernel launch on a GPU). Their references are the unfused
 // sequences, so they give what the separate operations give.
 
 // BlockDrawFunc is the signature of BlockDraw; kernels receive checked operands.
@@ -561,7 +562,7 @@ func relabel(err error, op string) error {
 //	dst_i = Λ_i⁻ᵀ (x_i − M_iᵀ c),   ld = Σ_i Σ_a log|(Λ_i)_aa|,
 //
 // BlockUpper (solve) and BlockLogAbsDiag on the same blocks in one operation: the local rows w_i of the draw
-// θ − μ = T⁻ᵀz of Alg 2c and the Σ log|T_ii| of log q (notes §4.3, §5.5; Appendix D). dst is n×r×1; l (n×r×r, batch n:
+// θ − μ = T⁻ᵀz of Alg 2c and the Σ log|T_ii| of log q (Appendix D). dst is n×r×1; l (n×r×r, batch n:
 // ld sums over it) and x (n×r×1), m (n×q×r) and c (q×1) may have batch 1 except l; m and c are both nil or both set;
 // ld is 1×1×1. dst may be x itself; it must not overlap the other operands.
 func BlockDraw(b Backend, dst, ld, l, m, c, x *T) error {
@@ -627,7 +628,7 @@ func CheckBlockNatGrad(dmu, dl, dm, tn, l, m, c, q, z, v *T, alpha float64) erro
 //	dm_i  = α·(M_i·dbar(lower(z_i v_iᵀ)) + q v_iᵀ)         (BlockCoupledTri)
 //	tn    = Σ_i [Σ_{k>l} z_ik² v_il² + ½ Σ_k z_ik² v_ik²]  (BlockTriNorm2 over the n items)
 //
-// the four operations of the natural-gradient step of Alg 2c that read the same blocks (notes §4.3, Appendix D
+// the four operations of the natural-gradient step of Alg 2c that read the same blocks (Appendix D
 // eq. (12): with c = x_G, q = T_G z_G and α = −1 they are the μ part, the T_i and T_Gi parts and the pattern part of
 // the Riemannian norm). dmu is n×r×1, dl n×r×r (strict upper triangle set to 0), dm n×p×r, tn 1×1×1; l (n×r×r lower
 // triangular), m (n×p×r), c, q (p×1), z and v (n×r×1) may have batch 1 (tn counts a broadcast item n times); q may

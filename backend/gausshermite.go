@@ -23,9 +23,9 @@ const (
 // GHTanh propagates Gaussian pre-activations N(y, sd²) (y, sd: batch × R × H, element-wise) through tanh with a
 // Q-node Gauss–Hermite rule whose nodes z_q and weights w_q are the rows of zw (1 × 2 × Q, on the backend): it
 // writes the node values u_q = tanh(y + z_q·sd) into rows [qR, (q+1)R) of u (batch × QR × H), and
-// m1 = Σ_q w_q u_q ≈ E tanh and m2 = Σ_q w_q u_q² ≈ E tanh² (paper 004 §4.2.5, notes §4.2.5), the sums taken in
-// node order. It is the loop of the batched NFA/NSSM's layer (models/nfa) in one call: the reference runs it as
-// 5Q element-wise primitives. No operand may overlap another.
+// m1 = Σ_q w_q u_q ≈ E tanh and m2 = Σ_q w_q u_q² ≈ E tanh² (the moment propagation of Honkela & Valpola 2005 that
+// paper 004 uses), the sums taken in node order. It is the loop of the batched NFA/NSSM's layer (models/nfa) in one
+// call: the reference runs it as 5Q element-wise primitives. No operand may overlap another.
 func GHTanh(b Backend, m1, m2, u, y, sd, zw *T) error {
 	if err := CheckNotNil(opGHTanh, []string{"m1", "m2", "u", "y", "sd", "zw"}, m1, m2, u, y, sd, zw); err != nil {
 		return err

@@ -17,7 +17,7 @@ const opKronSolve = "kron.solve"
 
 // KronSolve computes dst = (B + γI)⁻¹ G (A + γI)⁻¹ for each batch item, that is
 // vec(dst) = ((A + γI) ⊗ (B + γI))⁻¹ vec(G) with the column-major vec, the K-FAC natural gradient of paper 000
-// eqs. (5.7)–(5.8) with the damping γ that rank-deficient Fisher factors need (notes 2.2.3, acceptance test A5).
+// eqs. (5.7)–(5.8) with the damping γ that rank-deficient Fisher factors need (S < d samples give singular factors).
 // A is n×n and B is m×m, both symmetric positive definite (lower triangles read), each with batch 1 (shared) or
 // G's batch; G and dst are m×n. dst may alias g. damping < 0 gives ErrDomain; a factor that is not SPD after
 // damping gives an error wrapping ErrNotPositiveDefinite naming "a" or "b" and the batch item, with dst untouched.

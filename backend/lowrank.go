@@ -1,7 +1,7 @@
 package backend
 
 // Low-rank-plus-diagonal algebra for a precision Λ = W Wᵀ + Ψ, W d×p, Ψ = Diag(ψ) ≻ 0, covariance P = Λ⁻¹
-// (paper 002, L-RVGA; implementer notes ../shared/notes/paper-002-lrvga.md, cited as "notes §x").
+// (paper 002, L-RVGA: Algorithm 1, the Woodbury identity and the ensemble sampler of Prop. 1).
 //
 // Every routine works in O(dp) memory: no d×d object is ever formed, and no operation allocates more than three
 // d×p scratch buffers. The hot operations (capacitance factorisation, Woodbury solve, ensemble sampling and one
@@ -23,36 +23,37 @@ import (
 )
 
 // CapacitanceFunc writes into l (1×p×p) the lower Cholesky factor of the capacitance M = I_p + Wᵀ Ψ⁻¹ W
-// (notes §1). w is 1×d×p and psi 1×d×1; shapes are checked by the caller.
+// (M ⪰ I_p). w is 1×d×p and psi 1×d×1; shapes are checked by the caller.
 type CapacitanceFunc func(b Backend, l, w, psi *T) error
 
-// SolveFunc computes the Woodbury solve dst = (W Wᵀ + Ψ)⁻¹ g right to left (notes §5.7): u = Wᵀ(g ⊘ ψ),
+// SolveFunc computes the Woodbury solve dst = (W Wᵀ + Ψ)⁻¹ g right to left, never forming W M⁻¹ Wᵀ: u = Wᵀ(g ⊘ ψ),
 // v = M⁻¹ u with l = chol(M), dst = (g − W v) ⊘ ψ. g and dst are 1×d×k; dst may be g itself.
 type SolveFunc func(b Backend, dst, w, psi, l, g *T) error
 
 // SampleFunc writes K draws of N(μ, (W Wᵀ + Ψ)⁻¹) into the columns of dst (1×d×K) by Prop. 1 of paper 002 in its
-// corrected form (notes §2.8, §2.14 item 1): x = Ψ^{-1/2} z, x⁺ = x + Ψ⁻¹ W M⁻¹ (ε − Wᵀ x), θ = μ + x⁺.
-// z (d×K) takes normal draws c.Offset … c.Offset+dK−1 row-major, ε (p×K) the next pK draws row-major, so a
+// corrected form (the paper prints L(ε − LWᵀx) for L(ε − Wᵀx)): x = Ψ^{-1/2} z, x⁺ = x + Ψ⁻¹ W M⁻¹ (ε − Wᵀ x),
+// θ = μ + x⁺. z (d×K) takes normal draws c.Offset … c.Offset+dK−1 row-major, ε (p×K) the next pK draws row-major, so a
 // counter gives the same samples on every backend. mu is 1×d×1 or nil (μ = 0).
 type SampleFunc func(b Backend, dst, w, psi, l, mu *T, c rng.Counter) error
 
-// EMStepArgs are the operands of one inner iteration of the recursive EM (Algorithm 1 of paper 002, notes §2.4)
+// EMStepArgs are the operands of one inner iteration of the recursive EM (Algorithm 1 of paper 002)
 // on the fixed target S = α (W₀ W₀ᵀ + Ψ₀) + β X Xᵀ.
 type EMStepArgs struct {
 	// W (1×d×p) and Psi (1×d×1) are the current iterate, overwritten by the next one.
 	W, Psi *T
 	// W0, Psi0 are W_{t-1}, ψ_{t-1}. Both nil on the first inner iteration, when the iterate is (W_{t-1}, ψ_{t-1})
-	// itself; the step then uses the shortcut W_{t-1}ᵀ Ψ⁻¹ W = M − I, Ψ_{t-1} Ψ⁻¹ W = W (notes §2.4).
+	// itself; the step then uses the shortcut W_{t-1}ᵀ Ψ⁻¹ W = M − I, Ψ_{t-1} Ψ⁻¹ W = W.
 	W0, Psi0 *T
 	// X is 1×d×K_c, or nil for β X Xᵀ = 0.
 	X           *T
 	Alpha, Beta float64
-	// Floor > 0 is the lower bound of ψ_new; Floor ≤ 0 asks for max(tiny, 1e-12·max diag S) (notes §5.2b).
+	// Floor > 0 is the lower bound of ψ_new; Floor ≤ 0 asks for max(tiny, 1e-12·max diag S). ψ_new = diag S −
+	// rowdot(G, V) is positive in exact arithmetic but can cancel to ≤ 0.
 	Floor float64
 }
 
-// EMStepFunc performs one inner iteration of Algorithm 1 in the SPD (M+B) form of notes §2.4 and returns the number
-// of entries of ψ_new raised to the floor.
+// EMStepFunc performs one inner iteration of Algorithm 1 in the SPD (M+B) form (A = I + M⁻¹B = M⁻¹(M + B), so
+// W_new = V(M+B)⁻¹M) and returns the number of entries of ψ_new raised to the floor.
 type EMStepFunc func(b Backend, a EMStepArgs) (clamped int, err error)
 
 // The hot operations of the low-rank algebra. Backends add kernels with Register; Select is given W's shape.
@@ -66,7 +67,7 @@ var (
 // tinyPsi is the absolute lower bound of the default ψ floor: the smallest normal float64.
 const tinyPsi = 0x1p-1022
 
-// RelPsiFloor is the default ψ floor relative to max diag S (notes §5.2b).
+// RelPsiFloor is the default ψ floor relative to max diag S.
 const RelPsiFloor = 1e-12
 
 // LowRank is a precision Λ = W Wᵀ + Ψ with the Cholesky factor of its capacitance M = I_p + Wᵀ Ψ⁻¹ W cached.
@@ -137,7 +138,7 @@ func (lr *LowRank) checkRHS(op string, names []string, ts ...*T) error {
 	return nil
 }
 
-// Solve computes dst = Λ⁻¹ g = (W Wᵀ + Ψ)⁻¹ g for the d×k right-hand sides g by Woodbury (notes §5.7).
+// Solve computes dst = Λ⁻¹ g = (W Wᵀ + Ψ)⁻¹ g for the d×k right-hand sides g by Woodbury, right to left.
 // dst may be g itself.
 func (lr *LowRank) Solve(dst, g *T) error {
 	const op = "lowrank.solve"
@@ -169,7 +170,7 @@ func (lr *LowRank) Apply(dst, g *T) error {
 	return b.Gemm(blas.NoTrans, blas.NoTrans, 1, lr.W, u, 1, dst)
 }
 
-// LogDet returns log det Λ = Σ log ψ_i + 2 Σ log L_ii (matrix determinant lemma, notes §3.1).
+// LogDet returns log det Λ = Σ log ψ_i + 2 Σ log L_ii (matrix determinant lemma).
 func (lr *LowRank) LogDet() (float64, error) {
 	b := lr.b
 	var s scratch
@@ -197,7 +198,7 @@ func (lr *LowRank) LogDet() (float64, error) {
 	return sum, nil
 }
 
-// Trace returns Tr Λ⁻¹ = Σ 1/ψ_i − Tr(M⁻¹ Cᵀ C), C = Ψ⁻¹ W (notes §3.1), computed as Σ 1/ψ_i − ‖C L⁻ᵀ‖²_F.
+// Trace returns Tr Λ⁻¹ = Σ 1/ψ_i − Tr(M⁻¹ Cᵀ C), C = Ψ⁻¹ W (Woodbury), computed as Σ 1/ψ_i − ‖C L⁻ᵀ‖²_F.
 // It uses one d×p scratch buffer.
 func (lr *LowRank) Trace() (float64, error) {
 	b := lr.b
@@ -233,7 +234,7 @@ func (lr *LowRank) Trace() (float64, error) {
 }
 
 // Sample writes K = dst.Cols() draws of N(μ, Λ⁻¹) into the columns of dst (1×d×K) with the ensemble sampler of
-// Prop. 1, corrected as notes §2.14 (see SampleFunc for the random stream). mu is 1×d×1 or nil.
+// Prop. 1, corrected as SampleFunc says (see it for the random stream). mu is 1×d×1 or nil.
 func (lr *LowRank) Sample(dst, mu *T, c rng.Counter) error {
 	const op = "lowrank.sample"
 	if err := lr.checkRHS(op, []string{"dst"}, dst); err != nil {
@@ -252,7 +253,7 @@ func (lr *LowRank) Sample(dst, mu *T, c rng.Counter) error {
 type EMOptions struct {
 	// Inner is the number of inner EM iterations n_in (default 1 when 0).
 	Inner int
-	// PsiFloor is the lower bound of ψ; 0 means max(tiny, 1e-12·max diag S_t) (notes §5.2b).
+	// PsiFloor is the lower bound of ψ; 0 means max(tiny, 1e-12·max diag S_t).
 	PsiFloor float64
 }
 
@@ -262,7 +263,7 @@ type EMStats struct {
 	Clamped int
 }
 
-// RecursiveEM is Algorithm 1 of paper 002 (notes §2.4): it replaces (W, ψ) in place by the factor-analysis
+// RecursiveEM is Algorithm 1 of paper 002 (Sec. 3.2): it replaces (W, ψ) in place by the factor-analysis
 // approximation W Wᵀ + Ψ ≈_FA S_t = α (W Wᵀ + Ψ) + β X Xᵀ (28), with opt.Inner iterations of the fixed point
 // (20)–(21), warm-started at the old (W, ψ), in the SPD (M+B) form and with the first-iteration shortcut.
 // w is 1×d×p, psi 1×d×1 (ψ > 0), x 1×d×K_c or nil. α, β ≥ 0, not both 0. With more than one inner iteration
@@ -300,8 +301,8 @@ func RecursiveEM(b Backend, w, psi, x *T, alpha, beta float64, opt EMOptions) (E
 // RecursiveEMFrom is RecursiveEM with the old factors kept apart: it writes into (w, psi) the factor-analysis
 // approximation W Wᵀ + Ψ ≈_FA S_t = α (W₀ W₀ᵀ + Ψ₀) + β X Xᵀ (28) after opt.Inner iterations of (20)–(21)
 // warm-started at (W₀, ψ₀) = (w0, psi0), and leaves w0 and psi0 unchanged. The iterates, and so the result, are
-// bit for bit those of RecursiveEM on a copy of (w0, psi0): the first iteration runs on w = w0 with the shortcut of
-// notes §2.4, the later ones read S_t from (w0, psi0) in place of RecursiveEM's private copy. A caller that keeps
+// bit for bit those of RecursiveEM on a copy of (w0, psi0): the first iteration runs on w = w0 with the first-iteration
+// shortcut, the later ones read S_t from (w0, psi0) in place of RecursiveEM's private copy. A caller that keeps
 // (W_{t-1}, ψ_{t-1}) anyway (to leave its state unchanged when an update fails) thus needs no d×p buffer beyond w.
 // w0, psi0 have the shapes of w, psi and must not share storage with them; checks are made before anything is
 // written.
@@ -503,7 +504,7 @@ func capacitanceRef(b Backend, l, w, psi *T) error {
 	return b.Potrf(l)
 }
 
-// solveRef: Woodbury right to left with a d×k scratch (notes §5.7).
+// solveRef: Woodbury right to left with a d×k scratch.
 func solveRef(b Backend, dst, w, psi, l, g *T) error {
 	var s scratch
 	defer s.free(b)
@@ -542,7 +543,7 @@ func solveRef(b Backend, dst, w, psi, l, g *T) error {
 	return b.Axpby(dst, 1, t, -1, dst)
 }
 
-// sampleRef: Prop. 1 corrected (notes §2.8) with no d×p scratch:
+// sampleRef: Prop. 1 corrected with no d×p scratch:
 // dst = Z; dst ← Ψ^{-1/2} dst (= x); E ← E − Wᵀ x; E ← M⁻¹ E; dst ← Ψ⁻¹ (Ψ x + W E); dst ← dst + μ 1ᵀ.
 func sampleRef(b Backend, dst, w, psi, l, mu *T, c rng.Counter) error {
 	var s scratch
@@ -602,7 +603,7 @@ func sampleRef(b Backend, dst, w, psi, l, mu *T, c rng.Counter) error {
 	return b.Gemm(blas.NoTrans, blas.NoTrans, 1, mu, ones, 1, dst) // θ = μ 1ᵀ + x⁺
 }
 
-// emStepRef is one inner iteration of Algorithm 1 (notes §2.4) in the SPD form, with two d×p buffers (C/G, V):
+// emStepRef is one inner iteration of Algorithm 1 in the SPD form, with two d×p buffers (C/G, V):
 //
 //	s = diag S = α(rowsq(W₀) + ψ₀) + β rowsq(X)
 //	C = Ψ⁻¹ W,  M = I + Wᵀ C
@@ -678,7 +679,7 @@ func emStepRef(b Backend, a EMStepArgs) (int, error) {
 		return 0, err
 	}
 	if first {
-		// W_{t-1}ᵀ C = M − I and Ψ_{t-1} C = W_{t-1}: α(W₀(W₀ᵀC) + Ψ₀C) = α W M (notes §2.4).
+		// W_{t-1}ᵀ C = M − I and Ψ_{t-1} C = W_{t-1}: α(W₀(W₀ᵀC) + Ψ₀C) = α W M.
 		if err := b.Gemm(blas.NoTrans, blas.NoTrans, a.Alpha, w, m, 0, v); err != nil {
 			return 0, err
 		}
@@ -748,7 +749,7 @@ func emStepRef(b Backend, a EMStepArgs) (int, error) {
 }
 
 // clampPsi raises the entries of psi below floor to floor and counts them. The common case (none) costs one min
-// reduction; otherwise ψ goes through the host (O(d), rare: a health event, notes §5.2).
+// reduction; otherwise ψ goes through the host (O(d), rare: a health event).
 func clampPsi(b Backend, s *scratch, psi *T, floor float64) (int, error) {
 	mn, err := reduceScalar(b, s, ReduceMin, psi)
 	if err != nil {

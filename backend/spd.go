@@ -38,10 +38,10 @@ func checkSPDOperands(op string, dst *T, names []string, xs ...*T) error {
 }
 
 // SPDRetract computes dst = sym(Σ + ξ + ½ ξ Σ⁻¹ ξ) for each batch item, the retraction on the SPD manifold of
-// paper 000 section 5.1 (notes 2.1.3). For symmetric ξ the result is ⪰ ½Σ (notes 5.2 item 7), so it stays SPD for
-// any step. sigma and xi may have batch 1; dst may alias either. Σ⁻¹ is applied through a Cholesky factor, never an
-// inverse (notes 5.2 item 9). A Σ that is not SPD gives an error wrapping ErrNotPositiveDefinite naming "sigma"
-// and the batch item.
+// paper 000 section 5.1. For symmetric ξ the result is ⪰ ½Σ (R = Σ^{1/2}(I + X + X²/2)Σ^{1/2} with
+// X = Σ^{-1/2}ξΣ^{-1/2}, and 1 + x + x²/2 ≥ ½), so it stays SPD for any step. sigma and xi may have batch 1; dst may
+// alias either. Σ⁻¹ is applied through a Cholesky factor, never an inverse. A Σ that is not SPD gives an error wrapping
+// ErrNotPositiveDefinite naming "sigma" and the batch item.
 func SPDRetract(b Backend, dst, sigma, xi *T) error {
 	if err := checkSPDOperands(opSPDRetract, dst, []string{"sigma", "xi"}, sigma, xi); err != nil {
 		return err
@@ -126,13 +126,14 @@ func spdRetractRef(b Backend, dst, sigma, xi *T) error {
 }
 
 // SPDTransport computes dst = E ξ Eᵀ with E = (S₂S₁⁻¹)^{1/2}, the principal square root, for each batch item: the
-// vector transport of paper 000 section 5.1 (notes 2.1.3), which is parallel transport for the affine-invariant
+// vector transport of paper 000 section 5.1, which is parallel transport for the affine-invariant
 // metric. It is evaluated without a non-symmetric square root as
 //
 //	L₁ = chol(S₁), N = L₁⁻¹S₂L₁⁻ᵀ = VνVᵀ, N^{1/2} = V ν^{1/2} Vᵀ, E ξ Eᵀ = L₁ N^{1/2} (L₁⁻¹ξL₁⁻ᵀ) N^{1/2} L₁ᵀ,
 //
-// and the result is symmetrised (notes 5.2 items 10, 11). s1, s2 and xi may have batch 1; dst may alias any of
-// them. A non-SPD S₁ or S₂ gives an error wrapping ErrNotPositiveDefinite naming "s1" or "s2" and the batch item.
+// and the result is symmetrised (E has positive real eigenvalues, so it is the principal root). s1, s2 and xi may have
+// batch 1; dst may alias any of them. A non-SPD S₁ or S₂ gives an error wrapping ErrNotPositiveDefinite naming "s1" or
+// "s2" and the batch item.
 func SPDTransport(b Backend, dst, s1, s2, xi *T) error {
 	if err := checkSPDOperands(opSPDTransport, dst, []string{"s1", "s2", "xi"}, s1, s2, xi); err != nil {
 		return err

@@ -6,10 +6,11 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Hot operations on a product of spheres (paper 001, Section 3.1–3.2; notes H1–H2). A batch of points of a product
-// of K spheres S^{n-1} ⊂ Rⁿ is a tensor batch×K×n whose rows are unit vectors; a velocity (tangent vector) has the
-// same shape with each row orthogonal to the matching row of the point. Every operation works row by row, each row
-// with its own norms: using one global ‖v‖ for a product of spheres is wrong (notes P2).
+// Hot operations on a product of spheres (paper 001, Section 3.1–3.3: the geodesic flow (7) and the tangent
+// projection). A batch of points of a product of K spheres S^{n-1} ⊂ Rⁿ is a tensor batch×K×n whose rows are unit
+// vectors; a velocity (tangent vector) has the same shape with each row orthogonal to the matching row of the point.
+// Every operation works row by row, each row with its own norms: using one global ‖v‖ for a product of spheres is
+// wrong.
 //
 // Operands of the sphere operations must have exactly the same shape (no broadcasting), and an operand written in
 // place may not be a broadcast view (batch stride 0 with batch > 1). The kernel shape passed to Applies is x's shape.
@@ -61,7 +62,8 @@ func SphereProject(b Backend, dst, x, w *T) error {
 }
 
 // SphereNormalize rescales each row of x to unit norm and, when v is not nil, re-projects each row of v onto the
-// tangent space at the new x: v ← v − (x·v)x (drift control, notes P3). A zero row of x becomes NaN.
+// tangent space at the new x: v ← v − (x·v)x (drift control: the flow keeps the constraints only to rounding). A zero
+// row of x becomes NaN.
 func SphereNormalize(b Backend, x, v *T) error {
 	if err := CheckSphereNormalize(x, v); err != nil {
 		return err

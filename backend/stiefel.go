@@ -10,7 +10,7 @@ var QRRetractOp = NewOp[QRRetractFunc]("stiefel.qr_retract", qrRetractRef)
 const opQRRetract = "stiefel.qr_retract"
 
 // QRRetract computes dst = qf(x + t·v) for each batch item: the Q factor of the thin QR factorisation of the n×p
-// matrix x + t·v (n ≥ p) whose R has a positive diagonal (paper 000 eq. (3.9); notes 5.1: without the sign fix
+// matrix x + t·v (n ≥ p) whose R has a positive diagonal (paper 000 eq. (3.9); without the sign fix
 // qf(W) ≠ W and the retraction is discontinuous). v may be nil, giving dst = qf(x); it may have batch 1 (broadcast
 // over x's batch). dst has x's shape and may alias x or v. p > n gives an error wrapping ErrDomain.
 func QRRetract(b Backend, dst, x, v *T, t float64) error {

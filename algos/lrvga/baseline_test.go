@@ -1,7 +1,7 @@
 package lrvga
 
-// The sampled scheme's moments at the state of T16 (notes §4.7) at σ₀ = 3. The batch Laplace baseline and T15 (Fig. 3)
-// are tested in internal/repro/lrvgaref, T16 (Fig. 4) in fig4_test.go.
+// The sampled scheme's moments at the state of T16 (Fig. 4, Sec. 5.4) at σ₀ = 3. The batch Laplace baseline and T15
+// (Fig. 3) are tested in internal/repro/lrvgaref, T16 (Fig. 4) in fig4_test.go.
 
 import (
 	"math"

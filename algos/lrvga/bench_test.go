@@ -11,10 +11,11 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// BenchmarkLinearStep times one L-RVGA linear-regression step (FA step + Woodbury mean, notes §2.5) with n_in = 3,
+// BenchmarkLinearStep times one L-RVGA linear-regression step (FA step + Woodbury mean, eqs. (25)–(27)) with n_in = 3,
 // and reports next to it the GEMM floor of the same run: the time of the step's ≈ (6 n_in + 1) d p² multiply-adds
-// (notes §3.1) at the rate measured for the d×p Gram GEMM Wᵀ W just before. The paper's laptop: 6 s at d = 1e6,
-// p = 100. Run with: go test -tags netlib -run X -bench LinearStep -benchtime 2x ./algos/lrvga/
+// (six O(dp²) products per inner iteration of Algorithm 1, plus M_t for the mean) at the rate measured for the d×p Gram
+// GEMM Wᵀ W just before. The paper's laptop: 6 s at d = 1e6, p = 100.
+// Run with: go test -tags netlib -run X -bench LinearStep -benchtime 2x ./algos/lrvga/
 func BenchmarkLinearStep(bb *testing.B) {
 	benchLinearStep(bb, func(b backend.Backend, c Config) (linearStepper, error) { return New(b, c) })
 }

@@ -12,23 +12,23 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Factor analysis of a covariance S ≈ W Wᵀ + Ψ from a stream of inputs (Sec. 3, 5.1, App. C and E; notes §2.4,
-// §2.13, §4.2): the recursive EM in covariance mode, the online EM baseline and the batch EM reference. All work on
-// the backend in O(dp) memory (the batch EM in O(dN)).
+// Factor analysis of a covariance S ≈ W Wᵀ + Ψ from a stream of inputs (Sec. 3, 5.1, App. C and E;
+// Algorithm 1, (110)–(116)): the recursive EM in covariance mode, the online EM baseline and the batch EM reference.
+// All work on the backend in O(dp) memory (the batch EM in O(dN)).
 
 // FAConfig describes a streaming factor analysis.
 type FAConfig struct {
 	D, P  int
 	Inner int // n_in [1]
 	// Sigma0 scales the initial (W₀, Ψ₀) ≈ σ₀⁻² I by App. D [√d: App. C's σ₀ = √(d/mean‖x‖²) for unit-norm
-	// inputs, ψ₀ = (1−ε)/d, w₀ = √(ε/p); notes §2.9 writes "σ₀² = 1/d" for the precision 1/σ₀²].
+	// inputs, ψ₀ = (1−ε)/d, w₀ = √(ε/p)].
 	Sigma0 float64
 	Eps    float64 // App. D ε [1e-8]
 	Seed   uint64
 	// PsiFloor bounds ψ below [0: relative floor 1e-12·max diag S].
 	PsiFloor float64
 	// PseudoCount counts the initial factors as one observation in the recursive EM: α_t = t/(t+1),
-	// β_t = 1/(t+1), so S_1 = (S_0 + x_1x_1ᵀ)/2 is never singular (notes §5.3, App. C's prior S_0).
+	// β_t = 1/(t+1), so S_1 = (S_0 + x_1x_1ᵀ)/2 is never singular (App. C's prior S_0).
 	PseudoCount bool
 }
 
@@ -53,8 +53,8 @@ func (c FAConfig) withDefaults() (FAConfig, error) {
 
 // RecursiveFA is the recursive EM of Algorithm 1 in covariance mode (App. C): after t inputs,
 // W_tW_tᵀ + Ψ_t ≈_FA ((t−1)/t)(W_{t-1}W_{t-1}ᵀ + Ψ_{t-1}) + (1/t) x_t x_tᵀ, i.e. α_t = (t−1)/t, β_t = 1/t in (28).
-// At t = 1, α = 0 and S_1 = x_1x_1ᵀ is singular: ψ is then held up by the floor (notes §5.3); the initial
-// factors only warm-start the EM (notes §2.14 item 11).
+// At t = 1, α = 0 and S_1 = x_1x_1ᵀ is singular: ψ is then held up by the floor; the initial factors
+// get zero weight (α_1 = 0) and only warm-start the EM.
 type RecursiveFA struct {
 	Cfg    FAConfig
 	W, Psi *tensor.Tensor
@@ -83,7 +83,7 @@ func NewRecursiveFA(b backend.Backend, c FAConfig) (*RecursiveFA, error) {
 }
 
 // Update adds one block of inputs (the columns of x, d×K_c, row-major host data with K_c = len(x)/d) with
-// α = (t−1)/t, β = 1/t, t counting blocks (a d×K_c block X_t enters as X_tX_tᵀ/t, notes §2.4 "d×K blocks").
+// α = (t−1)/t, β = 1/t, t counting blocks (a d×K_c block X_t enters as X_tX_tᵀ/t; (28) allows a d×K_c X_t).
 func (r *RecursiveFA) Update(x []float64) error {
 	d := r.Cfg.D
 	if len(x) == 0 || len(x)%d != 0 {
@@ -152,9 +152,9 @@ func BatchFA(b backend.Backend, w, psi *tensor.Tensor, x []float64, n, iters int
 	return st.Clamped, err
 }
 
-// OnlineFA is the online EM of Cappé–Moulines for factor analysis (App. E, (110)–(116); notes §2.13, erratum
-// §2.14 item 5), the baseline of Fig. 1 and Table 1. The sufficient statistics are S1 = diag (d), S2ᵀ (d×p) and
-// S3 (p×p), with step γ_t = t^{-0.6} (γ_1 = 1):
+// OnlineFA is the online EM of Cappé–Moulines for factor analysis (App. E, (110)–(116), with the second line of
+// (110) read as (1−γ_t)S_{2,t-1}, not the printed (1−γ_t)μ_{t-1}), the baseline of Fig. 1 and Table 1. The sufficient
+// statistics are S1 = diag (d), S2ᵀ (d×p) and S3 (p×p), with step γ_t = t^{-0.6} (γ_1 = 1):
 //
 //	E:  e = M⁻¹WᵀΨ⁻¹v,  S1 ← (1−γ)S1 + γ v∘v,  S2ᵀ ← (1−γ)S2ᵀ + γ v eᵀ,  S3 ← (1−γ)S3 + γ(M⁻¹ + e eᵀ)
 //	M:  W = S2ᵀ S3⁻¹,  ψ = S1 − rowdot(W, S2ᵀ)
@@ -210,7 +210,7 @@ func NewOnlineFA(b backend.Backend, c FAConfig, averageFrom int) (*OnlineFA, err
 }
 
 // StateBytes is the size of the online EM's state in float64: W, S2ᵀ (d×p each), ψ and S1 (d each), 8d(2p+2)
-// bytes (Table 1's 1.6 GB at d = 1e6, p = 100, notes §2.13), plus 8d(p+1) for the averages once averaging runs.
+// bytes (Table 1's 1.6 GB at d = 1e6, p = 100: W and S2), plus 8d(p+1) for the averages once averaging runs.
 func (o *OnlineFA) StateBytes() int64 {
 	d, p := int64(o.Cfg.D), int64(o.Cfg.P)
 	n := 8 * d * (2*p + 2)
@@ -337,8 +337,8 @@ func (o *OnlineFA) Update(v []float64) error {
 	return nil
 }
 
-// floorPsi raises ψ to max(floor, 1e-12·max s) (notes §5.2b). The common case, nothing below the floor, costs two
-// reductions; otherwise ψ goes through the host (O(d)).
+// floorPsi raises ψ to max(floor, 1e-12·max s): ψ_new = s − rowdot(G, V) can cancel to ≤ 0. The common case, nothing
+// below the floor, costs two reductions; otherwise ψ goes through the host (O(d)).
 func floorPsi(b backend.Backend, psi, s *tensor.Tensor, floor float64) error {
 	d := psi.Rows()
 	if floor <= 0 {
@@ -441,8 +441,9 @@ func (o *OnlineFA) Close() {
 }
 
 // FAKL returns KL(N(0, S) ‖ N(0, W Wᵀ + Ψ)) + ½ log det S for S = XᵀX/N of the inputs (rows of x, N×d), the Fig. 1
-// metric M1 (notes §4.1) without its method-independent constant −½ log det S: ½[Tr((WWᵀ+Ψ)⁻¹S) + log det(WWᵀ+Ψ)
-// − d], with the trace as (1/N)Σ_n x_nᵀ(WWᵀ+Ψ)⁻¹x_n by Woodbury. Add −½ log det S (DenseLogDetS) for the KL.
+// metric of Fig. 1, KL(N(0,S) ‖ N(0, WWᵀ+Ψ)) with S = XᵀX/N, without its method-independent constant −½ log det S:
+// ½[Tr((WWᵀ+Ψ)⁻¹S) + log det(WWᵀ+Ψ) − d], with the trace as (1/N)Σ_n x_nᵀ(WWᵀ+Ψ)⁻¹x_n by Woodbury. Add −½ log det S
+// (DenseLogDetS) for the KL.
 func FAKL(b backend.Backend, w, psi *tensor.Tensor, x []float64, n int) (float64, error) {
 	lr, err := backend.NewLowRank(b, w, psi)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 )
 
 // fig1 runs the recursive EM (covariance mode), the online EM (γ_t = t^{-0.6}, averaging after 500 steps) and
-// iters batch-EM iterations on the inputs, and returns the final KLs (M1, notes §4.1), the batch EM's after 10
-// iterations (the code's setting) and after iters.
+// iters batch-EM iterations on the inputs, and returns the final KLs (KL(N(0,S) ‖ N(0, WWᵀ+Ψ)) of Fig. 1), the batch
+// EM's after 10 iterations (the code's setting) and after iters.
 func fig1(t *testing.T, x []float64, n, d, p, inner, iters int, pseudo bool) (rec, onl, bat10, bat float64) {
 	b := testbackend.Open(t)
 	ldS, err := DenseLogDetS(x, n, d)
@@ -70,9 +70,9 @@ func fig1(t *testing.T, x []float64, n, d, p, inner, iters int, pseudo bool) (re
 
 // T22 at reduced size (default run): d = 30, p = 5, N = 2000, n_in = 3. Here the plain covariance mode
 // (α_1 = 0: S_1 = x_1x_1ᵀ singular, ψ floored) ends at KL 1.10 against 0.30 for the online EM; with the pseudo-count
-// of notes §5.3 (α_t = t/(t+1)) it ends at 0.316. The test asks the pseudo-count variant for ≤ 1.1 × online EM and
-// ≤ 1.5 × the batch EM of the code (10 iterations from the App. D start); the batch EM run longer (60 iterations)
-// is lower (logged).
+// prior of App. C (α_t = t/(t+1), β_t = 1/(t+1)) it ends at 0.316. The test asks the pseudo-count variant for ≤ 1.1 ×
+// online EM and ≤ 1.5 × the batch EM of the code (10 iterations from the App. D start); the batch EM run longer (60
+// iterations) is lower (logged).
 func TestFig1Small(t *testing.T) {
 	const d, p, n = 30, 5, 2000
 	x := glm.FactorInputs(d, p, n, 1)

@@ -1,6 +1,6 @@
 package lrvga_test
 
-// The reproduction T16 (Fig. 4) of notes §4.7, which compares the sampled and analytic logistic schemes against the
+// The reproduction T16 (Fig. 4, Sec. 5.4), which compares the sampled and analytic logistic schemes against the
 // batch Laplace baseline of internal/repro/lrvgaref, and T18 (float32 storage), scored by its exact linear posterior.
 // They sit in the external test package because the reference imports lrvga; export_test.go gives them the
 // closed-form hook, the quadrature moments and Linear32's ψ.
@@ -81,7 +81,7 @@ type fig4KL struct {
 	sampled        map[int][]float64
 }
 
-// fig4Runs makes the runs of T16 (notes §4.7) at σ₀ = sigma0 for seeds 1–3: d = 1000, N = 1000, p = 10, n_in = 1,
+// fig4Runs makes the runs of T16 (Fig. 4) at σ₀ = sigma0 for seeds 1–3: d = 1000, N = 1000, p = 10, n_in = 1,
 // W₀ = 1e-2·N(0,1), coef_s = 0.15, KL̃ (M3) at t = N with 100 draws.
 func fig4Runs(t *testing.T, sigma0 float64, quad bool, ks ...int) fig4KL {
 	const d, n, p = 1000, 1000, 10
@@ -104,11 +104,11 @@ func fig4Runs(t *testing.T, sigma0 float64, quad bool, ks ...int) fig4KL {
 	return r
 }
 
-// fig4 is T16 (notes §6, §4.7) at one σ₀: Fig. 4, d = 1000, N = 1000, p = 10, n_in = 1, W₀ = 1e-2·N(0,1),
+// fig4 is T16 at one σ₀: Fig. 4, d = 1000, N = 1000, p = 10, n_in = 1, W₀ = 1e-2·N(0,1),
 // coef_s = 0.15; the partial mirror prox with K = 10 and K = 100 ensemble draws (Prop. 1, fresh draws at every
 // step) against the same scheme with the probit closed-form expectations ("logistic-extragrad", the analytic
 // baseline), and that baseline against the batch Laplace approximation. KL̃ (M3) at t = N with 100 draws, medians
-// over seeds 1–3 (the notes ask for a median over ≥ 3 seeds). Tolerances of the notes: K = 10 within +k10 of the
+// over seeds 1–3 (a single run is too noisy). Tolerances: K = 10 within +k10 of the
 // analytic baseline, K = 100 within +5%, the analytic baseline within +15% of Laplace.
 func fig4(t *testing.T, sigma0, k10 float64) {
 	r := fig4Runs(t, sigma0, false, 10, 100)
@@ -165,7 +165,7 @@ func TestReproFig4Sigma2(t *testing.T) {
 //   - The KL̃ estimate is not the cause: over 5 seeds of its 100 draws the analytic baseline reads 337.7–344.5 and the
 //     K = 10 run 709.7–720.1; 1000 draws give 339.8 and 712.7.
 //
-// The notes' single-run replica (K = 10 at +21%, K = 100 at +5.9%) sits at the favourable end of these spreads. The
+// An independent single-run replica (K = 10 at +21%, K = 100 at +5.9%) sits at the favourable end of these spreads. The
 // test skips as a known failure unless GEOVB_FIG4_SIGMA3=1.
 func TestReproFig4Sigma3(t *testing.T) {
 	repro.Require(t)
@@ -200,7 +200,7 @@ func TestReproFig4Sigma3Limit(t *testing.T) {
 	}
 }
 
-// T18 (notes §6), the CPU part: float32 against float64 storage at d = 1e5, p = 10, N = 2000 on the linear
+// T18, the CPU part: float32 against float64 storage at d = 1e5, p = 10, N = 2000 on the linear
 // recipe (Fig. 2's, with a diagonal design since no 1e5×1e5 rotation can be stored; c = 1, σ₀ = σ_w = 1,
 // n_in = 3). ψ stays > 0 with no clamps, ‖μ₃₂ − μ₆₄‖/‖μ₆₄‖ ≤ 1e-3 and the KLs to the exact posterior (M2, no d×d)
 // differ by ≤ 1% relative.

@@ -21,13 +21,13 @@ import (
 
 // Linear32 is L-RVGA for Bayesian linear regression (eq. 25–27, the "linear" scheme of Filter) with its state
 // stored in float32: μ, W and ψ take 4d(p+2) bytes, half of a Filter's (408 MB at d = 1e6, p = 100). Every
-// product and reduction runs in float64 on row blocks converted on the fly, as notes §5.9 asks of fp32 storage:
-// only the stored values are rounded, once per update. It runs on the host, in row blocks spread over GOMAXPROCS
-// goroutines, whichever backend the program uses, with gonum's BLAS (the CPU backend's kernels once the program
-// calls cpu.UseForGonum); its results do not depend on the scheduling.
+// product and reduction runs in float64 on row blocks converted on the fly (naive float32 sums over 1e6 terms lose
+// about 3 digits): only the stored values are rounded, once per update. It runs on the host, in row blocks spread over
+// GOMAXPROCS goroutines, whichever backend the program uses, with gonum's BLAS (the CPU backend's kernels once the
+// program calls cpu.UseForGonum); its results do not depend on the scheduling.
 //
 // One update matches a Filter's from the same state to rounding; over a run the two drift apart as far as rounding
-// the Filter's own state after each update does (T18 of notes §6, 2000 observations at d = 1e5, p = 10, n_in = 3:
+// the Filter's own state after each update does (test T18, 2000 observations at d = 1e5, p = 10, n_in = 3:
 // means 7e-5 apart, KLs to the posterior 2e-6). Like a Filter it holds a second copy of the state for the update in
 // progress, so an update that fails (non-finite input, M + B not positive definite, a value beyond float32's
 // range) leaves the state as it was.
@@ -203,7 +203,7 @@ func widen(dst []float64, src []float32) []float64 {
 	return dst
 }
 
-// Update consumes one observation (x_t, y_t): the FA step of notes §2.5 with X_t = x_t/σ_w, then the mean
+// Update consumes one observation (x_t, y_t): the FA step of (26) with X_t = x_t/σ_w, then the mean
 // μ_t = μ_{t−1} + (W_tW_tᵀ + Ψ_t)⁻¹ x_t (y_t − x_tᵀμ_{t−1})/σ_w² (27). On error the state is unchanged.
 func (f *Linear32) Update(x []float64, y float64) error {
 	if err := checkObservation(f.cfg, f.t, x, y); err != nil {
@@ -310,7 +310,7 @@ type stat32 struct {
 }
 
 // emStep is one inner iteration of Algorithm 1 with α = β = 1 and K_c = 1 on the stored factors: the SPD (M+B)
-// form of the CPU backend's fused EM step (notes §2.4), in which no d×p temporary is kept. With C = Ψ⁻¹W,
+// form of the CPU backend's fused EM step (Algorithm 1, SPD form), in which no d×p temporary is kept. With C = Ψ⁻¹W,
 // y = XᵀC, Z = W₀ᵀC, E = CᵀΨ₀C and R Rᵀ = M + B:
 //
 //	B = y yᵀ + ZᵀZ + E                       [first iteration, W = W₀: Z = E = M − I, so ZᵀZ + E = (M − I)M]
@@ -473,7 +473,7 @@ func (f *Linear32) emStep(first bool) (int, error) {
 }
 
 // mean writes μ_t = μ_{t−1} + e (WWᵀ + Ψ)⁻¹x into f.nxt.mu with the new factors of f.nxt, by Woodbury:
-// (WWᵀ + Ψ)⁻¹x = Ψ⁻¹x − Ψ⁻¹W M⁻¹ WᵀΨ⁻¹x with M = I + WᵀΨ⁻¹W (notes §5.7's order: right to left).
+// (WWᵀ + Ψ)⁻¹x = Ψ⁻¹x − Ψ⁻¹W M⁻¹ WᵀΨ⁻¹x with M = I + WᵀΨ⁻¹W (evaluated right to left; no d×d or W M⁻¹ Wᵀ is formed).
 func (f *Linear32) mean(x []float64, e float64) error {
 	p := f.cfg.P
 	W, ps := f.nxt.w, f.nxt.psi

@@ -13,7 +13,7 @@ import (
 )
 
 // Model is an exponential-family observation model p(y|θ, x) = c(y) exp(ηᵀT(y) − F(η)) with natural parameter
-// η = h(θ, x) ∈ R^m, for the general nonlinear L-RVGA (Sec. 4.2, notes §2.7). It supplies, per parameter draw,
+// η = h(θ, x) ∈ R^m, for the general nonlinear L-RVGA (Sec. 4.2). It supplies, per parameter draw,
 // the Jacobian ∂h/∂θ, the residual T(y) − E[T(y)|θ] (so ∇_θ log p = (∂h/∂θ)(T(y) − E[T|θ])) and Cov(y|θ); the
 // filter forms the GGN/Fisher factor c_i = (∂h/∂θ)(θ_i) Cov(y|θ_i)^{1/2} (41) and never a Hessian.
 type Model interface {
@@ -26,7 +26,7 @@ type Model interface {
 }
 
 // ConstantJacobian is implemented by models whose ∂h/∂θ does not depend on θ (GLMs: h = xᵀθ). For them, with
-// m = 1, the GGN factor of the K draws collapses to one column, X = (∂h/∂θ)·√((1/K)Σ_i Cov(y|θ_i)) (notes §2.7):
+// m = 1, the GGN factor of the K draws collapses to one column, X = (∂h/∂θ)·√((1/K)Σ_i Cov(y|θ_i)) (from (41)):
 // the same X Xᵀ with K_c = 1 instead of K.
 type ConstantJacobian interface {
 	ConstantJacobian() bool
@@ -152,7 +152,7 @@ func (f *Filter) moments(mu *tensor.Tensor, lr *backend.LowRank, y float64, grad
 	return nil
 }
 
-// stepModel is the general nonlinear L-RVGA step of notes §2.7:
+// stepModel is the general nonlinear L-RVGA step of Sec. 4.2 and App. G:
 //   - "explicit": (139)–(140): moments under q_{t-1}, FA fit, μ_t = μ_{t-1} + P̂_t ḡ;
 //   - "extragrad" (partial mirror prox (143)–(145), the paper's final algorithm): then ĝ under N(μ̂_t, P̂_t) and
 //     μ_t = μ_{t-1} + P̂_t ĝ, keeping (Ŵ, ψ̂);

@@ -42,7 +42,7 @@ func gaussExpect(m, v float64, fns ...func(float64) float64) []float64 {
 }
 
 // denseGaussStep is one step of a full-covariance scheme with exact expectations: the reference for the general
-// nonlinear L-RVGA (notes §2.7). P0 = σ₀² I, μ₀ = 0, one observation (x, y).
+// nonlinear L-RVGA (Sec. 4.2, App. G). P0 = σ₀² I, μ₀ = 0, one observation (x, y).
 func denseGaussStep(scheme Scheme, x []float64, y, sigma0 float64, rounds int) (mu []float64, nu float64) {
 	d := len(x)
 	xv := mat.NewVecDense(d, x)

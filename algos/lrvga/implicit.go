@@ -6,7 +6,7 @@ import (
 	"github.com/geovb/geovb/internal/stablemath"
 )
 
-// BetaProbit is √(8/π), the scale of the probit approximation σ(a) ≈ Φ(a/β) (notes §1, (52)).
+// BetaProbit is √(8/π), the scale of the probit approximation σ(a) ≈ Φ(a/β) of (52).
 var BetaProbit = math.Sqrt(8 / math.Pi)
 
 // Sigmoid is σ(z) = 1/(1+e^{−z}) without overflow.
@@ -27,7 +27,7 @@ type ImplicitSolution struct {
 	F, G      float64 // residuals f(α, ν), g(α, ν) at the root
 }
 
-// ImplicitResiduals evaluates the scalar system of notes §2.1 (from (53)–(54) with Sherman–Morrison):
+// ImplicitResiduals evaluates the scalar system in (α, ν) (from (53)–(54) with Sherman–Morrison):
 //
 //	f(α,ν) = α − α₀ − ν₀ (y − σ(k(ν) α))
 //	g(α,ν) = ν − ν₀ / (1 + ν₀ k(ν) σ'(k(ν) α))
@@ -41,7 +41,7 @@ func ImplicitResiduals(alpha, nu, a0, nu0, y float64) (f, g float64) {
 // SolveImplicit solves the implicit scalar system to machine precision. For fixed ν, f is strictly increasing in
 // α, so α(ν) is found by bisection in the bracket [α₀ + ν₀(y−1), α₀ + ν₀y]; then h(ν) = g(α(ν), ν) changes sign
 // on [4ν₀/(4+ν₀), ν₀] (k σ' ≤ 1/4), and ν is found by bisection too. Both stop at adjacent floating-point
-// numbers (about 60 halvings each), replacing the code's MINPACK solve at tolerance 1e-6 (notes §2.1).
+// numbers (about 60 halvings each), replacing the code's MINPACK solve at tolerance 1e-6.
 func SolveImplicit(a0, nu0, y float64) ImplicitSolution {
 	if nu0 <= 0 {
 		return ImplicitSolution{Alpha: a0, Nu: 0}

@@ -113,7 +113,8 @@ const (
 type Config struct {
 	D, P   int    // dimension d and latent rank p, 1 ≤ p < d
 	Scheme Scheme // the update rule [SchemeLinear, the zero value]
-	// Inner is n_in, the recursive-EM iterations per observation [3 for linear, 1 otherwise] (notes §2.10).
+	// Inner is n_in, the recursive-EM iterations per observation [3 for linear, 1 otherwise, as in the paper's
+	// experiments].
 	Inner int
 	// Sigma0 is the prior standard deviation: θ ~ N(Mu0, Sigma0² I) [1]. It must be > 0.
 	Sigma0 float64
@@ -124,7 +125,7 @@ type Config struct {
 	// Eps is ε of the App. D initialisation [1e-8]; used when InitStd is 0.
 	Eps float64
 	// InitStd > 0 selects the initialisation of the authors' logistic experiments instead of App. D:
-	// W₀ = InitStd·N(0,1)^{d×p}, ψ₀ = 1/σ₀² (notes §2.9). W₀ is never 0 either way.
+	// W₀ = InitStd·N(0,1)^{d×p}, ψ₀ = 1/σ₀². W₀ is never 0 either way.
 	InitStd float64
 	// Seed keys every random stream of the filter (initialisation, ensemble draws).
 	Seed uint64
@@ -220,7 +221,8 @@ type factors struct {
 // position of its random stream; a second set of the same buffers holds the update in progress, so the backend
 // memory of a filter is 2·8d(p+2) bytes plus three d-vectors (d = 1e6, p = 100: 1.66 GB). An update adds no d×p
 // buffer on the CPU backend, whose kernels work in row blocks; a backend running the reference EM step adds its two
-// d×p temporaries (C and V of notes §2.4), and the nonlinear schemes a d×K block of draws and the GGN factor.
+// d×p temporaries (C = Ψ⁻¹W and V = S_tΨ⁻¹W of Algorithm 1), and the nonlinear schemes a d×K block of draws and the GGN
+// factor.
 type Filter struct {
 	cfg      Config
 	b        backend.Backend
@@ -238,9 +240,9 @@ type Filter struct {
 	closedForm func(a, nu float64) (m, c float64)
 }
 
-// New starts a filter at the prior with the initialisation of App. D (notes §2.9): Ψ₀ = (1−ε)/σ₀² I and p
+// New starts a filter at the prior with the initialisation of App. D: Ψ₀ = (1−ε)/σ₀² I and p
 // isotropic Gaussian columns of norm w₀ = √(εd/p)/σ₀, so that Tr(W₀W₀ᵀ + Ψ₀) = d/σ₀² = Tr P₀⁻¹; never W₀ = 0,
-// a fixed point of the EM (notes §2.3).
+// a fixed point of the EM (App. D).
 func New(b backend.Backend, c Config) (*Filter, error) {
 	c, err := c.withDefaults()
 	if err != nil {
@@ -293,9 +295,9 @@ func (f *Filter) initPrior() error {
 }
 
 // InitFactors writes the initial factors W₀ (1×d×p) and ψ₀ (1×d×1) for W₀W₀ᵀ + Ψ₀ ≈ I/σ₀²: with initStd = 0 the
-// rule of App. D (notes §2.9), ψ₀ = (1−ε)/σ₀² and p isotropic Gaussian columns rescaled to norm √(εd/p)/σ₀, so that
+// rule of App. D, ψ₀ = (1−ε)/σ₀² and p isotropic Gaussian columns rescaled to norm √(εd/p)/σ₀, so that
 // Tr(W₀W₀ᵀ + Ψ₀) = d/σ₀²; with initStd > 0 the authors' logistic setting W₀ = initStd·N(0,1), ψ₀ = 1/σ₀². The
-// columns come from stream 1 of seed. W₀ is never 0 (a fixed point of the EM, notes §2.3).
+// columns come from stream 1 of seed. W₀ is never 0 (a fixed point of the EM, App. D).
 func InitFactors(b backend.Backend, w, psi *tensor.Tensor, sigma0, eps, initStd float64, seed uint64) error {
 	d, p := w.Rows(), w.Cols()
 	if err := b.FillNormal(w, rng.Counter{Seed: seed, Stream: streamInit}); err != nil {
@@ -385,10 +387,10 @@ func (f *Filter) Backend() backend.Backend { return f.b }
 // T returns the number of observations consumed.
 func (f *Filter) T() int { return f.t }
 
-// Clamped returns the number of ψ entries raised to the floor so far (a health metric, notes §5.2).
+// Clamped returns the number of ψ entries raised to the floor so far (a health metric).
 func (f *Filter) Clamped() int { return f.clamped }
 
-// StateBytes is the size of the persistent state μ, W, ψ in float64: exactly 8d(p+2) bytes (notes §3.3).
+// StateBytes is the size of the persistent state μ, W, ψ in float64: exactly 8d(p+2) bytes (Table 2's memory column).
 func (f *Filter) StateBytes() int64 {
 	return 8 * int64(f.cfg.D) * int64(f.cfg.P+2)
 }
@@ -504,7 +506,7 @@ func (f *Filter) fit(from *factors, x *tensor.Tensor) error {
 	return f.nxt.lr.Refactor()
 }
 
-// stepLinear is eq. (25)–(27) in the order of notes §2.5: the FA step with X_t = x_t/σ_w, then the mean with the
+// stepLinear is eq. (25)–(27) in the authors' code's order: the FA step with X_t = x_t/σ_w, then the mean with the
 // new factors, μ_t = μ_{t-1} + (W_tW_tᵀ + Ψ_t)⁻¹ x_t (y_t − x_tᵀμ_{t-1})/σ_w².
 func (f *Filter) stepLinear(y float64) error {
 	sw := f.cfg.NoiseStd
@@ -525,9 +527,9 @@ func (f *Filter) stepLinear(y float64) error {
 	return f.b.Axpby(f.nxt.mu, 1, f.cur.mu, e, f.g)
 }
 
-// stepLogistic is the implicit closed-form step of notes §2.6 ((52)–(54)): g₀ = P_{t-1}x by Woodbury with the
+// stepLogistic is the implicit closed-form step of Sec. 5.3 ((52)–(54)): g₀ = P_{t-1}x by Woodbury with the
 // old factors, (α, ν) from SolveImplicit, μ_t = μ_{t-1} + g₀ (y − σ(kα)) (53, with P_{t-1}), then the FA step
-// with X_t = x √c, c = kσ'(kα) (54; √c rather than the code's 1/√(1/c), notes §5.10).
+// with X_t = x √c, c = kσ'(kα) (54; √c rather than the code's 1/√(1/c), which needs a floor on c).
 func (f *Filter) stepLogistic(y float64) error {
 	if err := f.cur.lr.Solve(f.g, f.x); err != nil {
 		return err
@@ -559,7 +561,7 @@ func probitMoments(a, nu float64) (m, c float64) {
 	return Sigmoid(k * a), k * SigmoidPrime(k*a)
 }
 
-// stepLogisticExtragrad is the partial mirror prox (143)–(145) of notes §2.7 for logistic regression with the
+// stepLogisticExtragrad is the partial mirror prox (143)–(145) of App. G for logistic regression with the
 // expectations in closed form (the authors' LargeScaleRVGALogRegExplicit with extragrad, the "baseline" of Fig. 4):
 //
 //	(m, c) from (50)–(52) at q_{t-1}: a = xᵀμ_{t-1}, ν = xᵀP_{t-1}x

@@ -1,6 +1,6 @@
 package lrvga
 
-// Acceptance tests of notes §6 for the algorithm layer. T1–T9 and the low-level parts of T14 (Woodbury, log-det,
+// Acceptance tests for the algorithm layer. T1–T9 and the low-level parts of T14 (Woodbury, log-det,
 // trace, Prop. 1 sampler, Algorithm 1 vs the dense fixed point, EM monotonicity, W = 0 stationarity, p = d FA fit,
 // memory of the kernels) are in backend/backendtest/lowrank.go and are not repeated here.
 

@@ -1,6 +1,7 @@
 package lrvga
 
-// Memory of the filter (T14, T20 of notes §6) and the equivalence of the step without a copy of the old factors
+// Memory of the filter (T14: state of 8d(p+2) bytes, nothing O(d²) allocated;
+// T20: one pass, state size independent of t) and the equivalence of the step without a copy of the old factors
 // (backend.RecursiveEMFrom) to the in-place recursive EM with its private copy.
 
 import (
@@ -191,8 +192,8 @@ func bitsEqual(a, b []float64) bool {
 }
 
 // The filter's steps against the same steps written out with the in-place recursive EM (a copy of the factors, then
-// backend.RecursiveEM, which keeps its own copy of the old ones), Woodbury solves and the mean update of notes §2.5
-// and §2.6: μ, W and ψ must agree bit for bit after every observation, on the kernels and on the references.
+// backend.RecursiveEM, which keeps its own copy of the old ones), Woodbury solves and the mean updates of (27)
+// and (53): μ, W and ψ must agree bit for bit after every observation, on the kernels and on the references.
 func TestFilterStepMatchesInPlaceEM(t *testing.T) {
 	const d, p, n = 45, 5, 12
 	base := testbackend.Open(t)
@@ -309,8 +310,9 @@ func heldBytes(d, p int) int64 {
 // checkStepMemory runs one update of f through the tracker m (the filter must have been made on m) and checks T14:
 //   - the persistent state (the checkpoint's μ, W, ψ) is 8d(p+2) bytes, and the filter holds heldBytes between
 //     updates, before and after the update;
-//   - the peak of the bytes in use during the update is ≤ 8d(5p + 5 + 2K)·1.1 (notes §3.3, T14), K = f's Samples;
-//   - the update itself adds at most the reference EM step's two d×p temporaries (C and V of notes §2.4), the GGN
+//   - the peak of the bytes in use during the update is ≤ 8d(5p + 5 + 2K)·1.1 (≤ 5 d×p, 5 d-vectors and 2 d×K
+//     buffers, T14), K = f's Samples;
+//   - the update itself adds at most the reference EM step's two d×p temporaries (C and V of Algorithm 1), the GGN
 //     factor and the d×K draws of the nonlinear schemes, and a few d-vectors: no copy of W (extra);
 //   - no allocation of d²/100 elements or more.
 func checkStepMemory(t *testing.T, m *memTracker, f *Filter, x []float64, y float64) {
@@ -381,7 +383,7 @@ func TestStepMemory(t *testing.T) {
 	}
 }
 
-// T14 at d = 1e6 (notes §6): persistent state 8d(p+2) bytes = 816/96/32/24 MB for p = 100/10/2/1; the peak bytes in
+// T14 at d = 1e6: persistent state 8d(p+2) bytes = 816/96/32/24 MB for p = 100/10/2/1; the peak bytes in
 // use during one linear step through the instrumented allocator ≤ 8d(5p+5+2K)·1.1 with no allocation of d²/100
 // elements; one extragrad step with K = 10 at p = 10. At p = 100 the step has one inner iteration (every iteration
 // of the reference EM allocates the same two d×p temporaries; more iterations add time, not memory; the later

@@ -3,9 +3,9 @@ package lrvga
 import "math"
 
 // legacyMT is NumPy's legacy RandomState generator, written from the published algorithms, for the Table 3
-// fixture (T12, notes §4.6): MT19937 (Matsumoto & Nishimura 1998) seeded with the Knuth-style linear recurrence
-// key[i] = 1812433253·(key[i−1] ⊕ key[i−1]≫30) + i, doubles from two 32-bit words as (a≫5·2²⁶ + b≫6)/2⁵³, and
-// Gaussians by Marsaglia's polar method returning the second of each pair first and caching the other.
+// fixture (T12, Table 3 of Sec. 5.4): MT19937 (Matsumoto & Nishimura 1998) seeded with the Knuth-style linear
+// recurrence key[i] = 1812433253·(key[i−1] ⊕ key[i−1]≫30) + i, doubles from two 32-bit words as (a≫5·2²⁶ + b≫6)/2⁵³,
+// and Gaussians by Marsaglia's polar method returning the second of each pair first and caching the other.
 type legacyMT struct {
 	key      [624]uint32
 	pos      int

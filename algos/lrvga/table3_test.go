@@ -27,7 +27,7 @@ func TestLegacyMT(t *testing.T) {
 	}
 }
 
-// table3Setup builds the factors of Table 3 (notes §4.6) with the legacy generator: ψ_i = i, W = U(0,1)^{d×p}
+// table3Setup builds the factors of Table 3 (Sec. 5.4) with the legacy generator: ψ_i = i, W = U(0,1)^{d×p}
 // row-major, μ = U(0,1)^d after seed(1); and the draws of test Sampling3: K×d normals, d uniforms for
 // x = 5·U/d, K×p normals, all after a first seed(1).
 func table3Setup(d, p, k int) (w, psi, mu, x, z, eps []float64) {

@@ -11,7 +11,7 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Conformance of the natural gradient of scalar Gaussian Markov chains (paper 004 eq. 20, notes §2.4) against the
+// Conformance of the natural gradient of scalar Gaussian Markov chains (paper 004 eq. 20) against the
 // sequential scans of internal/chainref (which models/fisher matches bit for bit), one chain at a time in float64.
 
 func init() {

@@ -11,7 +11,7 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Conformance of the Cholesky-factor natural-gradient kernels (paper 003 Lemma 1 / Theorem 2, notes §3.6):
+// Conformance of the Cholesky-factor natural-gradient kernels (paper 003 Lemma 1 / Theorem 2):
 // CholNGTri dst = α·Λ·dbar(lower(x yᵀ)) and LowerOuter dst = α·lower(x yᵀ), against dense float64 references.
 
 func init() {
@@ -79,7 +79,7 @@ func testCholNG(t *testing.T, b backend.Backend) {
 				ls[i] = normalDense(r, c.d, c.d, 1) // full: the kernels must not read the strict upper triangle
 				for k := 0; k < c.d; k++ {
 					if r.Float64() < 0.3 {
-						ls[i].Set(k, k, -ls[i].At(k, k)) // mixed-sign diagonal (notes §3.3: sign irrelevant)
+						ls[i].Set(k, k, -ls[i].At(k, k)) // mixed-sign diagonal (Lemma 1 needs only an invertible Λ)
 					}
 				}
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 // Conformance of the batched block operations of the sparse Cholesky-factor families (backend/cholng_blocks.go;
-// paper 003 Algs 1c/2c, notes §4.3): BlockLower, BlockUpper, BlockCoupledTri, BlockTriNorm2, BlockLogAbsDiag against
+// paper 003 Algs 1c/2c): BlockLower, BlockUpper, BlockCoupledTri, BlockTriNorm2, BlockLogAbsDiag against
 // plain float64 loops (triangular solves by gonum's TriDense), and every registered kernel against the same loops
 // and against the operation's reference. Cases cover batch-1 broadcast of each operand, broadcast views (batch
 // stride 0), strided views (row and batch strides larger than packed), dst aliasing x where allowed, batches that
@@ -49,8 +49,8 @@ type blkHost struct {
 	l, m, x, y, c, s0 *tensor.Tensor
 }
 
-// blkLowerHost returns lower-triangular blocks with diagonal magnitudes in [0.5, 1.5] of mixed sign (notes §3.3:
-// the sign is irrelevant), off-diagonal entries 0.3·N(0, 1) and NaN above the diagonal (which must not be read).
+// blkLowerHost returns lower-triangular blocks with diagonal magnitudes in [0.5, 1.5] of mixed sign (Lemma 1
+// needs only an invertible Λ), off-diagonal entries 0.3·N(0, 1) and NaN above the diagonal (which must not be read).
 func blkLowerHost(r *rand.Rand, n, d int) *tensor.Tensor {
 	h := tensor.NewHost(n, d, d)
 	for i := 0; i < n; i++ {

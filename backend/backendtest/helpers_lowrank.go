@@ -177,7 +177,7 @@ func lrDenseEMPaper(t testing.TB, s, w *mat.Dense, psi []float64) (*mat.Dense, [
 	return &wn, psin
 }
 
-// lrDenseEMSPD is the same iteration in the SPD form of notes §2.4: G = V (M+B)⁻¹, W_new = G M,
+// lrDenseEMSPD is the same iteration in the SPD form (A = M⁻¹(M + B)): G = V (M+B)⁻¹, W_new = G M,
 // ψ_new = diag S − rowdot(G, V).
 func lrDenseEMSPD(t testing.TB, s, w *mat.Dense, psi []float64) (*mat.Dense, []float64) {
 	d, p := w.Dims()

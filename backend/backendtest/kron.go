@@ -12,7 +12,7 @@ import (
 )
 
 // Conformance of the damped K-FAC solve vec(X) = ((A + γI) ⊗ (B + γI))⁻¹ vec(G), column-major vec (paper 000
-// eqs. (5.7)–(5.8); notes 2.2.3 and acceptance test A5).
+// eqs. (5.7)–(5.8), with damping γ for rank-deficient factors).
 
 func init() {
 	register("kron", testKron)
@@ -120,8 +120,8 @@ func testKron(t *testing.T, b backend.Backend) {
 	}
 
 	t.Run("singular-damped", func(t *testing.T) {
-		// Rank-deficient Fisher factors (S < d samples, notes 2.2.3): the damped solve succeeds and matches the
-		// dense reference; undamped, it is an error naming the factor.
+		// Rank-deficient Fisher factors (S < d samples give factors of rank ≤ S): the damped solve succeeds and matches
+		// the dense reference; undamped, it is an error naming the factor.
 		r := geoRNG(40)
 		const m, n = 5, 6
 		za, zb := normalDense(r, n, 2, 1), normalDense(r, m, 3, 1)

@@ -13,9 +13,10 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Conformance of the low-rank-plus-diagonal algebra (backend/lowrank.go, paper 002, notes §2.3–2.8, acceptance
-// tests T1–T9 and T14 of notes §6). Every check runs for the reference implementation and for every kernel the
-// backend registers, against independent dense float64 references built here with gonum mat at small d.
+// Conformance of the low-rank-plus-diagonal algebra (backend/lowrank.go, paper 002: Woodbury,
+// log-det and trace, Prop. 1, Algorithm 1 against the fixed point (20)–(21), memory). Every check runs for the
+// reference implementation and for every kernel the backend registers, against independent dense float64 references
+// built here with gonum mat at small d.
 
 func init() {
 	register("lowrank", testLowRank)
@@ -185,7 +186,8 @@ func lrAbs(a mat.Matrix) *mat.Dense {
 	return m
 }
 
-// T3: Prop. 1 (corrected, notes §2.14) — the dense covariance identity, the exact stream of draws, and Monte Carlo.
+// T3: Prop. 1 (corrected: x + L(ε − Wᵀx), not the printed L(ε − LWᵀx)) — the dense covariance identity, the exact
+// stream of draws, and Monte Carlo.
 func lrTestSample(t *testing.T, b backend.Backend) {
 	for si, sz := range lrSizes {
 		d, p := sz.d, sz.p

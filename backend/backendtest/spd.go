@@ -14,7 +14,7 @@ import (
 )
 
 // Conformance of the SPD retraction R_Σ(ξ) = Σ + ξ + ½ξΣ⁻¹ξ and the transport Γ_{S₁→S₂}(ξ) = EξEᵀ,
-// E = (S₂S₁⁻¹)^{1/2} (paper 000 section 5.1; notes 2.1.3, 5.2 and acceptance tests A3, A4).
+// E = (S₂S₁⁻¹)^{1/2} (paper 000 section 5.1).
 
 func init() {
 	register("spd", testSPD)
@@ -199,10 +199,10 @@ func testSPD(t *testing.T, b backend.Backend) {
 		})
 	}
 
-	// R_Σ(ξ) ⪰ ½Σ for every symmetric ξ (notes 5.2 item 7, A3): Cholesky of the output succeeds and
-	// λ_min(L⁻¹RL⁻ᵀ) ≥ 0.5 − tol, with ‖ξ‖ from 1e-4 to 1e4 ‖Σ‖, random ξ and the extreme ξ = −Σ (R = ½Σ exactly),
-	// for cond(Σ) up to 1e6 with tol = 1e-10 (notes A3). For cond(Σ) = 1e8 the whitening L⁻¹RL⁻ᵀ in the test
-	// itself loses about cond·ε ≈ 1e-8, so there tol = 1e-6.
+	// R_Σ(ξ) ⪰ ½Σ for every symmetric ξ (1 + x + x²/2 ≥ ½ on the eigenvalues of Σ^{-1/2}ξΣ^{-1/2}): Cholesky of the
+	// output succeeds and λ_min(L⁻¹RL⁻ᵀ) ≥ 0.5 − tol, with ‖ξ‖ from 1e-4 to 1e4 ‖Σ‖, random ξ and the extreme
+	// ξ = −Σ (R = ½Σ exactly), for cond(Σ) up to 1e6 with tol = 1e-10. For cond(Σ) = 1e8 the whitening L⁻¹RL⁻ᵀ in the
+	// test itself loses about cond·ε ≈ 1e-8, so there tol = 1e-6.
 	for _, cond := range []float64{1, 1e3, 1e6, 1e8} {
 		t.Run(fmt.Sprintf("retract/half-sigma/cond=%g", cond), func(t *testing.T) {
 			tol := 1e-10
@@ -263,7 +263,7 @@ func testSPD(t *testing.T, b backend.Backend) {
 	})
 
 	t.Run("retract/second-order", func(t *testing.T) {
-		// ‖R_Σ(tξ) − Exp_Σ(tξ)‖ = O(t³): ratio ∈ [7.5, 8.5] when t halves (notes 5.2 item 8, A3), with
+		// ‖R_Σ(tξ) − Exp_Σ(tξ)‖ = O(t³): ratio ∈ [7.5, 8.5] when t halves (R_Σ is second-order accurate), with
 		// Exp_Σ(ξ) = Σ^{1/2} expm(Σ^{-1/2} ξ Σ^{-1/2}) Σ^{1/2} computed here by eigen-decompositions.
 		r := geoRNG(8)
 		sig, xi := geoSPD(r, 5, 10, 1), geoSym(r, 5, 1)

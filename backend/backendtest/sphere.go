@@ -12,8 +12,8 @@ import (
 )
 
 // Conformance of the sphere hot operations (backend/sphere.go) against plain float64 code, for the public entry
-// points, the references and every kernel the backend registers: notes paper-001 §9 tests 1–3 and the long-run
-// invariant ‖x‖ = 1, xᵀv = 0 (notes P3).
+// points, the references and every kernel the backend registers: the invariants of the flow (7) of paper
+// 001, its group property and period, the projection Λ(x), and the long-run invariant ‖x‖ = 1, xᵀv = 0.
 
 func init() {
 	register("sphere", testSphere)
@@ -173,7 +173,7 @@ func (m *sphMaxErr) String() string {
 
 // --- flow -------------------------------------------------------------------------------------------------------
 
-// sphTestFlowInvariants is notes §9 test 1: one flow keeps ‖x‖ = 1, xᵀv = 0, ‖v‖, stays in span{x, v}, matches
+// sphTestFlowInvariants: one flow (7) keeps ‖x‖ = 1, xᵀv = 0, ‖v‖, stays in span{x, v}, matches
 // the float64 rotation, and leaves a zero-velocity state bit-identical.
 func sphTestFlowInvariants(t *testing.T, b backend.Backend) {
 	c := rng.Counter{Seed: 1, Stream: 100}
@@ -204,7 +204,7 @@ func sphTestFlowInvariants(t *testing.T, b backend.Backend) {
 						xa, va := sphRow(x0, r), sphRow(v0, r)
 						xb, vb := sphRow(x1, r), sphRow(v1, r)
 						a := sphNormH(va)
-						// stated tolerances (notes §9 test 1)
+						// tolerances: 2e-14 for the norms and tangency, 1e-13 for the span residual
 						eNorm := math.Abs(sphNormH(xb) - 1)
 						eTan := math.Abs(sphDotH(xb, vb)) / max(1, a)
 						eSpeed := math.Abs(sphNormH(vb)-a) / a
@@ -272,7 +272,7 @@ func sphMaxDiff(xa, va, xb, vb *tensor.Tensor, scale float64) float64 {
 	return d
 }
 
-// sphTestFlowGroup is notes §9 test 2: Flow(h₁)∘Flow(h₂) = Flow(h₁+h₂) and Flow(−h)∘Flow(h) = id.
+// sphTestFlowGroup: Flow(h₁)∘Flow(h₂) = Flow(h₁+h₂) and Flow(−h)∘Flow(h) = id.
 func sphTestFlowGroup(t *testing.T, b backend.Backend) {
 	c := rng.Counter{Seed: 2, Stream: 100}
 	for _, n := range []int{3, 100} {
@@ -288,7 +288,7 @@ func sphTestFlowGroup(t *testing.T, b backend.Backend) {
 					xa, va := sphFlowOnce(t, b, impl.fn, x0, v0, h1, h2)
 					xb, vb := sphFlowOnce(t, b, impl.fn, x0, v0, h1+h2)
 					xc, vc := sphFlowOnce(t, b, impl.fn, x0, v0, h1, -h1)
-					// 1e-12 (notes §9 test 2) for angles of order one; the phase error grows like ulp·α(|h₁|+|h₂|)
+					// 1e-12 for angles of order one; the phase error grows like ulp·α(|h₁|+|h₂|)
 					tol := 1e-12 * max(1, (math.Abs(th[0])+math.Abs(th[1]))/4)
 					eComp := sphMaxDiff(xa, va, xb, vb, speed)
 					eInv := sphMaxDiff(xc, vc, x0, v0, speed)
@@ -305,7 +305,7 @@ func sphTestFlowGroup(t *testing.T, b backend.Backend) {
 	}
 }
 
-// sphTestFlowPeriod: Flow(2π/‖v‖) returns the state to itself within 1e-12 (notes §9 test 2).
+// sphTestFlowPeriod: Flow(2π/‖v‖) returns the state to itself within 1e-12.
 func sphTestFlowPeriod(t *testing.T, b backend.Backend) {
 	c := rng.Counter{Seed: 3, Stream: 100}
 	for _, n := range []int{2, 3, 100, 5000} {
@@ -331,7 +331,7 @@ func sphTestFlowPeriod(t *testing.T, b backend.Backend) {
 	}
 }
 
-// sphTestFlowBatches runs many points at once, each row with its own speed (notes P2: one α per sphere).
+// sphTestFlowBatches runs many points at once, each row with its own speed (one α = ‖v_k‖ per sphere).
 func sphTestFlowBatches(t *testing.T, b backend.Backend) {
 	c := rng.Counter{Seed: 4, Stream: 100}
 	for _, s := range []tensor.Shape{{Batch: 1, Rows: 10000, Cols: 3}, {Batch: 100, Rows: 50, Cols: 20}} {
@@ -374,8 +374,8 @@ func sphTestFlowBatches(t *testing.T, b backend.Backend) {
 }
 
 // sphTestFlowLongRun is the long-run invariant: ‖x‖ = 1 and xᵀv = 0 after 1e6 flow steps of random length on a
-// few points, with the backend's best implementation. With SphereNormalize every 100 steps (notes P3) the
-// deviation stays at rounding level; without it the drift is reported and must stay ≤ 1e-11 (notes §9 test 2).
+// few points, with the backend's best implementation. With SphereNormalize every 100 steps the
+// deviation stays at rounding level; without it the drift is reported and must stay ≤ 1e-11.
 func sphTestFlowLongRun(t *testing.T, b backend.Backend) {
 	const k, n = 4, 3
 	s := tensor.Shape{Batch: 1, Rows: k, Cols: n}
@@ -439,7 +439,7 @@ func sphTestFlowLongRun(t *testing.T, b backend.Backend) {
 
 // --- projection and normalisation ---------------------------------------------------------------------------------
 
-// sphTestProject is notes §9 test 3: Λ(x)Λ(x)w = Λ(x)w and xᵀΛ(x)w = 0 per row, against the float64 projection,
+// sphTestProject: Λ(x)Λ(x)w = Λ(x)w and xᵀΛ(x)w = 0 per row, against the float64 projection,
 // with dst separate from w and aliasing it.
 func sphTestProject(t *testing.T, b backend.Backend) {
 	c := rng.Counter{Seed: 6, Stream: 100}
@@ -496,7 +496,7 @@ func sphTestProject(t *testing.T, b backend.Backend) {
 				me.add("idempotent", eIdem)
 				me.add("vsref", eRef)
 				me.add("alias", eAlias)
-				// 1e-15·‖w‖ (notes §9 test 3) for xᵀΛw; the elementwise checks allow a few ulps of ‖w‖
+				// 1e-15·‖w‖ for xᵀΛw; the elementwise checks allow a few ulps of ‖w‖
 				if eTan > 1e-15 || eIdem > 1e-15 || eRef > 1e-15 || eAlias > 1e-15 {
 					t.Errorf("%s n=%d row %d: |xᵀΛw|/‖w‖=%.2e idempotence %.2e vs float64 %.2e alias %.2e (tol 1e-15)",
 						impl.name, n, r, eTan, eIdem, eRef, eAlias)

@@ -14,7 +14,7 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Conformance of the Stiefel QR retraction qf(X + tV) (paper 000 eq. (3.9); notes 5.1 and acceptance test A1).
+// Conformance of the Stiefel QR retraction qf(X + tV) (paper 000 eq. (3.9)) with diag(R) > 0.
 
 func init() {
 	register("stiefel", testStiefel)
@@ -118,7 +118,7 @@ func testStiefel(t *testing.T, b backend.Backend) {
 	}
 	// Tolerances: max |Q − Q_ref| ≤ 1e-12 for these well-conditioned A (κ(A) < 10; both sides are backward stable,
 	// so the difference is about κ·ε·√n); every kernel the backend registers for the shape agrees with the
-	// reference op to the same 1e-12. Orthogonality ‖QᵀQ − I‖_max ≤ 1e-12 and diag(R) > 0 (notes A1).
+	// reference op to the same 1e-12. Orthogonality ‖QᵀQ − I‖_max ≤ 1e-12 and diag(R) > 0.
 	const tolRef, tolOrth = 1e-12, 1e-12
 	for _, c := range cases {
 		t.Run("match/"+c.String(), func(t *testing.T) {
@@ -156,7 +156,7 @@ func testStiefel(t *testing.T, b backend.Backend) {
 		})
 	}
 
-	// qf(W) = W for orthonormal W, to 1e-13·√(np) in the Frobenius norm (notes A1), both with v = nil and t = 0.
+	// qf(W) = W for orthonormal W, to 1e-13·√(np) in the Frobenius norm, both with v = nil and t = 0.
 	for _, c := range []stiefelCase{{1, 1, 1, 0, 11}, {5, 7, 7, 0, 12}, {10000, 6, 3, 0, 13}, {2, 100, 10, 0, 14}, {1, 200000, 4, 0, 15}} {
 		t.Run("identity/"+c.String(), func(t *testing.T) {
 			w, v, _ := c.data()
@@ -197,7 +197,7 @@ func testStiefel(t *testing.T, b backend.Backend) {
 			}
 		})
 	}
-	// The identity test above must catch a missing sign fix: a raw Householder Q differs from W (notes A1).
+	// The identity test above must catch a missing sign fix: a raw Householder Q differs from W.
 	t.Run("identity/detects-missing-sign-fix", func(t *testing.T) {
 		w := geoOrtho(geoRNG(16), 7, 7)
 		var qr mat.QR
@@ -211,7 +211,7 @@ func testStiefel(t *testing.T, b backend.Backend) {
 		}
 	})
 
-	// First order: e(t) = ‖qf(W + tZ) − (W + tZ)‖_F = O(t²) for tangent Z, so e(t)/e(t/2) ∈ [3.8, 4.2] (notes A1).
+	// First order: e(t) = ‖qf(W + tZ) − (W + tZ)‖_F = O(t²) for tangent Z, so e(t)/e(t/2) ∈ [3.8, 4.2].
 	for _, c := range []stiefelCase{{4, 20, 5, 0, 17}, {2, 7, 7, 0, 18}, {1, 20000, 3, 0, 19}} {
 		t.Run("first-order/"+c.String(), func(t *testing.T) {
 			w, g, _ := c.data()

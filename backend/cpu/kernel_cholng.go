@@ -6,7 +6,8 @@ import (
 )
 
 // O(d²) kernels for the Cholesky-factor natural gradient of paper 003 (backend/cholng.go): the Lemma 1 product as a
-// reverse cumulative sum along each row (notes §3.6) and the masked outer product, parallel over the batch.
+// reverse cumulative sum along each row (an O(d²) form of Lemma 1, not in the paper) and the masked outer product,
+// parallel over the batch.
 
 func init() {
 	backend.CholNGTriOp.Register(backend.Kernel[backend.CholNGTriFunc]{

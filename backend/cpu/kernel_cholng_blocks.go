@@ -9,7 +9,7 @@ import (
 )
 
 // One-pass kernels for the batched block operations of the sparse Cholesky-factor families (backend/cholng_blocks.go;
-// paper 003 Algs 1c and 2c, notes §4.3, §6.1). The blocks are tiny (r = 1 … 4 for GLMMs) and there are up to 1e6 of
+// paper 003 Algs 1c and 2c). The blocks are tiny (r = 1 … 4 for GLMMs) and there are up to 1e6 of
 // them, so the references — a chain of batched primitives with one library call per block and per primitive, plus
 // scratch tensors — spend their time on per-block overhead. These loops visit each block once, read its operands
 // straight from the strided storage, and reduce over the batch with per-chunk partial sums added in chunk order: the

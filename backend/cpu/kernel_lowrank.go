@@ -28,7 +28,7 @@ import (
 //   - capacitance: 1 pass (SYRK of Ψ^{-1/2}W).
 //   - solve, sample: 2 passes (Wᵀ(·) needs all rows before W(·) can start).
 //   - EM step, first inner iteration: 2 passes, 2.5·dp² + 2·dp·K_c multiply-adds, no d×p temporary: the algebra
-//     of notes §2.4 rewritten so that V, G and C are never stored (see lrEMStep).
+//     of Algorithm 1 rewritten so that V, G and C are never stored (see lrEMStep).
 
 func init() {
 	applies := func(be backend.Backend, s tensor.Shape) bool { return isCPU(be, s) && s.Batch == 1 }
@@ -322,7 +322,7 @@ func lrCapacitance(be backend.Backend, l, w, psi *tensor.Tensor) error {
 	return b.Potrf(l)
 }
 
-// lrSolve: pass 1 U = Σ W_blkᵀ (g_blk ⊘ ψ); V = M⁻¹ U; pass 2 dst_blk = (g_blk − W_blk V) ⊘ ψ (notes §5.7).
+// lrSolve: pass 1 U = Σ W_blkᵀ (g_blk ⊘ ψ); V = M⁻¹ U; pass 2 dst_blk = (g_blk − W_blk V) ⊘ ψ (Woodbury).
 // dst may be g: pass 2 reads g_ij just before writing dst_ij.
 func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 	const op = "lowrank.solve"
@@ -392,7 +392,7 @@ func lrSolve(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 	return nil
 }
 
-// lrSample: Prop. 1 corrected (notes §2.8). Pass 1 draws z row by row (draw c.Offset + i·K + j), x = z/√ψ into dst,
+// lrSample: Prop. 1 corrected. Pass 1 draws z row by row (draw c.Offset + i·K + j), x = z/√ψ into dst,
 // U = Σ W_blkᵀ x_blk; then Q = M⁻¹(ε − U) with ε the next pK draws; pass 2 dst_blk += (W_blk Q) ⊘ ψ + μ.
 func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Counter) error {
 	const op = "lowrank.sample"
@@ -468,7 +468,7 @@ func lrSample(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, cnt rng.Cou
 	return nil
 }
 
-// lrEMStep is one inner iteration of Algorithm 1 (notes §2.4), SPD form, rewritten so that no d×p temporary is
+// lrEMStep is one inner iteration of Algorithm 1, SPD form, rewritten so that no d×p temporary is
 // stored. With C = Ψ⁻¹W, Y = XᵀC (K_c×p), Z = W₀ᵀC, E = CᵀΨ₀C and R Rᵀ = M + B:
 //
 //	V = β X Y + α (W₀ Z + Ψ₀ C),  B = Cᵀ V = β YᵀY + α (ZᵀZ + E)      [first iteration: Z = E = M − I]
@@ -506,7 +506,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	alpha, beta := a.Alpha, a.Beta
 	nb := b.lrGemmBlock(d, max(p, kc))
 
-	// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t (notes §2.4).
+	// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t.
 	sdiag := func(i int) float64 {
 		w0r := W0.Data[i*W0.Stride : i*W0.Stride+p]
 		s := alpha * (vec.Dot(w0r, w0r) + ps0[i*p0inc])

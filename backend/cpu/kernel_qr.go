@@ -11,7 +11,7 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Kernels for the Stiefel QR retraction qf(X + tV) (paper 000 eq. (3.9), notes 5.1):
+// Kernels for the Stiefel QR retraction qf(X + tV) (paper 000 eq. (3.9)):
 //   - cpu.qr_retract.small: many small matrices, one per worker at a time, in a column-major scratch that lives in
 //     L1/L2 cache; X + tV is formed while loading. Each matrix goes through classical Gram–Schmidt with one
 //     reorthogonalisation (dot products and axpys on AVX2/FMA where available), and through an unblocked
@@ -242,7 +242,7 @@ func qrHouse(w *qrSmallWork, n, k int) {
 		tail[i] *= sc
 	}
 	col[k] = beta
-	// qf takes Q·diag(sign(R_kk)) so that diag(R) > 0 (paper 000 eq. (3.9), notes 5.1).
+	// qf takes Q·diag(sign(R_kk)) so that diag(R) > 0 (paper 000 eq. (3.9)).
 	w.sign[k] = 1
 	if beta < 0 {
 		w.sign[k] = -1

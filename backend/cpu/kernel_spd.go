@@ -13,7 +13,7 @@ import (
 )
 
 // Fused kernels for the SPD retraction sym(Σ + ξ + ½ξΣ⁻¹ξ) and the transport EξEᵀ, E = (S₂S₁⁻¹)^{1/2} (paper 000
-// section 5.1, notes 2.1.3 and 5.2; the references are in backend/spd.go). Each batch item goes through the whole
+// section 5.1; the references are in backend/spd.go). Each batch item goes through the whole
 // formula on one worker, in that worker's scratch, with no allocation per item; small orders use plain loops over
 // contiguous rows, larger ones BLAS calls (internal/gemm in the pure-Go build) on the same scratch.
 //

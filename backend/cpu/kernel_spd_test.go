@@ -213,7 +213,7 @@ func TestSPDKernelsMatchReference(t *testing.T) {
 	})
 }
 
-// Accuracy against the truth where it is known: the transport of S₁ along its own geodesic is S₂ (notes A4). The
+// Accuracy against the truth where it is known: the transport of S₁ along its own geodesic is S₂. The
 // kernel's error is held to that of the reference (it takes another, equally stable route: E formed explicitly),
 // for condition numbers up to 1e8: at each condition number, to 3× the reference's largest error over the sizes.
 // The reference's error at one size is one draw from a spread of about 3× (at κ = 1e3: 2.7e-14 to 1.0e-13 over the

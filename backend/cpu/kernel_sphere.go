@@ -57,7 +57,7 @@ func sphereFlowFused(be backend.Backend, x, v *tensor.Tensor, h float64) error {
 		xr, vr := row(x, bb, i), row(v, bb, i)
 		ss := vec.Dot(vr, vr)
 		if ss == 0 {
-			return // bit-identical no-op (notes P2)
+			return // bit-identical no-op for ‖v‖ = 0
 		}
 		alpha := math.Sqrt(ss)
 		s, c := math.Sincos(alpha * h)
@@ -95,7 +95,7 @@ func sphereProjectFused(be backend.Backend, dst, x, w *tensor.Tensor) error {
 	return nil
 }
 
-// sphereNormalizeFused rescales each row of x to unit norm and re-projects the matching row of v (notes P3).
+// sphereNormalizeFused rescales each row of x to unit norm and re-projects the matching row of v (drift control).
 func sphereNormalizeFused(be backend.Backend, x, v *tensor.Tensor) error {
 	if err := backend.CheckSphereNormalize(x, v); err != nil {
 		return err

@@ -149,7 +149,7 @@ func qrOne(q, r blas64.General, w *qrWork) {
 		}
 	}
 	lapackOrgqr(q, w.tau, w.work, len(w.work))
-	// qf: Q·diag(sign) has R with a positive diagonal (paper 000, notes §5.1).
+	// qf: Q·diag(sign) has R with a positive diagonal (paper 000 eq. (3.9)).
 	for i := 0; i < n; i++ {
 		qi := q.Data[i*q.Stride : i*q.Stride+p]
 		for j, s := range sign {

@@ -7,7 +7,7 @@ import (
 )
 
 // Kernels for the batched block operations of the sparse Cholesky-factor families (backend/cholng_blocks.go; paper
-// 003 Algs 1c and 2c, notes §4.3, §6.1) and the small-block forms of CholNGTri and LowerOuter (backend/cholng.go),
+// 003 Algs 1c and 2c) and the small-block forms of CholNGTri and LowerOuter (backend/cholng.go),
 // in kernels/cholng.cu: each operation is one launch, one thread per block (per row of a block for the row scans),
 // in place of the references' chains of copies, batched TRMM/TRSM/GEMM, element-wise maps and reductions over
 // scratch tensors. The sums over the batch (the coupling sum of BlockLower, BlockTriNorm2, BlockLogAbsDiag) finish

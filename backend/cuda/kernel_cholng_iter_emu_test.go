@@ -176,7 +176,7 @@ func arrowGradient(t *testing.T, b backend.Backend, sizes []int, log *emuLogGPU)
 // (cholng.Arrow.Gradient: the draw θ = μ + T⁻ᵀz with log q, the model on the host, v = T⁻¹g with its coupling sum, the
 // μ/T_i/T_Gi/T_G parts and the Riemannian norm) on the emulated device, with one bucket of groups and with two
 // (groups of two sizes). Everything queued is counted: kernel launches, memsets, copies and cuBLAS calls. What one
-// more bucket adds is the block work of a bucket; notes J.29 asks for at most 4 launches, and it is exactly
+// more bucket adds is the block work of a bucket; the target is at most 4 launches, and it is exactly
 // cholng_draw, cholng_lower and cholng_natgrad (3 launches) and the 4-byte memsets that zero their ticket counters
 // (3). The gradient is also compared with the CPU backend's.
 func TestEmuCholNGIterationLaunches(t *testing.T) {

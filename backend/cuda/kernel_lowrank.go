@@ -13,12 +13,12 @@ import (
 // cuBLAS, the diagonal scalings, the random draws and the ψ update fused into element-wise kernels
 // (kernels/lowrank.cu, kernels/philox.cu) placed around them, so that W (d×p, d up to 1e6) is read the fewest times
 // the algebra allows:
-//   - solve (Woodbury, notes §5.7): W read twice (Wᵀ(g ⊘ ψ) must be complete before W v can start).
-//   - sample (Prop. 1 of paper 002 in its corrected form, notes §2.8): W read twice; the draws z are written once,
+//   - solve (Woodbury): W read twice (Wᵀ(g ⊘ ψ) must be complete before W v can start).
+//   - sample (Prop. 1 of paper 002 in its corrected form): W read twice; the draws z are written once,
 //     already scaled by Ψ^{-1/2}, by the random fill itself.
-//   - capacitance chol(I + WᵀΨ⁻¹W) (notes §1): W read once, a row chunk at a time scaled into an L2-sized buffer
+//   - capacitance chol(I + WᵀΨ⁻¹W): W read once, a row chunk at a time scaled into an L2-sized buffer
 //     that a SYRK adds to M, then cuSOLVER's Cholesky; no d×p temporary, no allocation, one status word back.
-//   - EM step, first inner iteration (Algorithm 1, notes §2.4): W read once, the scaled copy A = Ψ^{-1/2}[W | X]
+//   - EM step, first inner iteration (Algorithm 1): W read once, the scaled copy A = Ψ^{-1/2}[W | X]
 //     written once and read twice, W_new written once; no d×p temporary beyond A.
 // The second sweep of each op goes over row chunks of lrChunkBytes, so that the d×k (or d×p) product of a chunk
 // is written by cuBLAS and read back by the epilogue while it is still in the GPU's L2 cache. Later inner EM
@@ -71,7 +71,7 @@ func lrBLAS(vs ...hotView) bool {
 	return true
 }
 
-// lrSolveCUDA is the Woodbury solve dst = (W Wᵀ + Ψ)⁻¹ g (notes §5.7); LowRank.Solve has checked the shapes.
+// lrSolveCUDA is the Woodbury solve dst = (W Wᵀ + Ψ)⁻¹ g; LowRank.Solve has checked the shapes.
 func lrSolveCUDA(be backend.Backend, dst, w, psi, l, g *tensor.Tensor) error {
 	const op = "lowrank.solve"
 	b := be.(*Backend)
@@ -132,8 +132,8 @@ func lrSolveRun(d hotDev, dst, w, psi, l, g hotView) error {
 	return nil
 }
 
-// lrSampleCUDA writes K draws of N(μ, (W Wᵀ + Ψ)⁻¹) into the columns of dst (paper 002 Prop. 1 corrected, notes
-// §2.8, numbered as backend.SampleFunc says); LowRank.Sample has checked the shapes.
+// lrSampleCUDA writes K draws of N(μ, (W Wᵀ + Ψ)⁻¹) into the columns of dst (paper 002 Prop. 1 corrected,
+// numbered as backend.SampleFunc says); LowRank.Sample has checked the shapes.
 func lrSampleCUDA(be backend.Backend, dst, w, psi, l, mu *tensor.Tensor, c rng.Counter) error {
 	const op = "lowrank.sample"
 	b := be.(*Backend)
@@ -194,7 +194,7 @@ func lrSampleRun(d hotDev, dst, w, psi, l, mu hotView, c rng.Counter) error {
 	return nil
 }
 
-// lrEMStepCUDA is the first inner iteration of Algorithm 1 (notes §2.4) in the form of lrEMRun; later iterations
+// lrEMStepCUDA is the first inner iteration of Algorithm 1 in the form of lrEMRun; later iterations
 // (W₀ given) and a wide X (K_c > p, whose scaled copy would outgrow W's) run the reference.
 func lrEMStepCUDA(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	const op = "lowrank.em_step"
@@ -228,7 +228,7 @@ func lrEMStepCUDA(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	return clamped, nil
 }
 
-// lrEMRun is the first inner iteration of Algorithm 1 (notes §2.4), SPD (M+B) form, written as in backend/cpu
+// lrEMRun is the first inner iteration of Algorithm 1, SPD (M+B) form, written as in backend/cpu
 // lrEMStep: with C = Ψ⁻¹W, Y = XᵀC, M = I + WᵀC, B = β YᵀY + α(M − I)M, R Rᵀ = M + B,
 //
 //	H = X (β Y R⁻ᵀ) + W (α M R⁻ᵀ),  ψ_new = s − ‖h_i‖²  ((21)),  W_new = H (R⁻¹ M)  ((20)),
@@ -295,7 +295,7 @@ func lrEMRun(d hotDev, w, psi, x hotView, kc int, alpha, beta, floor float64) (c
 		g, na, mi, mb, p, alpha); err != nil {
 		return 0, false, err
 	}
-	// B = α(M − I)(M − I) + α(M − I) = α(M − I)M (first-iteration shortcut, notes §2.4), + β YᵀY.
+	// B = α(M − I)(M − I) + α(M − I) = α(M − I)M (first-iteration shortcut), + β YᵀY.
 	if err := d.Dgemm(cu.OpN, cu.OpN, p, p, p, alpha, mi, p, mi, p, 1, mb, p); err != nil {
 		return 0, false, err
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/geovb/geovb/tensor"
 )
 
-// Kernels for the Stiefel QR retraction qf(X + tV) with diag(R) > 0 (paper 000 eq. (3.9), notes 5.1), the same
+// Kernels for the Stiefel QR retraction qf(X + tV) with diag(R) > 0 (paper 000 eq. (3.9)), the same
 // two as backend/cpu/kernel_qr.go decides between:
 //   - cuda.qr_retract.small: every matrix of the batch in one launch (kernels/qr.cu qr_small_warp / qr_small_block),
 //     one warp or one block per matrix, the matrix in shared memory, CGS2 in float64 with the Householder fallback

@@ -1,8 +1,8 @@
 // Command lrvga-fig1 reproduces Fig. 1 of paper 002: recursive factor analysis of a large covariance matrix (the
 // recursive EM in covariance mode, α_t = (t−1)/t, β_t = 1/t) against the online EM of App. E and the batch EM
-// (notes §4.2). Inputs: the synthetic recipe (unit-norm draws of N(0, Diag(ψ) + WWᵀ)), a LIBSVM file (-libsvm, e.g.
-// the breast-cancer set), the Madelon dense table (-madelon), or a CSV (-data: the inputs; y is ignored). LIBSVM and
-// Madelon inputs are divided by their mean row norm. It prints JSON lines {"t", "method", "kl"} with
+// (Sec. 5.1, App. C). Inputs: the synthetic recipe (unit-norm draws of N(0, Diag(ψ) + WWᵀ)), a LIBSVM file (-libsvm,
+// e.g. the breast-cancer set), the Madelon dense table (-madelon), or a CSV (-data: the inputs; y is ignored). LIBSVM
+// and Madelon inputs are divided by their mean row norm. It prints JSON lines {"t", "method", "kl"} with
 // KL(N(0,S) ‖ N(0, WWᵀ+Ψ)) for S = XᵀX/N (the constant log det S is included when N ≥ d and d ≤ 2000).
 //
 //	go run ./examples/lrvga-fig1 -d 100 -n 10000 -p 10 -inner 3
@@ -122,7 +122,7 @@ func main() {
 	}
 }
 
-// normalise divides the rows by their mean norm (the LibSVM preprocessing of notes §4.2).
+// normalise divides the rows by their mean norm (the LibSVM preprocessing of the authors' code, Sec. 5.1).
 func normalise(x []float64, n, d int) {
 	s := 0.0
 	for i := 0; i < n; i++ {

@@ -1,6 +1,6 @@
 // Command lrvga-fig2 reproduces Fig. 2 of paper 002: Bayesian linear regression with L-RVGA against the exact
-// Kalman filter (notes §4.4). It prints JSON lines {"t", "method", "p", "inner", "kl"} with KL(q_t ‖ posterior of
-// all N observations) at log-spaced t, computed without d×d matrices (notes §4.1, M2).
+// Kalman filter (Sec. 5.2). It prints JSON lines {"t", "method", "p", "inner", "kl"} with KL(q_t ‖ posterior of
+// all N observations) at log-spaced t, computed without d×d matrices (in O(N²d + Ndp) through Woodbury and N×N solves).
 //
 //	go run ./examples/lrvga-fig2 -d 100 -n 1000 -p 10 -inner 3
 package main

@@ -1,9 +1,9 @@
 // Command lrvga-fig3 reproduces Fig. 3 of paper 002: Bayesian logistic regression with the implicit L-RVGA
-// (probit closed form, notes §2.6, §4.5) on the two-class Gaussian mixture of the authors' code, optionally against
-// the dense implicit R-VGA. It prints JSON lines {"t", "method", "p", "kl"} with the unnormalised KL̃ (notes §4.1,
-// M3; n_KL draws with common random numbers) at log-spaced t, and at the end the KL̃ of the batch Laplace
-// approximation, the figure's dashed line (-laplace; dense, d×d). -data reads labels y ∈ {0, 1} and inputs from a
-// CSV.
+// (probit closed form, Sec. 5.3, (52)–(54)) on the two-class Gaussian mixture of the authors' code, optionally against
+// the dense implicit R-VGA. It prints JSON lines {"t", "method", "p", "kl"} with the unnormalised KL̃
+// (E_q[−log p̃] − H(q); n_KL draws with common random numbers) at log-spaced t, and at the end the KL̃ of the batch
+// Laplace approximation, the figure's dashed line (-laplace; dense, d×d). -data reads labels y ∈ {0, 1} and inputs from
+// a CSV.
 //
 //	go run ./examples/lrvga-fig3 -d 200 -n 1000 -p 10
 package main

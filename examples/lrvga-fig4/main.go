@@ -1,9 +1,9 @@
-// Command lrvga-fig4 runs the general nonlinear L-RVGA of paper 002 (Sec. 4.2, Fig. 4; notes §2.7, §4.7) on
+// Command lrvga-fig4 runs the general nonlinear L-RVGA of paper 002 (Sec. 4.2 and 5.4, Fig. 4) on
 // logistic regression through the Model interface: K ensemble draws per expectation (Prop. 1), GGN factor, and the
 // explicit, implicit, extragrad (partial mirror prox, default) or full mirror-prox scheme, or the figure's analytic
 // baseline, the partial mirror prox with the probit closed-form expectations (-scheme logistic-extragrad). It prints
-// JSON lines {"t", "scheme", "k", "kl"} with KL̃ (notes §4.1, M3) at log-spaced t, and at the end the KL̃ of the batch
-// Laplace approximation (-laplace; dense, d×d).
+// JSON lines {"t", "scheme", "k", "kl"} with KL̃ = E_q[−log p̃] − H(q) at log-spaced t, and at the end the KL̃ of the
+// batch Laplace approximation (-laplace; dense, d×d).
 //
 //	go run ./examples/lrvga-fig4 -d 1000 -n 1000 -p 10 -k 10 -sigma0 2
 package main

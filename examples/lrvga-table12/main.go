@@ -1,10 +1,10 @@
-// Command lrvga-table12 measures Tables 1 and 2 of paper 002 (notes §4.3) at d = 1e6: per method, the persistent
+// Command lrvga-table12 measures Tables 1 and 2 of paper 002 (Sec. 5.1–5.2) at d = 1e6: per method, the persistent
 // state, the peak resident set of the process (VmHWM, reset before each method), the backend memory in use and the
 // time of each step, with the GEMM floor of the same run: the time the step's multiply-adds would take at the rate
 // measured for one d×p by d×p Gram GEMM. The methods (-methods, comma list):
 //
 //   - recursive-em: one recursive-EM step in covariance mode (Table 1, 1 inner iteration, App. C); state W, ψ =
-//     8d(p+1) bytes; floor 7dp² multiply-adds (notes §3.1).
+//     8d(p+1) bytes; floor 7dp² multiply-adds (Algorithm 1).
 //   - online-em: one step of the online EM of Cappé–Moulines (Table 1's baseline, App. E, (110)–(116)); state W,
 //     S2ᵀ, ψ, S1 = 8d(2p+2) bytes (Polyak–Ruppert averages, 8d(p+1) more, only once averaging starts);
 //     floor 2dp² (the M-step W = S2ᵀS3⁻¹ and the capacitance of the next E-step).

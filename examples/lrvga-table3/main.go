@@ -1,4 +1,4 @@
-// Command lrvga-table3 runs the Table 3 setup of paper 002 (notes §4.6): ψ_i = i, W = U(0,1)^{d×p}, μ = U(0,1)^d,
+// Command lrvga-table3 runs the Table 3 setup of paper 002 (Sec. 5.4): ψ_i = i, W = U(0,1)^{d×p}, μ = U(0,1)^d,
 // x = 5·U(0,1)^d/d, and compares Tr(WWᵀ+Ψ)⁻¹ with its ensemble estimate mean‖x⁺‖² and the probit baseline
 // σ(k xᵀμ) with the ensemble estimate of E[σ(xᵀθ)] from K draws of Prop. 1 (corrected). The draws here come from
 // the library's Philox generator, so the sampled columns vary with -seed; the exact Table 3 numbers (9.245581,

@@ -188,7 +188,8 @@ func TestThetaGradFiniteDifference(t *testing.T) {
 	}
 }
 
-// Notes §9 test 12: the reflected flow keeps θ ≥ 0, Σθ = 1, Σv = 0 and ‖v‖, and runs backwards to the start.
+// The simplex flow with specular reflection (GMC, Byrne & Girolami 2013): the reflected flow keeps θ ≥ 0, Σθ = 1,
+// Σv = 0 and ‖v‖, and runs backwards to the start.
 func TestSimplexFlow(t *testing.T) {
 	for trial := 0; trial < 200; trial++ {
 		K := 2 + trial%6
@@ -234,7 +235,7 @@ func TestSimplexFlow(t *testing.T) {
 	}
 }
 
-// Notes §9 test 12: GMC on the simplex with U = −(α−1)Σ log θ (κ = 0) samples Dir(α): means within 4 SE and
+// GMC on the simplex with U = −(α−1)Σ log θ (κ = 0) samples Dir(α): means within 4 SE and
 // variances within 10 % over independent chains.
 func TestThetaGMCDirichlet(t *testing.T) {
 	const K, chains, keep = 3, 200, 300
@@ -393,8 +394,9 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// Notes §9 test 13 on the real data: V = 5000, D = 1666/1107, unit documents, log c₅₀₀₀(3·10⁴) = −8722.5215379 and
-// the degenerate model (every topic = m, so v̄ = m for every θ) at log-perplexity 5092.604 ± 0.01.
+// The SAM data and evaluator (paper 001, Sec. 5.3) on the real 20News-different data: V = 5000, D = 1666/1107, unit
+// documents, log c₅₀₀₀(3·10⁴) = −8722.5215379 and the degenerate model (every topic = m, so v̄ = m for every θ) at
+// log-perplexity 5092.604 ± 0.01.
 func TestNews20Degenerate(t *testing.T) {
 	trainPath := datatest.Require(t, "20news-diff", "diff.train.tfidf1.data")
 	testPath := datatest.Require(t, "20news-diff", "diff.test.tfidf1.data")

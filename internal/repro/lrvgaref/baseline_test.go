@@ -1,7 +1,7 @@
 package lrvgaref
 
-// The logistic-regression baseline of notes §4.5, the batch Laplace approximation, and the reproduction T15 (Fig. 3)
-// that compares the implicit L-RVGA against it; the dense form of the "logistic-extragrad" scheme.
+// The logistic-regression baseline of Figs. 3 and 4 (Sec. 5.3), the batch Laplace approximation, and the reproduction
+// T15 (Fig. 3) that compares the implicit L-RVGA against it; the dense form of the "logistic-extragrad" scheme.
 
 import (
 	"errors"
@@ -146,12 +146,12 @@ func TestLogisticExtragradVsDense(t *testing.T) {
 	}
 }
 
-// T15 (notes §6, §4.5): Fig. 3, implicit logistic L-RVGA at d = 200, N = 1000, σ₀ = 4, n_in = 1, W₀ = 1e-3·N(0,1),
+// T15: Fig. 3, implicit logistic L-RVGA at d = 200, N = 1000, σ₀ = 4, n_in = 1, W₀ = 1e-3·N(0,1),
 // p ∈ {100, 10, 2}, 1, against the batch Laplace baseline; KL̃ (M3) at t = N, medians over seeds 1–3. KL̃ is
 // estimated with 200 draws (common random numbers) instead of the figure's 5: with 5 draws the estimate moves by 4–22
 // between seeds of the draws, as much as the 2% being tested. Checked:
-//   - the L-RVGA KL̃ within ±5% of the notes' values [243.3, 256.3, 282.9, 288.6], and falling with p;
-//   - the Laplace KL̃ within ±10% of the notes' 268.9 (a 5-draw estimate: about 2 of its standard deviations);
+//   - the L-RVGA KL̃ within ±5% of an independent replica's values [243.3, 256.3, 282.9, 288.6], and falling with p;
+//   - the Laplace KL̃ within ±10% of that replica's 268.9 (a 5-draw estimate: about 2 of its standard deviations);
 //   - T15's thresholds against that stated Laplace value: KL̃(p ≥ 10) ≤ 1.02 × 268.9, KL̃(p ≤ 2) ≤ 1.15 × 268.9;
 //   - against the Laplace computed here, KL̃(p = 100) ≤ 1.02 × KL̃_Laplace.
 //

@@ -50,7 +50,7 @@ func (q *Dense) KalmanUpdate(x []float64, y, sigmaW float64) {
 	q.rank1(&px, nu0, 1/s2)
 }
 
-// RVGALogisticUpdate is the dense implicit R-VGA step for logistic regression (notes §2.1): (α, ν) from
+// RVGALogisticUpdate is the dense implicit R-VGA step for logistic regression (Sec. 5.3, (52)–(54)): (α, ν) from
 // lrvga.SolveImplicit, μ_t = μ_{t-1} + P_{t-1}x (y − σ(kα)) (53), P_t = P_{t-1} − (P_{t-1}x)(P_{t-1}x)ᵀ/(ν₀ + 1/c) with
 // c = kσ'(kα) (54 by Sherman–Morrison).
 func (q *Dense) RVGALogisticUpdate(x []float64, y float64) lrvga.ImplicitSolution {
@@ -96,7 +96,7 @@ func (q *Dense) LogDetP() float64 {
 
 // Laplace returns the batch Laplace approximation N(θ_MAP, H⁻¹) of the Bayesian logistic-regression posterior with
 // prior N(0, σ₀² I) for the observations X (N×d, row-major) with labels y ∈ {0, 1}: the baseline of Figs. 3 and 4
-// (notes §4.5; the authors' code takes θ_MAP by L-BFGS-B). θ_MAP minimises the negative log posterior
+// (Sec. 5.3; the authors' code takes θ_MAP by L-BFGS-B). θ_MAP minimises the negative log posterior
 //
 //	F(θ) = Σ_n softplus(−ỹ_n x_nᵀθ) + ‖θ‖²/(2σ₀²),   ỹ = 2y − 1,
 //	∇F = Σ_n (σ(x_nᵀθ) − y_n) x_n + θ/σ₀²,   H = ∇²F = Σ_n σ'(x_nᵀθ) x_n x_nᵀ + I/σ₀²,

@@ -10,8 +10,8 @@ import (
 	"github.com/geovb/geovb/internal/testbackend"
 )
 
-// fig2 runs the Fig. 2 recipe (notes §4.4: d = 100, N = 1000, c = 1, σ₀ = σ_w = 1, App. D init with ε = 1e-8) and
-// returns KL(q_N ‖ posterior) of L-RVGA for each (p, n_in) and of the exact Kalman filter.
+// fig2 runs the Fig. 2 recipe (Sec. 5.2, (48)–(49): d = 100, N = 1000, c = 1, σ₀ = σ_w = 1, App. D init with ε = 1e-8)
+// and returns KL(q_N ‖ posterior) of L-RVGA for each (p, n_in) and of the exact Kalman filter.
 func fig2(t *testing.T, runs [][2]int) (kls []float64, kalman float64) {
 	const d, n = 100, 1000
 	b := testbackend.Open(t)
@@ -44,8 +44,9 @@ func fig2(t *testing.T, runs [][2]int) (kls []float64, kalman float64) {
 	return kls, kalman
 }
 
-// T10 (p = d − 1 = 99, since p ≥ d is refused): the final KL falls with n_in = 1, 3, 10 (notes replica with p = d:
-// 40.2, 17.2, 2.83); n_in = 30 is TestReproFig2Inner30 (split to keep each test under 3 minutes on 2 cores).
+// T10 (p = d − 1 = 99, since p ≥ d is refused): the final KL falls with n_in = 1, 3, 10 (an independent replica
+// with p = d: 40.2, 17.2, 2.83); n_in = 30 is TestReproFig2Inner30 (split to keep each test under 3 minutes on 2
+// cores).
 func TestReproFig2Inner(t *testing.T) {
 	repro.Require(t)
 	kls, kalman := fig2(t, [][2]int{{99, 1}, {99, 3}, {99, 10}})
@@ -71,7 +72,7 @@ func TestReproFig2Inner30(t *testing.T) {
 }
 
 // T11: Fig. 2 with n_in = 3 and p ∈ {99, 10, 2, 1}: Kalman ≤ 1e-8, ordering p = 99 < 10 < 2 < 1, values within ×2
-// of the notes' replica [17.2, 23.1, 40.3, 47.1] (its first value is for p = 100).
+// of an independent replica [17.2, 23.1, 40.3, 47.1] (its first value is for p = 100).
 func TestReproFig2Rank(t *testing.T) {
 	repro.Require(t)
 	kls, kalman := fig2(t, [][2]int{{99, 3}, {10, 3}, {2, 3}, {1, 3}})

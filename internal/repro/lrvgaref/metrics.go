@@ -14,8 +14,8 @@ import (
 )
 
 // LinearPosterior is the exact Gaussian posterior N(μ*, P*) of Bayesian linear regression with prior N(0, σ₀² I)
-// and noise σ_w after the N observations (rows of X, N×d row-major, and y), kept in the O(N² + Nd) form of notes
-// §4.1 (M2): P*⁻¹ = I/σ₀² + XᵀX/σ_w², μ* = σ₀² Xᵀ (σ_w² I + σ₀² X Xᵀ)⁻¹ y. No d×d matrix is formed.
+// and noise σ_w after the N observations (rows of X, N×d row-major, and y), kept in the O(N² + Nd) form
+// P*⁻¹ = I/σ₀² + XᵀX/σ_w², μ* = σ₀² Xᵀ (σ_w² I + σ₀² X Xᵀ)⁻¹ y. No d×d matrix is formed.
 type LinearPosterior struct {
 	X, Y           []float64
 	N, D           int
@@ -70,8 +70,8 @@ func (lp *LinearPosterior) quad(e []float64) float64 {
 	return mat.Dot(ev, ev)/(lp.Sigma0*lp.Sigma0) + mat.Dot(&xe, &xe)/(lp.SigmaW*lp.SigmaW)
 }
 
-// KL returns KL(N(μ_t, P_t) ‖ N(μ*, P*)) for the filter's q_t (M2), in O(N²d + Ndp) with the high-d formulas of
-// notes §4.1: log det P_t = −log det(WWᵀ+Ψ), Tr(P*⁻¹P_t) = Tr P_t/σ₀² + Σ_n x_nᵀP_tx_n/σ_w² (Woodbury solves in
+// KL returns KL(N(μ_t, P_t) ‖ N(μ*, P*)) for the filter's q_t (M2), in O(N²d + Ndp) with the high-d formulas
+// log det P_t = −log det(WWᵀ+Ψ), Tr(P*⁻¹P_t) = Tr P_t/σ₀² + Σ_n x_nᵀP_tx_n/σ_w² (Woodbury solves in
 // blocks of 64 observations).
 func (lp *LinearPosterior) KL(f *lrvga.Filter) (float64, error) {
 	if f.Config().D != lp.D {
@@ -181,15 +181,15 @@ func reduceSum(b backend.Backend, x *tensor.Tensor) (float64, error) {
 	return h.At(0, 0, 0), nil
 }
 
-// LogisticKL estimates the unnormalised reverse KL of notes §4.1 (M3) for Bayesian logistic regression with
-// prior N(0, σ₀² I) and the observations X (N×d) with labels y ∈ {0, 1}:
+// LogisticKL estimates the unnormalised reverse KL KL̃ (M3, the metric of Figs. 3 and 4) for Bayesian logistic
+// regression with prior N(0, σ₀² I) and the observations X (N×d) with labels y ∈ {0, 1}:
 //
 //	KL̃(q) = E_q[−log p̃(θ)] − H(q),   −log p̃(θ) = Σ_n softplus(−ỹ_n x_nᵀθ) + ‖θ‖²/(2σ₀²) + (d/2) log(2πσ₀²),
 //	H(q) = ½ log det P + (d/2)(1 + log 2π),  ỹ = 2y − 1.
 //
 // KL̃ = KL(q ‖ posterior) − log Z: it compares methods, not an absolute divergence. The expectation uses Samples
-// draws with common random numbers (the same counter at every call, notes §4.1): Prop. 1 for a Filter, μ + chol(P)z
-// with the same z for a dense q.
+// draws with common random numbers (the same counter at every call, which gives smooth curves): Prop. 1 for a
+// Filter, μ + chol(P)z with the same z for a dense q.
 type LogisticKL struct {
 	X, Y    []float64
 	N, D    int

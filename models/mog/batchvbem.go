@@ -34,31 +34,13 @@ import (
 // return (not after an error from the backend or from writing a checkpoint).
 func VBEMBatch(bt *Batch, x0 [][]float64, s VBEMSettings, ctl run.Control,
 	record func(i int, F float64)) ([]*VBEMResult, error) {
-	B, dim := bt.B, bt.dim
-	if err := ctl.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
-	}
-	if err := s.check(); err != nil {
+	if err := checkVBEMBatch(bt, x0, s, ctl); err != nil {
 		return nil, err
-	}
-	switch {
-	case len(x0) != B:
-		return nil, fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), B)
-	case s.UseTarget:
-		return nil, fmt.Errorf("%w: VBEMBatch has no target", ErrBadInput)
-	case ctl.Recorder != nil:
-		return nil, fmt.Errorf("%w: VBEMBatch reports per run through its record function, not Control.Recorder",
-			ErrBadInput)
-	}
-	for i, x := range x0 {
-		if len(x) != dim || !run.Finite(x...) {
-			return nil, fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), dim)
-		}
 	}
 	var ck *vbemCheckpoint
 	if s.Resume && ctl.CheckpointPath != "" {
 		var err error
-		if ck, err = loadVBEM(ctl.CheckpointPath, vbemBatchCheckpointMethod, B, bt.N, bt.K, bt.D, true); err != nil {
+		if ck, err = loadVBEM(ctl.CheckpointPath, vbemBatchCheckpointMethod, bt.B, bt.N, bt.K, bt.D, true); err != nil {
 			return nil, err
 		}
 	}
@@ -70,25 +52,106 @@ func VBEMBatch(bt *Batch, x0 [][]float64, s VBEMSettings, ctl run.Control,
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	vb := &vbemBatch{bt: bt, n: bt.B}
+	defer vb.free()
+	if err := vb.start(x0, ck); err != nil {
+		return nil, err
+	}
+	first := ck == nil
+	passes := 0
+	for vb.n > 0 {
+		if err := bt.moments(vb.x, vb.n); err != nil {
+			return nil, err
+		}
+		if err := vb.energies(ctx, first, s.Tol, patience, maxIter, record); err != nil {
+			return nil, err
+		}
+		first = false
+		if vb.n == 0 {
+			break
+		}
+		if err := vb.mStep(); err != nil {
+			return nil, err
+		}
+		if vb.n == 0 {
+			break
+		}
+		if err := vb.eStep(); err != nil {
+			return nil, err
+		}
+		// A pass in which some runs were cancelled is not saved: on resume they should run on.
+		if passes++; ctl.CheckpointEvery > 0 && passes%ctl.CheckpointEvery == 0 && ctx.Err() == nil {
+			if err := saveVBEMBatch(ctl.CheckpointPath, bt, vb.x, vb.hx, vb.st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return vb.results(ctx)
+}
+
+// checkVBEMBatch checks VBEMBatch's arguments.
+func checkVBEMBatch(bt *Batch, x0 [][]float64, s VBEMSettings, ctl run.Control) error {
+	if err := ctl.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	switch {
+	case len(x0) != bt.B:
+		return fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), bt.B)
+	case s.UseTarget:
+		return fmt.Errorf("%w: VBEMBatch has no target", ErrBadInput)
+	case ctl.Recorder != nil:
+		return fmt.Errorf("%w: VBEMBatch reports per run through its record function, not Control.Recorder",
+			ErrBadInput)
+	}
+	for i, x := range x0 {
+		if len(x) != bt.dim || !run.Finite(x...) {
+			return fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), bt.dim)
+		}
+	}
+	return nil
+}
+
+// vbemBatch is the state of one VBEMBatch call: the device points x (one per slot), the E-step's direction p, a
+// scratch row tmp, host scratch hx of x's shape, the host state of the run in each slot and the number n of
+// unfinished runs, which hold slots 0…n−1.
+type vbemBatch struct {
+	bt        *Batch
+	x, p, tmp *tensor.Tensor
+	owned     []*tensor.Tensor
+	hx        *tensor.Tensor
+	st        []*vbemState
+	n         int
+	ones      []float64
+}
+
+// free releases the device tensors of vb.
+func (vb *vbemBatch) free() {
+	for _, t := range vb.owned {
+		vb.bt.be.Free(t)
+	}
+}
+
+// start allocates vb's tensors, uploads the starting points (x0, or the points of ck when resuming) and, when
+// resuming, restores every run's EM parameters and state from ck and retires the finished runs.
+func (vb *vbemBatch) start(x0 [][]float64, ck *vbemCheckpoint) error {
+	bt := vb.bt
+	B, dim := bt.B, bt.dim
 	be := bt.be
 	shape := tensor.Shape{Batch: B, Rows: 1, Cols: dim}
-	var owned []*tensor.Tensor
-	defer func() {
-		for _, t := range owned {
-			be.Free(t)
-		}
-	}()
 	for range 3 {
 		t, err := be.Alloc(shape)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		owned = append(owned, t)
+		vb.owned = append(vb.owned, t)
 	}
-	x, p, tmp := owned[0], owned[1], owned[2]
-	hx := tensor.NewHost(B, 1, dim)
+	vb.x, vb.p, vb.tmp = vb.owned[0], vb.owned[1], vb.owned[2]
+	vb.hx = tensor.NewHost(B, 1, dim)
 	for i, v := range x0 {
-		d, _, _, _ := hx.Matrix(i)
+		d, _, _, _ := vb.hx.Matrix(i)
 		if ck != nil {
 			copy(d, ck.Runs[i].LogR)
 			copy(d[bt.N*bt.K:], ck.Runs[i].Mu)
@@ -96,191 +159,198 @@ func VBEMBatch(bt *Batch, x0 [][]float64, s VBEMSettings, ctl run.Control,
 			copy(d, v)
 		}
 	}
-	if err := be.Upload(x, hx); err != nil {
-		return nil, err
+	if err := be.Upload(vb.x, vb.hx); err != nil {
+		return err
 	}
-	if err := be.Fill(p, 0); err != nil { // the mean block of the E-step's direction stays 0
-		return nil, err
+	if err := be.Fill(vb.p, 0); err != nil { // the mean block of the E-step's direction stays 0
+		return err
 	}
-	st := make([]*vbemState, B)
-	for i := range st {
-		st[i] = &vbemState{id: i}
+	vb.st = make([]*vbemState, B)
+	for i := range vb.st {
+		vb.st[i] = &vbemState{id: i}
 	}
-	swapSlots := func(i, j int) error {
-		if err := bt.Swap(i, j); err != nil {
-			return err
-		}
-		// The downloaded statistics travel with their run, so that the pass goes on without computing them again.
-		for _, h := range []*tensor.Tensor{bt.hStats, bt.hMu, bt.hScal} {
-			a, _, _, _ := h.Matrix(i)
-			b, _, _, _ := h.Matrix(j)
-			for k := range a {
-				a[k], b[k] = b[k], a[k]
-			}
-		}
-		for _, c := range [][2]*tensor.Tensor{{tmp.Item(0), x.Item(i)}, {x.Item(i), x.Item(j)}, {x.Item(j), tmp.Item(0)}} {
-			if err := be.Copy(c[0], c[1]); err != nil {
+	vb.ones = make([]float64, B)
+	for i := range vb.ones {
+		vb.ones[i] = 1
+	}
+	if ck == nil {
+		return nil
+	}
+	// Slot i holds run i; the finished runs go behind the others, as retire would have put them.
+	for i, c := range ck.Runs {
+		r, post := vb.st[i], bt.posts[i]
+		r.iters, r.calm, r.fPrev, r.reason = c.Iters, c.Calm, c.FPrev, c.Reason
+		copy(post.Alpha, c.Alpha)
+		copy(post.Beta, c.Beta)
+		copy(post.Nu, c.Nu)
+		copy(post.W, c.W)
+	}
+	for i := B - 1; i >= 0; i-- {
+		if vb.st[i].reason != run.Running {
+			if err := vb.retire(i, vb.st[i].reason); err != nil {
 				return err
 			}
 		}
-		st[i], st[j] = st[j], st[i]
-		return nil
 	}
-	n := B
-	// retire moves the run in slot i behind the unfinished ones; callers walk slots downwards.
-	retire := func(i int, reason run.StopReason) error {
-		st[i].reason = reason
-		n--
-		if i != n {
-			return swapSlots(i, n)
+	return nil
+}
+
+// swapSlots exchanges the runs of slots i and j: their data and posteriors in bt, their downloaded statistics,
+// their points in x and their host state.
+func (vb *vbemBatch) swapSlots(i, j int) error {
+	bt, x, tmp := vb.bt, vb.x, vb.tmp
+	if err := bt.Swap(i, j); err != nil {
+		return err
+	}
+	// The downloaded statistics travel with their run, so that the pass goes on without computing them again.
+	for _, h := range []*tensor.Tensor{bt.hStats, bt.hMu, bt.hScal} {
+		a, _, _, _ := h.Matrix(i)
+		b, _, _, _ := h.Matrix(j)
+		for k := range a {
+			a[k], b[k] = b[k], a[k]
 		}
-		return nil
 	}
-	ones := make([]float64, B)
-	for i := range ones {
-		ones[i] = 1
+	for _, c := range [][2]*tensor.Tensor{{tmp.Item(0), x.Item(i)}, {x.Item(i), x.Item(j)}, {x.Item(j), tmp.Item(0)}} {
+		if err := bt.be.Copy(c[0], c[1]); err != nil {
+			return err
+		}
 	}
+	vb.st[i], vb.st[j] = vb.st[j], vb.st[i]
+	return nil
+}
+
+// retire stops the run in slot i with reason and moves it behind the unfinished ones; callers walk slots
+// downwards.
+func (vb *vbemBatch) retire(i int, reason run.StopReason) error {
+	vb.st[i].reason = reason
+	vb.n--
+	if i != vb.n {
+		return vb.swapSlots(i, vb.n)
+	}
+	return nil
+}
+
+// energies forms, from the statistics of bt.moments, F of each unfinished run's last iteration (its E-step's
+// responsibilities and means with its M-step's parameters) and applies the stopping rule; on the first pass it
+// forms the M-step at x0 and F there instead (VBEM's start).
+func (vb *vbemBatch) energies(ctx context.Context, first bool, tol float64, patience, maxIter int,
+	record func(i int, F float64)) error {
+	bt := vb.bt
+	for i := vb.n - 1; i >= 0; i-- {
+		r := vb.st[i]
+		if first {
+			if r.fPrev = bt.finish(i); !run.Finite(r.fPrev) { // VBEM's start: the M-step at x0 and F
+				return fmt.Errorf("%w: run %d: free energy %v at the start", ErrBadInput, r.id, r.fPrev)
+			}
+			continue
+		}
+		bt.loadStats(i)
+		f := bt.energy(i)
+		r.iters++
+		if !run.Finite(f) {
+			if err := vb.retire(i, run.NotFinite); err != nil {
+				return err
+			}
+			continue
+		}
+		if math.Abs(f-r.fPrev) < tol {
+			r.calm++
+		} else {
+			r.calm = 0
+		}
+		r.fPrev = f
+		if record != nil {
+			record(r.id, f)
+		}
+		var err error
+		switch {
+		case r.calm >= patience:
+			err = vb.retire(i, run.Converged)
+		case r.iters >= maxIter:
+			err = vb.retire(i, run.MaxIter)
+		case ctx.Err() != nil:
+			err = vb.retire(i, run.Cancelled)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mStep forms the means (68) from Σ_n r_nk x_n = a_k + N_k x̄ (a the centred sums), then the M-step at them, for
+// every unfinished run. A run whose W is not positive definite stops before its E-step; the pass goes on with the
+// others.
+func (vb *vbemBatch) mStep() error {
+	bt := vb.bt
 	D, K, P := bt.D, bt.K, bt.P
-	first := true
-	if ck != nil {
-		// Slot i holds run i; the finished runs go behind the others, as retire would have put them.
-		for i, c := range ck.Runs {
-			r, post := st[i], bt.posts[i]
-			r.iters, r.calm, r.fPrev, r.reason = c.Iters, c.Calm, c.FPrev, c.Reason
-			copy(post.Alpha, c.Alpha)
-			copy(post.Beta, c.Beta)
-			copy(post.Nu, c.Nu)
-			copy(post.W, c.W)
+	for {
+		before := vb.n
+		for i := range vb.n {
+			stats, _, _, _ := bt.hStats.Matrix(i)
+			mu, _, _, _ := bt.hMu.Matrix(i)
+			c, pr := bt.centre[i], bt.models[i].Prior
+			for k := range K {
+				row := stats[k*P : k*P+P]
+				nk, a := row[P-1], row[D*D:D*D+D]
+				for j := range D {
+					mu[k*D+j] = (pr.Beta0*pr.M0[j] + a[j] + nk*c[j]) / (pr.Beta0 + nk)
+				}
+			}
+			vb.st[i].bad = !bt.coefs(i, !run.Finite(bt.finish(i)))
 		}
-		for i := B - 1; i >= 0; i-- {
-			if st[i].reason != run.Running {
-				if err := retire(i, st[i].reason); err != nil {
-					return nil, err
+		for i := vb.n - 1; i >= 0; i-- {
+			if vb.st[i].bad {
+				if err := vb.retire(i, run.NotFinite); err != nil {
+					return err
 				}
 			}
 		}
-		first = false
-	}
-	passes := 0
-	for n > 0 {
-		if err := bt.moments(x, n); err != nil {
-			return nil, err
-		}
-		// F of each run's last iteration: its E-step's responsibilities and means with its M-step's parameters.
-		for i := n - 1; i >= 0; i-- {
-			r := st[i]
-			if first {
-				if r.fPrev = bt.finish(i); !run.Finite(r.fPrev) { // VBEM's start: the M-step at x0 and F
-					return nil, fmt.Errorf("%w: run %d: free energy %v at the start", ErrBadInput, r.id, r.fPrev)
-				}
-				continue
-			}
-			bt.loadStats(i)
-			f := bt.energy(i)
-			r.iters++
-			if !run.Finite(f) {
-				if err := retire(i, run.NotFinite); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if math.Abs(f-r.fPrev) < s.Tol {
-				r.calm++
-			} else {
-				r.calm = 0
-			}
-			r.fPrev = f
-			if record != nil {
-				record(r.id, f)
-			}
-			var err error
-			switch {
-			case r.calm >= patience:
-				err = retire(i, run.Converged)
-			case r.iters >= maxIter:
-				err = retire(i, run.MaxIter)
-			case ctx.Err() != nil:
-				err = retire(i, run.Cancelled)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		first = false
-		if n == 0 {
-			break
-		}
-		// The means (68) from Σ_n r_nk x_n = a_k + N_k x̄ (a the centred sums), then the M-step at them. A run whose
-		// W is not positive definite stops before its E-step; the pass goes on with the others.
-		for {
-			before := n
-			for i := range n {
-				stats, _, _, _ := bt.hStats.Matrix(i)
-				mu, _, _, _ := bt.hMu.Matrix(i)
-				c, pr := bt.centre[i], bt.models[i].Prior
-				for k := range K {
-					row := stats[k*P : k*P+P]
-					nk, a := row[P-1], row[D*D:D*D+D]
-					for j := range D {
-						mu[k*D+j] = (pr.Beta0*pr.M0[j] + a[j] + nk*c[j]) / (pr.Beta0 + nk)
-					}
-				}
-				st[i].bad = !bt.coefs(i, !run.Finite(bt.finish(i)))
-			}
-			for i := n - 1; i >= 0; i-- {
-				if st[i].bad {
-					if err := retire(i, run.NotFinite); err != nil {
-						return nil, err
-					}
-				}
-			}
-			if n == before {
-				break
-			}
-		}
-		if n == 0 {
-			break
-		}
-		if err := be.Upload(bt.mu(x, n), bt.hMu.Batches(0, n)); err != nil {
-			return nil, err
-		}
-		// E-step (62): log r ← normalise(−Z Cᵀ) (φ without log r; the −½D log 2π of its constant cancels), taken
-		// as Step's x + p with p = −Z Cᵀ − log r.
-		phi := bt.phi.Batches(0, n)
-		if err := be.Upload(bt.coef.Batches(0, n), bt.hCoef.Batches(0, n)); err != nil {
-			return nil, err
-		}
-		if err := be.Gemm(blas.NoTrans, blas.Trans, 1, bt.zs(n), bt.coef.Batches(0, n), 0, phi); err != nil {
-			return nil, err
-		}
-		if err := be.Axpby(bt.logr(p, n), -1, phi, -1, bt.logr(x, n)); err != nil {
-			return nil, err
-		}
-		if err := bt.Step(x.Batches(0, n), x.Batches(0, n), p.Batches(0, n), ones[:n]); err != nil {
-			return nil, err
-		}
-		// A pass in which some runs were cancelled is not saved: on resume they should run on.
-		if passes++; ctl.CheckpointEvery > 0 && passes%ctl.CheckpointEvery == 0 && ctx.Err() == nil {
-			if err := saveVBEMBatch(ctl.CheckpointPath, bt, x, hx, st); err != nil {
-				return nil, err
-			}
+		if vb.n == before {
+			return nil
 		}
 	}
-	// Undo the swaps, so that slot i of bt is run i again.
-	for i := range B {
+}
+
+// eStep uploads the means and runs the E-step (62) of the unfinished runs: log r ← normalise(−Z Cᵀ) (φ without
+// log r; the −½D log 2π of its constant cancels), taken as Step's x + p with p = −Z Cᵀ − log r.
+func (vb *vbemBatch) eStep() error {
+	bt, be, n, x, p := vb.bt, vb.bt.be, vb.n, vb.x, vb.p
+	if err := be.Upload(bt.mu(x, n), bt.hMu.Batches(0, n)); err != nil {
+		return err
+	}
+	phi := bt.phi.Batches(0, n)
+	if err := be.Upload(bt.coef.Batches(0, n), bt.hCoef.Batches(0, n)); err != nil {
+		return err
+	}
+	if err := be.Gemm(blas.NoTrans, blas.Trans, 1, bt.zs(n), bt.coef.Batches(0, n), 0, phi); err != nil {
+		return err
+	}
+	if err := be.Axpby(bt.logr(p, n), -1, phi, -1, bt.logr(x, n)); err != nil {
+		return err
+	}
+	return bt.Step(x.Batches(0, n), x.Batches(0, n), p.Batches(0, n), vb.ones[:n])
+}
+
+// results undoes the swaps, so that slot i of bt is run i again, and returns the result of every run, with ctx's
+// error when some run was cancelled.
+func (vb *vbemBatch) results(ctx context.Context) ([]*VBEMResult, error) {
+	bt, st := vb.bt, vb.st
+	for i := range bt.B {
 		for st[i].id != i {
-			if err := swapSlots(i, st[i].id); err != nil {
+			if err := vb.swapSlots(i, st[i].id); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := be.Download(hx, x); err != nil {
+	if err := bt.be.Download(vb.hx, vb.x); err != nil {
 		return nil, err
 	}
-	out := make([]*VBEMResult, B)
+	K := bt.K
+	out := make([]*VBEMResult, bt.B)
 	var cancelled error
 	for i, r := range st {
-		d, _, _, _ := hx.Matrix(i)
+		d, _, _, _ := vb.hx.Matrix(i)
 		post := bt.posts[i]
 		res := &VBEMResult{LogR: append([]float64(nil), d[:bt.N*K]...), Mu: append([]float64(nil), d[bt.N*K:]...),
 			Post: &Post{Alpha: append([]float64(nil), post.Alpha...), Beta: append([]float64(nil), post.Beta...),

@@ -705,24 +705,65 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	runs := make([]updRun, n)
+	u := &updater{bt: bt, x: x, n: n, runs: make([]updRun, n), perm: make([]int, n)}
+	for i := range u.perm {
+		u.perm[i] = i
+	}
+	if err := u.startF(); err != nil {
+		return err
+	}
+	if err := u.hyper(); err != nil {
+		return err
+	}
+	if err := u.gradAt(n); err != nil {
+		return err
+	}
+	if err := u.undoRisen(); err != nil {
+		return err
+	}
+	u.fixedPoints()
+	if err := u.damp(); err != nil {
+		return err
+	}
+	return u.finish()
+}
+
+// updater is the state of one Update of the first n runs at their means x: each run's state, and perm[s], the
+// slot at entry of the run now in slot s. Later passes evaluate only the runs they concern, swapped to the front
+// (slots 0…k−1), and the runs go back to their slots before Update returns.
+type updater struct {
+	bt   *Batch
+	x    *tensor.Tensor
+	n    int
+	runs []updRun
+	perm []int
+}
+
+// startF sets each run's F0, F at x, and the squared-error sums in bt.hSums, from the line search's evaluation at
+// x when it can (best), else from a forward pass.
+func (u *updater) startF() error {
+	bt, x, n, runs := u.bt, u.x, u.n, u.runs
 	if ok, err := bt.atBest(x, n); err != nil {
 		return err
 	} else if ok {
 		for i := range runs {
 			runs[i].F0 = bt.bestF[i]
 		}
-		if err := tensor.CopyHost(bt.hSums.Batches(0, n), bt.bestSums.Batches(0, n)); err != nil {
-			return err
-		}
-	} else {
-		if err := bt.forward(x, n); err != nil {
-			return err
-		}
-		for i := range runs {
-			runs[i].F0 = bt.vals[i]
-		}
+		return tensor.CopyHost(bt.hSums.Batches(0, n), bt.bestSums.Batches(0, n))
 	}
+	if err := bt.forward(x, n); err != nil {
+		return err
+	}
+	for i := range runs {
+		runs[i].F0 = bt.vals[i]
+	}
+	return nil
+}
+
+// hyper saves each run's state and updates its hyperparameters from the sums: the noise log-stds, and when due
+// the ARD log-stds and the hierarchy's nodes.
+func (u *updater) hyper() error {
+	bt, x, n, runs := u.bt, u.x, u.n, u.runs
 	var xh [][]float64 // the means, for the hierarchy's nodes (their children include the biases)
 	if bt.models[0].groups != nil {
 		h := tensor.NewHost(n, 1, bt.dim)
@@ -756,63 +797,68 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 			return err
 		}
 	}
-	// Later passes evaluate only the runs they concern, swapped to the front (slots 0…k−1); perm[s] is the slot at
-	// entry of the run now in slot s, and the runs go back to their slots before Update returns.
-	perm := make([]int, n)
-	for i := range perm {
-		perm[i] = i
+	return nil
+}
+
+// swap exchanges the runs of slots i and j: their models (Swap), their rows of x and gs, their downloaded
+// gradients and directions, and their Update state.
+func (u *updater) swap(i, j int) error {
+	bt, x, runs, perm := u.bt, u.x, u.runs, u.perm
+	if i == j {
+		return nil
 	}
-	swap := func(i, j int) error {
-		if i == j {
-			return nil
-		}
-		if err := bt.Swap(i, j); err != nil {
-			return err
-		}
-		o := &ops{be: bt.be}
-		for _, t := range []*tensor.Tensor{x, bt.gs} {
-			ti, tj := t.Item(i), t.Item(j)
-			o.copy(bt.bestSwap, ti)
-			o.copy(ti, tj)
-			o.copy(tj, bt.bestSwap)
-		}
-		for _, h := range []*tensor.Tensor{bt.hGrad, bt.hDir} {
-			a, _, _, _ := h.Matrix(i)
-			b, _, _, _ := h.Matrix(j)
-			for k := range a {
-				a[k], b[k] = b[k], a[k]
-			}
-		}
-		runs[i], runs[j] = runs[j], runs[i]
-		perm[i], perm[j] = perm[j], perm[i]
-		return o.err
-	}
-	// front swaps the runs for which want holds to the front and returns their number.
-	front := func(want func(r *updRun) bool) (int, error) {
-		return slots.Front(n, func(i int) bool { return want(&runs[i]) }, swap)
-	}
-	// F1 and the gradients at the new hyperparameters of the first k runs (means into gs, variances to the host).
-	gradAt := func(k int) error {
-		xk := x.Batches(0, k)
-		if err := bt.forward(xk, k); err != nil {
-			return err
-		}
-		if err := bt.backward(xk, bt.gs.Batches(0, k), k); err != nil {
-			return err
-		}
-		for i := range k {
-			runs[i].F1 = bt.vals[i]
-		}
-		if bt.dyn {
-			if err := bt.be.Download(bt.hDir.Batches(0, k), bt.dir.Batches(0, k)); err != nil {
-				return err
-			}
-		}
-		return bt.be.Download(bt.hGrad.Batches(0, k), bt.gv.Batches(0, k))
-	}
-	if err := gradAt(n); err != nil {
+	if err := bt.Swap(i, j); err != nil {
 		return err
 	}
+	o := &ops{be: bt.be}
+	for _, t := range []*tensor.Tensor{x, bt.gs} {
+		ti, tj := t.Item(i), t.Item(j)
+		o.copy(bt.bestSwap, ti)
+		o.copy(ti, tj)
+		o.copy(tj, bt.bestSwap)
+	}
+	for _, h := range []*tensor.Tensor{bt.hGrad, bt.hDir} {
+		a, _, _, _ := h.Matrix(i)
+		b, _, _, _ := h.Matrix(j)
+		for k := range a {
+			a[k], b[k] = b[k], a[k]
+		}
+	}
+	runs[i], runs[j] = runs[j], runs[i]
+	perm[i], perm[j] = perm[j], perm[i]
+	return o.err
+}
+
+// front swaps the runs for which want holds to the front and returns their number.
+func (u *updater) front(want func(r *updRun) bool) (int, error) {
+	return slots.Front(u.n, func(i int) bool { return want(&u.runs[i]) }, u.swap)
+}
+
+// gradAt sets F1 and the gradients at the new hyperparameters of the first k runs (means into gs, variances to the
+// host).
+func (u *updater) gradAt(k int) error {
+	bt := u.bt
+	xk := u.x.Batches(0, k)
+	if err := bt.forward(xk, k); err != nil {
+		return err
+	}
+	if err := bt.backward(xk, bt.gs.Batches(0, k), k); err != nil {
+		return err
+	}
+	for i := range k {
+		u.runs[i].F1 = bt.vals[i]
+	}
+	if bt.dyn {
+		if err := bt.be.Download(bt.hDir.Batches(0, k), bt.dir.Batches(0, k)); err != nil {
+			return err
+		}
+	}
+	return bt.be.Download(bt.hGrad.Batches(0, k), bt.gv.Batches(0, k))
+}
+
+// undoRisen restores the old hyperparameters of the runs where F rose, and F1 and the gradients again there.
+func (u *updater) undoRisen() error {
+	bt, n, runs := u.bt, u.n, u.runs
 	for i := range n { // where F rose, the old hyperparameters, and F1 and the gradients again there
 		r := &runs[i]
 		r.redo = !(r.F1 <= r.F0+1e-12*math.Abs(r.F0)) || math.IsNaN(r.F1)
@@ -827,13 +873,20 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 			}
 		}
 	}
-	if k, err := front(func(r *updRun) bool { return r.redo }); err != nil {
+	if k, err := u.front(func(r *updRun) bool { return r.redo }); err != nil {
 		return err
 	} else if k > 0 {
-		if err := gradAt(k); err != nil {
+		if err := u.gradAt(k); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// fixedPoints forms each run's variance gradient from the downloaded gradient and its fixed point (13), the
+// target of the damping.
+func (u *updater) fixedPoints() {
+	bt, n, runs := u.bt, u.n, u.runs
 	d, nS := bt.D, bt.T*bt.D
 	for i := range n {
 		m := bt.models[i]
@@ -868,9 +921,16 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 		r.lastF = r.F1 // a run that keeps its old variances keeps F1 and the gradient gradAt left in gs
 		r.active = true
 	}
+}
+
+// damp damps each run's variances to the first of λ = 1, ½, ¼, ⅛ with F(old + λ(fixed point − old)) ≤ F1, one
+// batched evaluation of the runs still damping per λ; the gradient of the runs settled at a λ goes into their rows
+// of gs.
+func (u *updater) damp() error {
+	bt, x, runs := u.bt, u.x, u.runs
 	cur := make([]float64, len(runs[0].old))
 	for lam := 1.0; lam > 0.1; lam /= 2 {
-		k, err := front(func(r *updRun) bool { return r.active })
+		k, err := u.front(func(r *updRun) bool { return r.active })
 		if err != nil {
 			return err
 		}
@@ -917,9 +977,16 @@ func (bt *Batch) Update(x *tensor.Tensor) error {
 			}
 		}
 	}
+	return nil
+}
+
+// finish puts the runs back in their slots, gives the runs still damping their old variances, and records each
+// run's final F and the means at which it was taken.
+func (u *updater) finish() error {
+	bt, x, n, runs, perm := u.bt, u.x, u.n, u.runs, u.perm
 	for i := range n {
 		for perm[i] != i {
-			if err := swap(i, perm[i]); err != nil {
+			if err := u.swap(i, perm[i]); err != nil {
 				return err
 			}
 		}

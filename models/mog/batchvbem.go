@@ -27,8 +27,10 @@ import (
 // there). s is VBEM's stopping rule (no target); ctl gives the context, the iteration cap per run (0: VBEM's
 // 100000) and checkpoints: every ctl.CheckpointEvery passes the state of every run (its point, the EM parameters
 // of its last M-step, F, the calm count, its iterations and stop reason) goes to ctl.CheckpointPath, and with
-// s.Resume a call continues from that file when it exists (x0 is then only checked), bit for bit as the
-// uninterrupted batch; runs that had finished stay finished. Per-run progress goes to record (if not nil), which
+// ctl.Resume a call continues from that file (x0 is then only checked), bit for bit as the uninterrupted batch;
+// runs that had finished stay finished. The file must exist: a missing, damaged or unfitting one is an error
+// wrapping run.ErrCheckpoint. Bad settings (and starting points of the wrong count or length) are errors wrapping
+// run.ErrConfig; a starting point that is not finite wraps ErrBadInput. Per-run progress goes to record (if not nil), which
 // gets run i's F after each of its iterations, not to ctl.Recorder. A cancelled ctx stops every unfinished run
 // (Cancelled) and VBEMBatch returns the results with ctx's error. The slots of bt are in the order of x0 again on
 // return (not after an error from the backend or from writing a checkpoint).
@@ -38,7 +40,7 @@ func VBEMBatch(bt *Batch, x0 [][]float64, s VBEMSettings, ctl run.Control,
 		return nil, err
 	}
 	var ck *vbemCheckpoint
-	if s.Resume && ctl.CheckpointPath != "" {
+	if ctl.Resume {
 		var err error
 		if ck, err = loadVBEM(ctl.CheckpointPath, vbemBatchCheckpointMethod, bt.B, bt.N, bt.K, bt.D, true); err != nil {
 			return nil, err
@@ -92,23 +94,26 @@ func VBEMBatch(bt *Batch, x0 [][]float64, s VBEMSettings, ctl run.Control,
 // checkVBEMBatch checks VBEMBatch's arguments.
 func checkVBEMBatch(bt *Batch, x0 [][]float64, s VBEMSettings, ctl run.Control) error {
 	if err := ctl.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadInput, err)
+		return err
 	}
 	if err := s.check(); err != nil {
 		return err
 	}
 	switch {
 	case len(x0) != bt.B:
-		return fmt.Errorf("%w: %d starting points for a batch of %d", ErrBadInput, len(x0), bt.B)
+		return run.ConfigErrorf("mog", "x0", "%d starting points for a batch of %d", len(x0), bt.B)
 	case s.UseTarget:
-		return fmt.Errorf("%w: VBEMBatch has no target", ErrBadInput)
+		return run.ConfigErrorf("mog", "UseTarget", "VBEMBatch has no target")
 	case ctl.Recorder != nil:
-		return fmt.Errorf("%w: VBEMBatch reports per run through its record function, not Control.Recorder",
-			ErrBadInput)
+		return run.ConfigErrorf("mog", "Control", "VBEMBatch reports per run through its record function, not "+
+			"Control.Recorder")
 	}
 	for i, x := range x0 {
-		if len(x) != bt.dim || !run.Finite(x...) {
-			return fmt.Errorf("%w: x0[%d] has length %d (Dim %d) or is not finite", ErrBadInput, i, len(x), bt.dim)
+		if len(x) != bt.dim {
+			return run.ConfigErrorf("mog", "x0", "x0[%d] has length %d, Dim %d", i, len(x), bt.dim)
+		}
+		if !run.Finite(x...) {
+			return fmt.Errorf("%w: x0[%d] is not finite", ErrBadInput, i)
 		}
 	}
 	return nil

@@ -104,7 +104,7 @@ func TestVBEMBatchMatchesHost(t *testing.T) {
 }
 
 // TestVBEMBatchBadInput checks the errors before iterating (starting points of the wrong count, length or with a
-// NaN, a negative tolerance or cap) and a cancelled context: every run stops Cancelled after its first iteration,
+// NaN, a negative tolerance or cap, a recorder in the control: run.ErrConfig, but ErrBadInput for the NaN) and a cancelled context: every run stops Cancelled after its first iteration,
 // and the context's error comes back.
 func TestVBEMBatchBadInput(t *testing.T) {
 	be := testbackend.Open(t)
@@ -125,18 +125,22 @@ func TestVBEMBatchBadInput(t *testing.T) {
 		xs       [][]float64
 		tol      float64
 		pat, cap int
+		rec      run.Recorder
+		want     error
 	}{
-		"one point for two runs": {[][]float64{x0}, 1e-6, 0, 0},
-		"short point":            {[][]float64{x0, x0[1:]}, 1e-6, 0, 0},
-		"NaN":                    {[][]float64{x0, nan}, 1e-6, 0, 0},
-		"negative tolerance":     {[][]float64{x0, x0}, -1, 0, 0},
-		"NaN tolerance":          {[][]float64{x0, x0}, math.NaN(), 0, 0},
-		"negative patience":      {[][]float64{x0, x0}, 1e-6, -1, 0},
-		"negative cap":           {[][]float64{x0, x0}, 1e-6, 0, -3},
+		"one point for two runs": {[][]float64{x0}, 1e-6, 0, 0, nil, run.ErrConfig},
+		"short point":            {[][]float64{x0, x0[1:]}, 1e-6, 0, 0, nil, run.ErrConfig},
+		"NaN":                    {[][]float64{x0, nan}, 1e-6, 0, 0, nil, ErrBadInput},
+		"negative tolerance":     {[][]float64{x0, x0}, -1, 0, 0, nil, run.ErrConfig},
+		"NaN tolerance":          {[][]float64{x0, x0}, math.NaN(), 0, 0, nil, run.ErrConfig},
+		"negative patience":      {[][]float64{x0, x0}, 1e-6, -1, 0, nil, run.ErrConfig},
+		"negative cap":           {[][]float64{x0, x0}, 1e-6, 0, -3, nil, run.ErrConfig},
+		"recorder":               {[][]float64{x0, x0}, 1e-6, 0, 0, run.Func(func(run.Record) {}), run.ErrConfig},
 	} {
-		_, err := VBEMBatch(bt, c.xs, VBEMSettings{Tol: c.tol, Patience: c.pat}, run.Control{Ctx: ctx, MaxIter: c.cap}, nil)
-		if !errors.Is(err, ErrBadInput) {
-			t.Errorf("%s: error %v, want ErrBadInput", what, err)
+		_, err := VBEMBatch(bt, c.xs, VBEMSettings{Tol: c.tol, Patience: c.pat},
+			run.Control{Ctx: ctx, MaxIter: c.cap, Recorder: c.rec}, nil)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: error %v, want %v", what, err, c.want)
 		}
 	}
 	cctx, cancel := context.WithCancel(ctx)

@@ -145,8 +145,9 @@ type VBEMResult struct {
 // the means (68)) followed by an E-step, and F is evaluated after it. It stops when |ΔF| < s.Tol for s.Patience
 // consecutive iterations, or when F ≤ s.Target if s.UseTarget. The recorder gets Objective = −F. With
 // ctl.CheckpointEvery the state (log r, m, F, the calm count and the iteration) is saved every so many iterations
-// while the run goes on, and with s.Resume a call continues from ctl.CheckpointPath when that file exists (x is then
-// only checked for its length), bit for bit as the uninterrupted run.
+// while the run goes on, and with ctl.Resume a call continues from ctl.CheckpointPath (x is then only checked for
+// its length), bit for bit as the uninterrupted run; the file must exist (else an error wrapping run.ErrCheckpoint).
+// Bad settings and an x of the wrong length are errors wrapping run.ErrConfig.
 func VBEM(m *Model, x []float64, s VBEMSettings, ctl run.Control) (*VBEMResult, error) {
 	if err := ctl.Validate(); err != nil {
 		return nil, err
@@ -155,7 +156,7 @@ func VBEM(m *Model, x []float64, s VBEMSettings, ctl run.Control) (*VBEMResult, 
 		return nil, err
 	}
 	if len(x) != m.N*m.K+m.K*m.D {
-		return nil, fmt.Errorf("%w: len(x) = %d", ErrBadInput, len(x))
+		return nil, run.ConfigErrorf("mog", "x", "length %d, want N·K + K·D = %d", len(x), m.N*m.K+m.K*m.D)
 	}
 	patience := s.patience()
 	logr := append([]float64(nil), x[:m.N*m.K]...)
@@ -164,7 +165,7 @@ func VBEM(m *Model, x []float64, s VBEMSettings, ctl run.Control) (*VBEMResult, 
 	var fPrev float64
 	calm, done := 0, 0
 	var ck *vbemCheckpoint
-	if s.Resume && ctl.CheckpointPath != "" {
+	if ctl.Resume {
 		var err error
 		if ck, err = loadVBEM(ctl.CheckpointPath, vbemCheckpointMethod, 1, m.N, m.K, m.D, false); err != nil {
 			return nil, err

@@ -3,12 +3,11 @@ package mog
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/geovb/geovb/algos/run"
 )
 
-// VBEMSettings are the stopping rule of VBEM and VBEMBatch and their resumption.
+// VBEMSettings are the stopping rule of VBEM and VBEMBatch (their resumption is the run.Control's Resume).
 type VBEMSettings struct {
 	// Tol and Patience: a run stops when |ΔF| < Tol for Patience consecutive iterations (0: 2).
 	Tol      float64
@@ -16,14 +15,14 @@ type VBEMSettings struct {
 	// With UseTarget, VBEM also stops once F ≤ Target (VBEMBatch has no target).
 	Target    float64
 	UseTarget bool
-	// Resume continues from the control's CheckpointPath when that file exists (written by an earlier call with
-	// CheckpointEvery set); a missing file starts from the given point, an unreadable one is an error.
-	Resume bool
 }
 
 func (s VBEMSettings) check() error {
-	if !(s.Tol >= 0) || s.Patience < 0 {
-		return fmt.Errorf("%w: tolerance %v, patience %d", ErrBadInput, s.Tol, s.Patience)
+	switch {
+	case !(s.Tol >= 0):
+		return run.ConfigErrorf("mog", "Tol", "%v, want ≥ 0", s.Tol)
+	case s.Patience < 0:
+		return run.ConfigErrorf("mog", "Patience", "%d < 0", s.Patience)
 	}
 	return nil
 }
@@ -60,15 +59,14 @@ type vbemCheckpoint struct {
 }
 
 // loadVBEM reads a checkpoint of method (vbemCheckpointMethod or vbemBatchCheckpointMethod) from path for the given
-// number of runs and shape, with the EM parameters if withEM. It returns nil (and no error) when the file does not
-// exist; a file it cannot read, or one for other shapes or with an inconsistent run, is an error.
+// number of runs and shape, with the EM parameters if withEM. A missing or unreadable file, or one for other shapes
+// or with an inconsistent run, is an error wrapping run.ErrCheckpoint.
 func loadVBEM(path, method string, runs, N, K, D int, withEM bool) (*vbemCheckpoint, error) {
 	var c vbemCheckpoint
-	err := run.LoadCheckpoint(path, method, vbemCheckpointVersion, &c)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
-	case err != nil:
+	if err := run.LoadCheckpoint(path, method, vbemCheckpointVersion, &c); err != nil {
+		if !errors.Is(err, run.ErrCheckpoint) {
+			err = fmt.Errorf("mog: resume: %w: %w", err, run.ErrCheckpoint)
+		}
 		return nil, err
 	}
 	ok := c.N == N && c.K == K && c.D == D && len(c.Runs) == runs
@@ -91,8 +89,9 @@ func loadVBEM(path, method string, runs, N, K, D int, withEM bool) (*vbemCheckpo
 		}
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %s: a checkpoint of %d runs with N, K, D = %d, %d, %d, want %d runs with %d, %d, "+
-			"%d (or a run's state is inconsistent)", ErrBadInput, path, len(c.Runs), c.N, c.K, c.D, runs, N, K, D)
+		return nil, fmt.Errorf("mog: %s: a checkpoint of %d runs with N, K, D = %d, %d, %d, want %d runs with %d, %d, "+
+			"%d (or a run's state is inconsistent): %w", path, len(c.Runs), c.N, c.K, c.D, runs, N, K, D,
+			run.ErrCheckpoint)
 	}
 	return &c, nil
 }

@@ -16,7 +16,7 @@ import (
 // TestVBEMCheckpointResume stops VBEM after 37 iterations with a checkpoint every 5 (the last at 35), resumes from
 // the file and checks that the run ends bit for bit where the uninterrupted run ends: iterations, stop reason, F,
 // log r, m and the EM parameters; then again from one iteration short of convergence, where the calm count must
-// carry over. A checkpoint of another shape is bad input; Resume without a file starts from x.
+// carry over. A checkpoint of another shape, and Resume without a file, are errors wrapping run.ErrCheckpoint.
 func TestVBEMCheckpointResume(t *testing.T) {
 	m := testModel(t, 300, 5, 0.3, Options{}, 3)
 	x0, err := Init(m, 1)
@@ -25,7 +25,10 @@ func TestVBEMCheckpointResume(t *testing.T) {
 	}
 	s := VBEMSettings{Tol: 1e-9 * 300}
 	path := filepath.Join(t.TempDir(), "vbem.ck")
-	want, err := VBEM(m, x0, VBEMSettings{Tol: s.Tol, Resume: true}, run.Control{CheckpointPath: path})
+	if _, err := VBEM(m, x0, s, run.Control{CheckpointPath: path, Resume: true}); !errors.Is(err, run.ErrCheckpoint) {
+		t.Errorf("Resume without a checkpoint file: error %v, want run.ErrCheckpoint", err)
+	}
+	want, err := VBEM(m, x0, s, run.Control{CheckpointPath: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ func TestVBEMCheckpointResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first int
-	got, err := VBEM(m, x0, VBEMSettings{Tol: s.Tol, Resume: true}, run.Control{CheckpointPath: path,
+	got, err := VBEM(m, x0, s, run.Control{CheckpointPath: path, Resume: true,
 		Recorder: run.Func(func(r run.Record) {
 			if first == 0 {
 				first = r.Iter + 1
@@ -62,7 +65,7 @@ func TestVBEMCheckpointResume(t *testing.T) {
 	if _, err := VBEM(m, x0, s, short); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = VBEM(m, x0, VBEMSettings{Tol: s.Tol, Resume: true}, run.Control{CheckpointPath: path}); err != nil {
+	if got, err = VBEM(m, x0, s, run.Control{CheckpointPath: path, Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got.Reason != want.Reason || got.Iters != want.Iters || got.F != want.F {
@@ -74,9 +77,9 @@ func TestVBEMCheckpointResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = VBEM(other, xo, VBEMSettings{Resume: true}, run.Control{CheckpointPath: path})
-	if !errors.Is(err, ErrBadInput) {
-		t.Errorf("checkpoint of N = 300 resumed with N = 200: error %v, want ErrBadInput", err)
+	_, err = VBEM(other, xo, VBEMSettings{}, run.Control{CheckpointPath: path, Resume: true})
+	if !errors.Is(err, run.ErrCheckpoint) {
+		t.Errorf("checkpoint of N = 300 resumed with N = 200: error %v, want run.ErrCheckpoint", err)
 	}
 }
 
@@ -161,7 +164,7 @@ func TestVBEMBatchCheckpointResume(t *testing.T) {
 				len(ms))
 		}
 		fs := make([][]float64, len(ms))
-		got, err := VBEMBatch(newBatch(), xs, VBEMSettings{Tol: s.Tol, Resume: true}, run.Control{CheckpointPath: path},
+		got, err := VBEMBatch(newBatch(), xs, s, run.Control{CheckpointPath: path, Resume: true},
 			func(i int, F float64) { fs[i] = append(fs[i], F) })
 		if err != nil {
 			t.Fatal(err)
@@ -184,15 +187,15 @@ func TestVBEMBatchCheckpointResume(t *testing.T) {
 	if _, err := VBEM(ms[0], xs[0], s, run.Control{MaxIter: 2, CheckpointEvery: 1, CheckpointPath: host}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := VBEMBatch(bt, xs, VBEMSettings{Resume: true}, run.Control{CheckpointPath: host}, nil); !errors.Is(err,
-		run.ErrCheckpoint) {
+	if _, err := VBEMBatch(bt, xs, VBEMSettings{}, run.Control{CheckpointPath: host, Resume: true},
+		nil); !errors.Is(err, run.ErrCheckpoint) {
 		t.Errorf("VBEM's checkpoint given to VBEMBatch: error %v, want run.ErrCheckpoint", err)
 	}
 }
 
 // FuzzVBEMCheckpoint: any file given to a resumed VBEM or VBEMBatch gives a checkpoint that fits the runs, or an
-// error wrapping run.ErrCheckpoint (not a checkpoint, damaged, another method) or ErrBadInput (another shape, an
-// inconsistent run), never a panic.
+// error wrapping run.ErrCheckpoint (not a checkpoint, damaged, another method, another shape, an inconsistent run),
+// never a panic.
 func FuzzVBEMCheckpoint(f *testing.F) {
 	m := testModel(f, 40, 3, 0.3, Options{}, 1)
 	x0, err := Init(m, 0)
@@ -236,8 +239,8 @@ func FuzzVBEMCheckpoint(f *testing.F) {
 			ck, err := loadVBEM(path, c.method, c.runs, m.N, m.K, m.D, c.withEM)
 			switch {
 			case err != nil:
-				if !errors.Is(err, run.ErrCheckpoint) && !errors.Is(err, ErrBadInput) {
-					t.Fatalf("%s: error %v wraps neither run.ErrCheckpoint nor ErrBadInput", c.method, err)
+				if !errors.Is(err, run.ErrCheckpoint) {
+					t.Fatalf("%s: error %v does not wrap run.ErrCheckpoint", c.method, err)
 				}
 			case ck == nil:
 				t.Fatalf("%s: no checkpoint and no error for an existing file", c.method)

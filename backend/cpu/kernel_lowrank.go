@@ -487,41 +487,83 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	b := be.(*Backend)
 	tmp := new(scratch)
 	defer tmp.release()
-	W := lrGen(a.W)
-	ps, pinc := lrVec(a.Psi)
-	d, p := W.Rows, W.Cols
-	first := a.W0 == nil
-	W0, ps0, p0inc := W, ps, pinc
-	if !first {
-		W0 = lrGen(a.W0)
-		ps0, p0inc = lrVec(a.Psi0)
+	e := newLREM(b, tmp, a)
+	ms, ys, zs, es := e.gramPass()
+	if err := e.factors(op, ms, ys, zs, es); err != nil {
+		return 0, err
 	}
-	useX := a.X != nil && a.Beta != 0
-	var X blas64.General
-	kc := 0
-	if useX {
-		X = lrGen(a.X)
-		kc = X.Cols
+	smax, pmin := e.updatePass()
+	floor := a.Floor
+	if floor <= 0 {
+		floor = max(0x1p-1022, backend.RelPsiFloor*smax)
 	}
-	alpha, beta := a.Alpha, a.Beta
-	nb := b.lrGemmBlock(d, max(p, kc))
+	if !(pmin < floor) {
+		return 0, nil
+	}
+	return e.clampPsi(floor), nil
+}
 
-	// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t.
-	sdiag := func(i int) float64 {
-		w0r := W0.Data[i*W0.Stride : i*W0.Stride+p]
-		s := alpha * (vec.Dot(w0r, w0r) + ps0[i*p0inc])
-		if useX {
-			xr := X.Data[i*X.Stride : i*X.Stride+kc]
-			s += beta * vec.Dot(xr, xr)
-		}
-		return s
-	}
+// lrEM holds the operands and sizes shared by the phases of lrEMStep: W (d×p) and ψ, updated in place; W₀, ψ₀ (W
+// and ψ themselves in the first iteration); X (d×K_c, used when β ≠ 0); nb rows per block and nc chunks per sweep.
+type lrEM struct {
+	b                *Backend
+	tmp              *scratch
+	W, W0, X         blas64.General
+	ps, ps0          []float64
+	pinc, p0inc      int
+	d, p, kc, nb, nc int
+	first, useX      bool
+	alpha, beta      float64
+	f                lrEMFactors // set by factors
+	th               lrEMThin    // set by updatePass
+}
 
-	// Pass 1: M − I, Yᵀ, and (later iterations) Z, E. Yᵀ = Σ SᵀXs by GEMV (K_c = 1) or lrAcc, not by a GEMM with
-	// one row, for which OpenBLAS packs the whole block.
+// newLREM reads the host operands of a.
+func newLREM(b *Backend, tmp *scratch, a backend.EMStepArgs) *lrEM {
+	e := &lrEM{b: b, tmp: tmp, alpha: a.Alpha, beta: a.Beta}
+	e.W = lrGen(a.W)
+	e.ps, e.pinc = lrVec(a.Psi)
+	e.d, e.p = e.W.Rows, e.W.Cols
+	e.first = a.W0 == nil
+	e.W0, e.ps0, e.p0inc = e.W, e.ps, e.pinc
+	if !e.first {
+		e.W0 = lrGen(a.W0)
+		e.ps0, e.p0inc = lrVec(a.Psi0)
+	}
+	e.useX = a.X != nil && a.Beta != 0
+	if e.useX {
+		e.X = lrGen(a.X)
+		e.kc = e.X.Cols
+	}
+	e.nb = b.lrGemmBlock(e.d, max(e.p, e.kc))
+	e.nc = b.lrChunks(e.d, max(e.p, e.kc))
+	return e
+}
+
+// sdiag returns s_i = α(‖w₀_i‖² + ψ₀_i) + β‖x_i‖², diag S_t.
+func (e *lrEM) sdiag(i int) float64 {
+	p, W0 := e.p, e.W0
+	w0r := W0.Data[i*W0.Stride : i*W0.Stride+p]
+	s := e.alpha * (vec.Dot(w0r, w0r) + e.ps0[i*e.p0inc])
+	if e.useX {
+		kc, X := e.kc, e.X
+		xr := X.Data[i*X.Stride : i*X.Stride+kc]
+		s += e.beta * vec.Dot(xr, xr)
+	}
+	return s
+}
+
+// gramPass is pass 1 over W: per chunk, M − I = WᵀΨ⁻¹W (lower triangle), Yᵀ = WᵀΨ⁻¹X and (later iterations)
+// Z = W₀ᵀC, E = CᵀΨ₀C (lower triangle). Yᵀ = Σ SᵀXs by GEMV (K_c = 1) or lrAcc, not by a GEMM with one row, for
+// which OpenBLAS packs the whole block. It returns the per-chunk partial sums in chunk order (ys, zs, es hold
+// empty matrices where unused).
+func (e *lrEM) gramPass() (ms, ys, zs, es []blas64.General) {
+	tmp, W, W0, X, ps, ps0 := e.tmp, e.W, e.W0, e.X, e.ps, e.ps0
+	pinc, p0inc, d, p, kc, nb, nc := e.pinc, e.p0inc, e.d, e.p, e.kc, e.nb, e.nc
+	first, useX := e.first, e.useX
 	type acc struct{ m, yt, z, e blas64.General }
 	type scratch1 struct{ s, xs, cb blas64.General }
-	scr1 := newLRPer(b.workers, func() scratch1 {
+	scr1 := newLRPer(e.b.workers, func() scratch1 {
 		sc := scratch1{s: tmp.dense(nb, p)}
 		if useX {
 			sc.xs = tmp.dense(nb, kc)
@@ -531,9 +573,8 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		}
 		return sc
 	})
-	nc := b.lrChunks(d, max(p, kc))
 	parts := make([]acc, nc)
-	b.lrSweep(d, max(p, kc), func(g, c, lo, hi int) {
+	e.b.lrSweep(d, max(p, kc), func(g, c, lo, hi int) {
 		var ac acc
 		sc := scr1.get(g)
 		s, xs, cb := sc.s, sc.xs, sc.cb
@@ -581,12 +622,24 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		}
 		parts[c] = ac
 	})
-	ms, ys, zs, es := make([]blas64.General, nc), make([]blas64.General, nc), make([]blas64.General, nc), make([]blas64.General, nc)
+	ms, ys, zs, es = make([]blas64.General, nc), make([]blas64.General, nc), make([]blas64.General, nc), make([]blas64.General, nc)
 	for i := range nc {
 		ms[i], ys[i], zs[i], es[i] = parts[i].m, parts[i].yt, parts[i].z, parts[i].e
 	}
+	return ms, ys, zs, es
+}
 
-	// p×p algebra.
+// lrEMFactors holds the p×p (and K_c×p) operands of pass 2: M, R⁻¹ and R⁻ᵀ (R Rᵀ = M + B), K₁ (first: α M R⁻ᵀ;
+// later: α Z R⁻ᵀ), K₂ = R⁻¹ M and Y₁ = β Y R⁻ᵀ.
+type lrEMFactors struct {
+	mm, rinv, rinvT, k1, k2, y1 blas64.General
+}
+
+// factors sums the chunks' partial sums of pass 1 and does the p×p algebra: M + B, its Cholesky factor R and
+// the operands of pass 2, into e.f. It fails when M + B is not positive definite.
+func (e *lrEM) factors(op string, ms, ys, zs, es []blas64.General) error {
+	tmp, p, kc, alpha, beta := e.tmp, e.p, e.kc, e.alpha, e.beta
+	first, useX := e.first, e.useX
 	mm := lrAddParts(ms) // M − I (lower)
 	lrSym(mm)
 	var y, z blas64.General
@@ -634,75 +687,96 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 		}
 	}
 	if _, ok := lapackPotrf(lrSymL(mb)); !ok {
-		return 0, backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "M + B is not positive definite (NaN in W, ψ or X?)")
+		return backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "M + B is not positive definite (NaN in W, ψ or X?)")
 	}
 	for i := 0; i < p; i++ {
 		clear(mb.Data[i*p+i+1 : (i+1)*p])
 	}
-	rinv := mb // R⁻¹ (lower)
-	if ok := lapackTrtri(lrTri(rinv)); !ok {
-		return 0, backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "singular Cholesky factor of M + B")
+	e.f = lrEMFactors{mm: mm, rinv: mb} // R⁻¹ (lower)
+	if ok := lapackTrtri(lrTri(e.f.rinv)); !ok {
+		return backend.Errorf(op, "", backend.ErrNotPositiveDefinite, "singular Cholesky factor of M + B")
 	}
-	k2 := tmp.dense(p, p) // R⁻¹ M
-	blasGemm(blas.NoTrans, blas.NoTrans, 1, rinv, mm, 0, k2)
-	k1 := tmp.dense(p, p) // first: α M R⁻ᵀ; later: α Z R⁻ᵀ
-	if first {
-		blasGemm(blas.NoTrans, blas.Trans, alpha, mm, rinv, 0, k1)
+	e.passOperands(&e.f, y, z)
+	return nil
+}
+
+// passOperands sets K₂, K₁, R⁻ᵀ (later iterations) and Y₁ (when X is used) from M, R⁻¹, Y and Z.
+func (e *lrEM) passOperands(f *lrEMFactors, y, z blas64.General) {
+	tmp, p, kc, alpha, beta := e.tmp, e.p, e.kc, e.alpha, e.beta
+	f.k2 = tmp.dense(p, p) // R⁻¹ M
+	blasGemm(blas.NoTrans, blas.NoTrans, 1, f.rinv, f.mm, 0, f.k2)
+	f.k1 = tmp.dense(p, p) // first: α M R⁻ᵀ; later: α Z R⁻ᵀ
+	if e.first {
+		blasGemm(blas.NoTrans, blas.Trans, alpha, f.mm, f.rinv, 0, f.k1)
 	} else {
-		blasGemm(blas.NoTrans, blas.Trans, alpha, z, rinv, 0, k1)
+		blasGemm(blas.NoTrans, blas.Trans, alpha, z, f.rinv, 0, f.k1)
 	}
-	var rinvT blas64.General // R⁻ᵀ for the Ψ₀C term
-	if !first {
-		rinvT = tmp.dense(p, p)
+	if !e.first { // R⁻ᵀ for the Ψ₀C term
+		f.rinvT = tmp.dense(p, p)
 		for i := 0; i < p; i++ {
 			for j := 0; j < p; j++ {
-				rinvT.Data[i*p+j] = rinv.Data[j*p+i]
+				f.rinvT.Data[i*p+j] = f.rinv.Data[j*p+i]
 			}
 		}
 	}
-	var y1 blas64.General // β Y R⁻ᵀ
-	if useX {
-		y1 = tmp.dense(kc, p)
-		blasGemm(blas.NoTrans, blas.Trans, beta, y, rinv, 0, y1)
+	if e.useX { // β Y R⁻ᵀ
+		f.y1 = tmp.dense(kc, p)
+		blasGemm(blas.NoTrans, blas.Trans, beta, y, f.rinv, 0, f.y1)
 	}
+}
 
-	// Pass 2: H, ψ_new = s − ‖h_i‖², W_new. ψ_new does not feed W_new, so the floor (which needs max s) is applied
-	// after the pass, and only when some ψ_new is below the largest floor it could be.
-	//
-	// For p ≤ 16 the products with p inner terms go to the skinny loops, H's terms as one product: the left blocks
-	// side by side in a row block A (the scaled W or W itself, W₀, and X when K_c ≤ 16) against the stacked right
-	// factors.
-	skinny := lrSkinny(p, p)
-	xIn := skinny && useX && kc > 1 && lrSkinny(p, kc) // X Y₁ folded into H's product
-	var hOp, k2Op lrThinOp
-	aw := 0 // width of A; 0: A is W's block itself
-	if skinny {
-		parts := []blas64.General{k1} // first: H = W K₁ (+ X Y₁)
-		if !first {
-			parts = []blas64.General{rinvT, k1} // H = T R⁻ᵀ + W₀ K₁ (+ X Y₁)
+// lrEMThin is the skinny form of pass 2 (p ≤ 16): the products with p inner terms go to the skinny loops, H's
+// terms as one product: the left blocks side by side in a row block A (the scaled W or W itself, W₀, and X when
+// K_c ≤ 16) against the stacked right factors.
+type lrEMThin struct {
+	skinny, xIn bool     // skinny loops in use; X Y₁ folded into H's product
+	hOp, k2Op   lrThinOp // the stacked right factors of H, and K₂
+	aw          int      // width of A; 0: A is W's block itself
+}
+
+// thin sets up the skinny form of pass 2 where p ≤ 16.
+func (e *lrEM) thin(f *lrEMFactors) lrEMThin {
+	var th lrEMThin
+	th.skinny = lrSkinny(e.p, e.p)
+	th.xIn = th.skinny && e.useX && e.kc > 1 && lrSkinny(e.p, e.kc)
+	if th.skinny {
+		parts := []blas64.General{f.k1} // first: H = W K₁ (+ X Y₁)
+		if !e.first {
+			parts = []blas64.General{f.rinvT, f.k1} // H = T R⁻ᵀ + W₀ K₁ (+ X Y₁)
 		}
-		if xIn {
-			parts = append(parts, y1)
+		if th.xIn {
+			parts = append(parts, f.y1)
 		}
-		v := lrStack(tmp, parts)
+		v := lrStack(e.tmp, parts)
 		if len(parts) > 1 {
-			aw = v.Rows
+			th.aw = v.Rows
 		}
-		hOp, k2Op = lrThin(tmp, v, true), lrThin(tmp, k2, true)
+		th.hOp, th.k2Op = lrThin(e.tmp, v, true), lrThin(e.tmp, f.k2, true)
 	}
+	return th
+}
+
+// updatePass is pass 2 over W: per block, H, ψ_new = s − ‖h_i‖² (21) written over ψ, and W_new = H K₂ (20) over
+// the block of W. ψ_new does not feed W_new, so the floor (which needs max s) is applied after the pass, and only
+// when some ψ_new is below the largest floor it could be: updatePass returns max s and min ψ_new.
+func (e *lrEM) updatePass() (smax, pmin float64) {
+	e.th = e.thin(&e.f)
+	f, th := &e.f, &e.th
+	tmp, W, ps, pinc, d, p, kc, nb := e.tmp, e.W, e.ps, e.pinc, e.d, e.p, e.kc, e.nb
+	first, useX, X := e.first, e.useX, e.X
 	type stat struct{ smax, pmin float64 }
-	stats := make([]stat, nc)
+	stats := make([]stat, e.nc)
 	type scratch2 struct{ h, t blas64.General }
-	scr2 := newLRPer(b.workers, func() scratch2 {
+	scr2 := newLRPer(e.b.workers, func() scratch2 {
 		sc := scratch2{h: tmp.dense(nb, p)}
-		if aw > 0 {
-			sc.t = tmp.dense(nb, aw)
-		} else if !first && !skinny {
+		if th.aw > 0 {
+			sc.t = tmp.dense(nb, th.aw)
+		} else if !first && !th.skinny {
 			sc.t = tmp.dense(nb, p)
 		}
 		return sc
 	})
-	b.lrSweep(d, max(p, kc), func(g, c, lo, hi int) {
+	e.b.lrSweep(d, max(p, kc), func(g, c, lo, hi int) {
 		st := stat{pmin: math.Inf(1)}
 		sc := scr2.get(g)
 		h, t := sc.h, sc.t
@@ -710,47 +784,13 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 			r1 := min(r0+nb, hi)
 			hb := lrBlock(h, r1-r0)
 			wb := lrRows(W, r0, r1)
-			if skinny {
-				ab := wb
-				if aw > 0 {
-					ab = lrBlock(t, r1-r0)
-					for i := r0; i < r1; i++ {
-						ar := ab.Data[(i-r0)*aw : (i-r0+1)*aw]
-						wr := W.Data[i*W.Stride : i*W.Stride+p]
-						j := p
-						if first {
-							copy(ar, wr)
-						} else {
-							lrScaleTo(ar[:p], wr, alpha*ps0[i*p0inc]/ps[i*pinc])
-							copy(ar[p:2*p], W0.Data[i*W0.Stride:i*W0.Stride+p])
-							j = 2 * p
-						}
-						if xIn {
-							copy(ar[j:j+kc], X.Data[i*X.Stride:i*X.Stride+kc])
-						}
-					}
-				}
-				hOp.mul(hb, ab)
-			} else if first {
-				blasGemm(blas.NoTrans, blas.NoTrans, 1, wb, k1, 0, hb)
-			} else {
-				tb := lrBlock(t, r1-r0)
-				for i := r0; i < r1; i++ {
-					f := alpha * ps0[i*p0inc] / ps[i*pinc]
-					lrScaleTo(tb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], f)
-				}
-				blasGemm(blas.NoTrans, blas.NoTrans, 1, tb, rinvT, 0, hb)
-				blasGemm(blas.NoTrans, blas.NoTrans, 1, lrRows(W0, r0, r1), k1, 1, hb)
-			}
-			if useX && kc > 1 && !xIn {
-				blasGemm(blas.NoTrans, blas.NoTrans, 1, lrRows(X, r0, r1), y1, 1, hb)
-			}
+			e.hBlock(hb, t, r0, r1)
 			for i := r0; i < r1; i++ {
 				hr := hb.Data[(i-r0)*p : (i-r0+1)*p]
-				s := sdiag(i)
+				s := e.sdiag(i)
 				var hh float64
 				if useX && kc == 1 {
-					hh = lrAxpyDot(X.Data[i*X.Stride], y1.Data, hr) // h_i += x_i Y1, ‖h_i‖²
+					hh = lrAxpyDot(X.Data[i*X.Stride], f.y1.Data, hr) // h_i += x_i Y1, ‖h_i‖²
 				} else {
 					hh = vec.Dot(hr, hr)
 				}
@@ -759,25 +799,68 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 				st.pmin = min(st.pmin, v)
 				ps[i*pinc] = v
 			}
-			if skinny {
-				k2Op.mul(wb, hb) // (20)
+			if th.skinny {
+				th.k2Op.mul(wb, hb) // (20)
 			} else {
-				blasGemm(blas.NoTrans, blas.NoTrans, 1, hb, k2, 0, wb) // (20)
+				blasGemm(blas.NoTrans, blas.NoTrans, 1, hb, f.k2, 0, wb) // (20)
 			}
 		}
 		stats[c] = st
 	})
-	smax, pmin := 0.0, math.Inf(1)
+	smax, pmin = 0.0, math.Inf(1)
 	for _, st := range stats {
 		smax, pmin = max(smax, st.smax), min(pmin, st.pmin)
 	}
-	floor := a.Floor
-	if floor <= 0 {
-		floor = max(0x1p-1022, backend.RelPsiFloor*smax)
+	return smax, pmin
+}
+
+// hBlock sets hb to rows [r0, r1) of H, but for the X Y₁ term when K_c = 1 (added in updatePass with ‖h_i‖²);
+// t is the goroutine's scratch block for A (skinny form) or for α Ψ₀Ψ⁻¹W (later iterations).
+func (e *lrEM) hBlock(hb, t blas64.General, r0, r1 int) {
+	f, th := &e.f, &e.th
+	W, W0, X, ps, ps0, pinc, p0inc, p, kc := e.W, e.W0, e.X, e.ps, e.ps0, e.pinc, e.p0inc, e.p, e.kc
+	first, alpha, aw := e.first, e.alpha, th.aw
+	wb := lrRows(W, r0, r1)
+	if th.skinny {
+		ab := wb
+		if aw > 0 {
+			ab = lrBlock(t, r1-r0)
+			for i := r0; i < r1; i++ {
+				ar := ab.Data[(i-r0)*aw : (i-r0+1)*aw]
+				wr := W.Data[i*W.Stride : i*W.Stride+p]
+				j := p
+				if first {
+					copy(ar, wr)
+				} else {
+					lrScaleTo(ar[:p], wr, alpha*ps0[i*p0inc]/ps[i*pinc])
+					copy(ar[p:2*p], W0.Data[i*W0.Stride:i*W0.Stride+p])
+					j = 2 * p
+				}
+				if th.xIn {
+					copy(ar[j:j+kc], X.Data[i*X.Stride:i*X.Stride+kc])
+				}
+			}
+		}
+		th.hOp.mul(hb, ab)
+	} else if first {
+		blasGemm(blas.NoTrans, blas.NoTrans, 1, wb, f.k1, 0, hb)
+	} else {
+		tb := lrBlock(t, r1-r0)
+		for i := r0; i < r1; i++ {
+			fi := alpha * ps0[i*p0inc] / ps[i*pinc]
+			lrScaleTo(tb.Data[(i-r0)*p:(i-r0+1)*p], W.Data[i*W.Stride:i*W.Stride+p], fi)
+		}
+		blasGemm(blas.NoTrans, blas.NoTrans, 1, tb, f.rinvT, 0, hb)
+		blasGemm(blas.NoTrans, blas.NoTrans, 1, lrRows(W0, r0, r1), f.k1, 1, hb)
 	}
-	if !(pmin < floor) {
-		return 0, nil
+	if e.useX && kc > 1 && !th.xIn {
+		blasGemm(blas.NoTrans, blas.NoTrans, 1, lrRows(X, r0, r1), f.y1, 1, hb)
 	}
+}
+
+// clampPsi raises every ψ_i below floor to floor, in b.workers contiguous ranges, and returns how many it raised.
+func (e *lrEM) clampPsi(floor float64) int {
+	b, ps, pinc, d := e.b, e.ps, e.pinc, e.d
 	clamps := make([]int, b.workers)
 	b.parallelFor(b.workers, func(lo, hi int) {
 		for wk := lo; wk < hi; wk++ {
@@ -793,7 +876,7 @@ func lrEMStep(be backend.Backend, a backend.EMStepArgs) (int, error) {
 	for _, c := range clamps {
 		total += c
 	}
-	return total, nil
+	return total
 }
 
 // lrAxpyDot sets h += a·y and returns ‖h‖².

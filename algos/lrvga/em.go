@@ -384,8 +384,10 @@ func reduce(b backend.Backend, op backend.ReduceOp, x *tensor.Tensor) (float64, 
 	return h.At(0, 0, 0), nil
 }
 
-// sumQuad returns Σ_n x_nᵀ Λ⁻¹ x_n over the rows of x (n×d) by Woodbury solves in blocks.
-func sumQuad(b backend.Backend, lr *backend.LowRank, x []float64, n, d int) (float64, error) {
+// SumQuad returns Σ_n x_nᵀ Λ⁻¹ x_n over the rows of x (n×d, row-major on the host) for the low-rank-plus-diagonal
+// Λ = WWᵀ + Ψ of lr, by Woodbury solves in blocks of 64 rows (the trace terms of the factor-analysis KL and of
+// the Gaussian KLs between a filter and a posterior).
+func SumQuad(b backend.Backend, lr *backend.LowRank, x []float64, n, d int) (float64, error) {
 	const blk = 64
 	total := 0.0
 	for n0 := 0; n0 < n; n0 += blk {
@@ -451,7 +453,7 @@ func FAKL(b backend.Backend, w, psi *tensor.Tensor, x []float64, n int) (float64
 	}
 	defer lr.Close()
 	d := w.Rows()
-	tr, err := sumQuad(b, lr, x, n, d)
+	tr, err := SumQuad(b, lr, x, n, d)
 	if err != nil {
 		return 0, err
 	}

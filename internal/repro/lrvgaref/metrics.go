@@ -86,7 +86,7 @@ func (lp *LinearPosterior) KL(f *lrvga.Filter) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sxpx, err := sumQuad(f.Backend(), lr, lp.X, lp.N, lp.D)
+	sxpx, err := lrvga.SumQuad(f.Backend(), lr, lp.X, lp.N, lp.D)
 	if err != nil {
 		return 0, err
 	}
@@ -118,50 +118,6 @@ func (lp *LinearPosterior) KLDense(q *Dense) float64 {
 		e[i] = lp.MuStar[i] - q.Mu.AtVec(i)
 	}
 	return 0.5 * (-lp.logDetPrec - q.LogDetP() - float64(d) + tr + lp.quad(e))
-}
-
-// sumQuad returns Σ_n x_nᵀ Λ⁻¹ x_n over the rows of x (n×d) by Woodbury solves in blocks.
-func sumQuad(b backend.Backend, lr *backend.LowRank, x []float64, n, d int) (float64, error) {
-	const blk = 64
-	total := 0.0
-	for n0 := 0; n0 < n; n0 += blk {
-		k := min(blk, n-n0)
-		h := tensor.NewHost(1, d, k) // Xᵀ block, d×k
-		for j := 0; j < k; j++ {
-			row := x[(n0+j)*d : (n0+j+1)*d]
-			for i, v := range row {
-				h.Set(0, i, j, v)
-			}
-		}
-		xt, err := b.Alloc(h.Shape())
-		if err != nil {
-			return 0, err
-		}
-		sol, err := b.Alloc(h.Shape())
-		if err != nil {
-			b.Free(xt)
-			return 0, err
-		}
-		s, err := func() (float64, error) {
-			defer b.Free(xt)
-			defer b.Free(sol)
-			if err := b.Upload(xt, h); err != nil {
-				return 0, err
-			}
-			if err := lr.Solve(sol, xt); err != nil {
-				return 0, err
-			}
-			if err := b.Mul(sol, sol, xt); err != nil {
-				return 0, err
-			}
-			return reduceSum(b, sol)
-		}()
-		if err != nil {
-			return 0, err
-		}
-		total += s
-	}
-	return total, nil
 }
 
 // reduceSum returns the sum of all of x as a host scalar.

@@ -379,11 +379,9 @@ func (s Sweep) Tol() float64 {
 	return 1e-5 * float64(s.T) / 80
 }
 
-// SweepNFA runs s.Methods over s.Seeds initialisations on one synthetic data set of size s.T with p = 21 observed
-// dimensions and the |ΔF| < s.Tol() rule over 5 iterations. RCG runs first, capped at s.RCGCap and s.RCGMaxIter;
-// the other methods are capped at s.CapFactor × RCG's median run time (the §6.7 budget form), so a method that does
-// not converge within it has a lower-bound time. It returns the traces per method.
-func SweepNFA(s Sweep) (map[string][]*Trace, error) {
+// setup checks the sweep (batched or not), makes its checkpoint folder and returns the synthetic data (p = 21) and
+// the model configuration (D, H default 5 and 20) every run of the sweep uses.
+func (s Sweep) setup(batched bool) ([]float64, nfa.Config, error) {
 	d, h := s.D, s.H
 	if d == 0 {
 		d = 5
@@ -391,20 +389,32 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 	if h == 0 {
 		h = 20
 	}
-	if err := s.check(false); err != nil {
-		return nil, err
+	if err := s.check(batched); err != nil {
+		return nil, nfa.Config{}, err
 	}
 	if s.CheckpointDir != "" {
 		if err := os.MkdirAll(s.CheckpointDir, 0o755); err != nil {
-			return nil, err
+			return nil, nfa.Config{}, err
 		}
 	}
 	X := nfa.SyntheticNFA(s.T, 1)
 	if s.Dynamic {
 		X = nfa.SyntheticNSSM(s.T, 1)
 	}
-	m, err := nfa.New(X, s.T, 21, nfa.Config{Dynamic: s.Dynamic, D: d, H: h, Moments: s.Moments, ARD: s.ARD,
-		Hierarchical: s.Hierarchical, HyperDelay: s.HyperDelay})
+	return X, nfa.Config{Dynamic: s.Dynamic, D: d, H: h, Moments: s.Moments, ARD: s.ARD, Hierarchical: s.Hierarchical,
+		HyperDelay: s.HyperDelay}, nil
+}
+
+// SweepNFA runs s.Methods over s.Seeds initialisations on one synthetic data set of size s.T with p = 21 observed
+// dimensions and the |ΔF| < s.Tol() rule over 5 iterations. RCG runs first, capped at s.RCGCap and s.RCGMaxIter;
+// the other methods are capped at s.CapFactor × RCG's median run time (the §6.7 budget form), so a method that does
+// not converge within it has a lower-bound time. It returns the traces per method.
+func SweepNFA(s Sweep) (map[string][]*Trace, error) {
+	X, cfg, err := s.setup(false)
+	if err != nil {
+		return nil, err
+	}
+	m, err := nfa.New(X, s.T, 21, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -455,27 +465,10 @@ func SweepNFA(s Sweep) (map[string][]*Trace, error) {
 // a clock all the batch's runs share. RCG's runs are capped at s.RCGMaxIter iterations (0: MinimizeBatch's 10000), the
 // others at s.CapFactor × RCG's median iterations (0: the same default); RCGCap and FollowRCG are not used.
 func SweepNFABatched(s Sweep, be backend.Backend) (map[string][]*Trace, error) {
-	d, h := s.D, s.H
-	if d == 0 {
-		d = 5
-	}
-	if h == 0 {
-		h = 20
-	}
-	if err := s.check(true); err != nil {
+	X, cfg, err := s.setup(true)
+	if err != nil {
 		return nil, err
 	}
-	if s.CheckpointDir != "" {
-		if err := os.MkdirAll(s.CheckpointDir, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	X := nfa.SyntheticNFA(s.T, 1)
-	if s.Dynamic {
-		X = nfa.SyntheticNSSM(s.T, 1)
-	}
-	cfg := nfa.Config{Dynamic: s.Dynamic, D: d, H: h, Moments: s.Moments, ARD: s.ARD, Hierarchical: s.Hierarchical,
-		HyperDelay: s.HyperDelay}
 	out := map[string][]*Trace{}
 	maxIter := s.RCGMaxIter
 	for _, name := range s.Methods {

@@ -417,7 +417,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "vbbench: %v\n", err)
 			return 2
 		}
-		printMarkdown(stdout, rep, cfg.markdown)
+		printMarkdown(stdout, rep)
 		return 0
 	}
 	if cfg.compareNew != "" {

@@ -8,8 +8,8 @@ import (
 
 // printMarkdown writes a report as the Markdown of docs/benchmarks.md: the command, date and machine of the run,
 // the floors of each backend, and one table of the workloads per backend.
-func printMarkdown(w io.Writer, rep *report, name string) {
-	fmt.Fprintf(w, "Command: `%s` (%s, %s/%s, %s). Source: `%s`.\n\n", rep.Command, rep.Date, rep.OS, rep.Arch, rep.Go, name)
+func printMarkdown(w io.Writer, rep *report) {
+	fmt.Fprintf(w, "Command: `%s` (%s, %s/%s, %s).\n\n", rep.Command, rep.Date, rep.OS, rep.Arch, rep.Go)
 	for _, be := range rep.Backends {
 		fmt.Fprintf(w, "**%s**: %s, %s, %d cores", be.Name, be.Device, be.Library, be.Cores)
 		if len(be.Features) > 0 {

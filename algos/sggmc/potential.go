@@ -14,6 +14,7 @@ type Potential struct {
 	m  model.Batched
 	b  backend.Backend
 	lp *T // batch×1×1
+	hl *T // host copy of lp, for U
 }
 
 // NewPotential returns the potential −log p of m.
@@ -67,12 +68,14 @@ func (p *Potential) U(b backend.Backend, u []float64, x *T) error {
 	if err := p.eval(b, nil, x); err != nil {
 		return err
 	}
-	h := tensor.NewHost(x.Batch(), 1, 1)
-	if err := b.Download(h, p.lp); err != nil {
+	if p.hl == nil || p.hl.Batch() != x.Batch() {
+		p.hl = tensor.NewHost(x.Batch(), 1, 1)
+	}
+	if err := b.Download(p.hl, p.lp); err != nil {
 		return err
 	}
 	for i := range u {
-		u[i] = -h.At(i, 0, 0)
+		u[i] = -p.hl.At(i, 0, 0)
 	}
 	return nil
 }
